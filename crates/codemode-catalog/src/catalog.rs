@@ -1,0 +1,887 @@
+//! The run-scoped catalog: membership, ids, order, views, search, lookup, conveniences, quick
+//! index, output contracts and replay safety (behaviour.md §2.5, §3; code-mode.md "Tool
+//! catalog", "Guest runtime API", "Tool names and collisions").
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::contract::{invalid_output_schema_message, output_mismatch_message, OutputContract};
+use crate::entry::{CompactEntry, DescribedEntry, Source};
+use crate::hint::{input_hint, output_hint, UNKNOWN};
+use crate::index::{quick_index_line, render_quick_index};
+use crate::js::{cmp_utf16, is_identifier, js_trim};
+use crate::spec::{ToolOrigin, ToolSpec};
+
+/// Upper bound of `maxSearchLimit` (behaviour.md §1).
+pub const MAX_SEARCH_LIMIT_CAP: u32 = 50;
+
+/// Names of the `tools` helpers; a catalog tool with one of these names never gets a
+/// convenience function (behaviour.md §3.4).
+pub const RESERVED_CONVENIENCE_NAMES: [&str; 4] = ["search", "describe", "call", "callValue"];
+
+/// The minimal audited read-only core tools of behaviour.md §3.6 ("at least `read`, `grep`,
+/// `find`"). Hosts pass their own list to [`Catalog::is_replay_safe`].
+pub const DEFAULT_READ_ONLY_CORE_TOOLS: [&str; 3] = ["read", "grep", "find"];
+
+/// `search query must be a string.` (behaviour.md §3.3).
+pub const SEARCH_QUERY_NOT_STRING: &str = "search query must be a string.";
+/// `limit must be a positive integer.` (behaviour.md §3.3).
+pub const LIMIT_NOT_POSITIVE_INTEGER: &str = "limit must be a positive integer.";
+/// `Tool Search catalog is unavailable for this run.` (behaviour.md §3.1), for runtimes without
+/// a catalog.
+pub const CATALOG_UNAVAILABLE: &str = "Tool Search catalog is unavailable for this run.";
+
+/// The resolved search limits (config fields `maxSearchLimit` and `searchDefaultLimit`,
+/// behaviour.md §1). [`Catalog::build`] rejects values outside `1..=50` and
+/// `1..=max_search_limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchLimits {
+    /// Cap applied to any requested limit (`1..=50`, default 50).
+    pub max_search_limit: u32,
+    /// Limit used when none (or a non-number) is given (`1..=max_search_limit`, default 8).
+    pub search_default_limit: u32,
+}
+
+impl Default for SearchLimits {
+    fn default() -> Self {
+        SearchLimits {
+            max_search_limit: 50,
+            search_default_limit: 8,
+        }
+    }
+}
+
+/// Why a catalog could not be built. Each message names the offending tool(s) by input position
+/// (0-based index into the specs given to [`Catalog::build`]) and origin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    /// Two catalogable tools map to the same id.
+    #[error("duplicate catalog id {id:?}: tool #{first_index} ({first}) and tool #{second_index} ({second}) both map to it")]
+    DuplicateId {
+        /// The shared id.
+        id: String,
+        /// Input position of the first tool.
+        first_index: usize,
+        /// The first tool, described by origin and name.
+        first: String,
+        /// Input position of the second tool.
+        second_index: usize,
+        /// The second tool, described by origin and name.
+        second: String,
+    },
+    /// A catalogable tool's name is empty or only whitespace.
+    #[error("tool #{index} ({origin}) has an empty name")]
+    EmptyName {
+        /// Input position.
+        index: usize,
+        /// The tool's origin, described.
+        origin: String,
+    },
+    /// A plugin tool's plugin id is empty or only whitespace.
+    #[error("tool #{index} ({name:?}) has a blank plugin id")]
+    BlankPluginId {
+        /// Input position.
+        index: usize,
+        /// Tool name.
+        name: String,
+    },
+    /// Search limits outside the config ranges.
+    #[error("invalid search limits: maxSearchLimit must be 1-50 and searchDefaultLimit 1-maxSearchLimit (got maxSearchLimit {max_search_limit}, searchDefaultLimit {search_default_limit})")]
+    InvalidSearchLimits {
+        /// Given `maxSearchLimit`.
+        max_search_limit: u32,
+        /// Given `searchDefaultLimit`.
+        search_default_limit: u32,
+    },
+}
+
+/// Catalog order groups (behaviour.md D2): core, bundled plugin, external plugin, MCP, client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CatalogGroup {
+    /// OpenClaw core tools.
+    Core,
+    /// Plugins shipped with the host.
+    BundledPlugin,
+    /// Installed third-party plugins.
+    ExternalPlugin,
+    /// MCP tools.
+    Mcp,
+    /// Client-provided tools.
+    Client,
+}
+
+/// Which guest operation a lookup serves; selects the non-string-id message (behaviour.md §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupOp {
+    /// `tools.describe(id)`.
+    Describe,
+    /// `tools.call(id, input)`.
+    Call,
+    /// `tools.callValue(id, input)` and convenience functions.
+    CallValue,
+}
+
+impl LookupOp {
+    /// `describe id must be a string.`, `call id must be a string.` or
+    /// `callValue id must be a string.`.
+    pub fn non_string_message(self) -> &'static str {
+        match self {
+            LookupOp::Describe => "describe id must be a string.",
+            LookupOp::Call => "call id must be a string.",
+            LookupOp::CallValue => "callValue id must be a string.",
+        }
+    }
+}
+
+/// A `tools.<name>` convenience function: `tools.<name>(input)` is `tools.callValue(<id>, input)`
+/// (behaviour.md §3.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Convenience {
+    /// The property name on `tools` (the tool name).
+    pub name: String,
+    /// The exact id it calls.
+    pub id: String,
+}
+
+/// Counts per source over the whole catalog, MCP included (telemetry `sources`, behaviour.md §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SourceCounts {
+    /// Core and plugin entries.
+    pub openclaw: usize,
+    /// MCP entries.
+    pub mcp: usize,
+    /// Client entries.
+    pub client: usize,
+}
+
+/// Lowercased text used by search and suggestions, computed once per entry.
+#[derive(Debug)]
+struct Lowered {
+    name: String,
+    id: String,
+    label: String,
+    description: String,
+}
+
+/// One cataloged tool.
+#[derive(Debug)]
+pub struct Entry {
+    compact: CompactEntry,
+    parameters: Option<Value>,
+    output_schema: Option<Value>,
+    origin: ToolOrigin,
+    channel: bool,
+    spec_index: usize,
+    group: CatalogGroup,
+    contract: OutputContract,
+    lower: Lowered,
+}
+
+impl Entry {
+    /// The exact id, `<source>:<owner>:<name>`.
+    pub fn id(&self) -> &str {
+        &self.compact.id
+    }
+
+    /// The registered tool name.
+    pub fn name(&self) -> &str {
+        &self.compact.name
+    }
+
+    /// `openclaw`, `mcp` or `client`.
+    pub fn source(&self) -> Source {
+        self.compact.source
+    }
+
+    /// The origin given in the spec.
+    pub fn origin(&self) -> &ToolOrigin {
+        &self.origin
+    }
+
+    /// The catalog order group.
+    pub fn group(&self) -> CatalogGroup {
+        self.group
+    }
+
+    /// Position of this tool in the specs given to [`Catalog::build`], to map an entry back to
+    /// the host's executable tool.
+    pub fn spec_index(&self) -> usize {
+        self.spec_index
+    }
+
+    /// True for entries the guest may see and call (every source but MCP).
+    pub fn is_guest_visible(&self) -> bool {
+        self.compact.source != Source::Mcp
+    }
+
+    /// True for channel tools (never replay-safe).
+    pub fn is_channel(&self) -> bool {
+        self.channel
+    }
+
+    /// The compact entry (`ALL_TOOLS` element).
+    pub fn compact(&self) -> &CompactEntry {
+        &self.compact
+    }
+
+    /// The full input schema as given (`None` when the tool has none).
+    pub fn parameters(&self) -> Option<&Value> {
+        self.parameters.as_ref()
+    }
+
+    /// The trusted `outputSchema` (core and plugin tools only; MCP and client claims are
+    /// dropped).
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
+    /// The compiled output contract.
+    pub fn contract(&self) -> &OutputContract {
+        &self.contract
+    }
+
+    /// What `tools.describe` returns: the compact entry plus `parameters` (`{}` when absent) and
+    /// the trusted `outputSchema` when declared.
+    pub fn described(&self) -> DescribedEntry {
+        DescribedEntry {
+            entry: self.compact.clone(),
+            parameters: self
+                .parameters
+                .clone()
+                .unwrap_or_else(|| Value::Object(Default::default())),
+            output_schema: self.output_schema.clone(),
+        }
+    }
+
+    /// `Ok` unless the declared `outputSchema` failed to compile, in which case the tool must
+    /// not run: `Tool "<id>" has an invalid outputSchema.` (behaviour.md §3.5).
+    pub fn check_callable(&self) -> Result<(), String> {
+        if self.contract.is_callable() {
+            Ok(())
+        } else {
+            Err(invalid_output_schema_message(self.id()))
+        }
+    }
+
+    /// Validates a result's final `details` against the declared contract (behaviour.md §3.5).
+    ///
+    /// Errors: `Tool "<id>" has an invalid outputSchema.` for an uncompilable schema;
+    /// `Tool "<id>" returned details that do not match its declared outputSchema.` on a
+    /// mismatch (the value is never echoed). Tools without a trusted contract always pass.
+    pub fn validate_output(&self, details: &Value) -> Result<(), String> {
+        self.check_callable()?;
+        if self.contract.accepts(details) {
+            Ok(())
+        } else {
+            Err(output_mismatch_message(self.id()))
+        }
+    }
+}
+
+/// The run-scoped tool catalog. Immutable once built; cheap to share (`Send + Sync`).
+#[derive(Debug)]
+pub struct Catalog {
+    entries: Vec<Entry>,
+    by_id: HashMap<String, usize>,
+    guest_by_name: HashMap<String, Vec<usize>>,
+    conveniences: Vec<Convenience>,
+    quick_index: Option<String>,
+    limits: SearchLimits,
+}
+
+/// Where a spec lands: source, id owner segment, `sourceName`, group.
+struct Placement {
+    source: Source,
+    owner: String,
+    group: CatalogGroup,
+}
+
+fn non_blank(value: Option<&str>) -> Option<&str> {
+    value.map(js_trim).filter(|v| !v.is_empty())
+}
+
+fn describe_origin(origin: &ToolOrigin) -> String {
+    match origin {
+        ToolOrigin::Core => "core".to_string(),
+        ToolOrigin::Plugin { plugin_id, .. } => format!("plugin {plugin_id:?}"),
+        ToolOrigin::Mcp {
+            server_name,
+            safe_server_name,
+            ..
+        } => format!("MCP server {server_name:?} (safe name {safe_server_name:?})"),
+        ToolOrigin::Client { owner: Some(owner) } => format!("client {owner:?}"),
+        ToolOrigin::Client { owner: None } => "client".to_string(),
+    }
+}
+
+fn place(spec: &ToolSpec, index: usize) -> Result<Placement, CatalogError> {
+    Ok(match &spec.origin {
+        ToolOrigin::Core => Placement {
+            source: Source::Openclaw,
+            owner: "core".into(),
+            group: CatalogGroup::Core,
+        },
+        ToolOrigin::Plugin {
+            plugin_id, bundled, ..
+        } => {
+            let Some(plugin_id) = non_blank(Some(plugin_id)) else {
+                return Err(CatalogError::BlankPluginId {
+                    index,
+                    name: spec.name.clone(),
+                });
+            };
+            if plugin_id == "bundle-mcp" {
+                // An MCP tool without MCP metadata (behaviour.md §3.1).
+                Placement {
+                    source: Source::Mcp,
+                    owner: plugin_id.into(),
+                    group: CatalogGroup::Mcp,
+                }
+            } else {
+                Placement {
+                    source: Source::Openclaw,
+                    owner: plugin_id.into(),
+                    group: if *bundled {
+                        CatalogGroup::BundledPlugin
+                    } else {
+                        CatalogGroup::ExternalPlugin
+                    },
+                }
+            }
+        }
+        ToolOrigin::Mcp {
+            safe_server_name,
+            plugin_id,
+            ..
+        } => Placement {
+            source: Source::Mcp,
+            owner: non_blank(Some(safe_server_name))
+                .or_else(|| non_blank(plugin_id.as_deref()))
+                .unwrap_or("mcp")
+                .into(),
+            group: CatalogGroup::Mcp,
+        },
+        ToolOrigin::Client { owner } => Placement {
+            source: Source::Client,
+            owner: non_blank(owner.as_deref()).unwrap_or("client").into(),
+            group: CatalogGroup::Client,
+        },
+    })
+}
+
+/// Search terms: the lowercased query split on `[^a-z0-9_./:-]+`, blanks dropped.
+fn search_terms(query: &str) -> Vec<String> {
+    query
+        .to_lowercase()
+        .split(|c: char| {
+            !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '/' | ':' | '-'))
+        })
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Lookup tokens: the lowercased text split on `[^a-z0-9]+`, blanks dropped, as a set.
+fn lookup_tokens(text: &str) -> HashSet<String> {
+    text.to_lowercase()
+        .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+impl Catalog {
+    /// Builds the catalog from the host's effective tools (behaviour.md §3.1, D2).
+    ///
+    /// Drops denied, `direct-only` and control-marked tools; assigns ids; orders core, bundled
+    /// plugin, external plugin, MCP, client, each by id in UTF-16 code-unit order; renders every
+    /// entry's hints; compiles each trusted `outputSchema` once; precomputes conveniences and the
+    /// quick index. Linear in the input apart from the id sort.
+    ///
+    /// Errors: [`CatalogError::DuplicateId`] when two tools share an id,
+    /// [`CatalogError::EmptyName`], [`CatalogError::BlankPluginId`],
+    /// [`CatalogError::InvalidSearchLimits`].
+    pub fn build(specs: Vec<ToolSpec>, limits: &SearchLimits) -> Result<Catalog, CatalogError> {
+        if limits.max_search_limit < 1
+            || limits.max_search_limit > MAX_SEARCH_LIMIT_CAP
+            || limits.search_default_limit < 1
+            || limits.search_default_limit > limits.max_search_limit
+        {
+            return Err(CatalogError::InvalidSearchLimits {
+                max_search_limit: limits.max_search_limit,
+                search_default_limit: limits.search_default_limit,
+            });
+        }
+
+        let mut first_by_id: HashMap<String, (usize, String)> = HashMap::new();
+        let mut entries = Vec::new();
+        for (spec_index, spec) in specs.into_iter().enumerate() {
+            if !spec.is_catalogable() {
+                continue;
+            }
+            if js_trim(&spec.name).is_empty() {
+                return Err(CatalogError::EmptyName {
+                    index: spec_index,
+                    origin: describe_origin(&spec.origin),
+                });
+            }
+            let placement = place(&spec, spec_index)?;
+            let id = format!(
+                "{}:{}:{}",
+                placement.source.as_str(),
+                placement.owner,
+                spec.name
+            );
+            let described = format!("{} tool {:?}", describe_origin(&spec.origin), spec.name);
+            if let Some((first_index, first)) = first_by_id.get(&id) {
+                return Err(CatalogError::DuplicateId {
+                    id,
+                    first_index: *first_index,
+                    first: first.clone(),
+                    second_index: spec_index,
+                    second: described,
+                });
+            }
+            first_by_id.insert(id.clone(), (spec_index, described));
+            entries.push(Entry::new(spec, spec_index, id, placement));
+        }
+        entries.sort_by(|a, b| {
+            a.group
+                .cmp(&b.group)
+                .then_with(|| cmp_utf16(a.id(), b.id()))
+        });
+
+        let mut by_id = HashMap::with_capacity(entries.len());
+        let mut guest_by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (position, entry) in entries.iter().enumerate() {
+            by_id.insert(entry.id().to_string(), position);
+            if entry.is_guest_visible() {
+                guest_by_name
+                    .entry(entry.name().to_string())
+                    .or_default()
+                    .push(position);
+            }
+        }
+
+        let conveniences = entries
+            .iter()
+            .filter(|e| {
+                e.is_guest_visible()
+                    && is_identifier(e.name())
+                    && !RESERVED_CONVENIENCE_NAMES.contains(&e.name())
+                    && guest_by_name.get(e.name()).map_or(0, Vec::len) == 1
+            })
+            .map(|e| Convenience {
+                name: e.name().to_string(),
+                id: e.id().to_string(),
+            })
+            .collect();
+
+        let mut indexed: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| e.source() == Source::Openclaw)
+            .collect();
+        indexed.sort_by(|a, b| {
+            let a_declared = a.compact.output.is_none();
+            let b_declared = b.compact.output.is_none();
+            a_declared
+                .cmp(&b_declared)
+                .then_with(|| cmp_utf16(a.id(), b.id()))
+        });
+        let lines: Vec<String> = indexed
+            .iter()
+            .map(|e| quick_index_line(e.id(), &e.compact.input, e.compact.output.as_deref()))
+            .collect();
+        let quick_index = render_quick_index(&lines);
+
+        Ok(Catalog {
+            entries,
+            by_id,
+            guest_by_name,
+            conveniences,
+            quick_index,
+            limits: *limits,
+        })
+    }
+
+    /// The search limits in force.
+    pub fn limits(&self) -> &SearchLimits {
+        &self.limits
+    }
+
+    /// Number of entries, MCP included (telemetry `catalogSize`).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when nothing was cataloged.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every entry in catalog order (core, bundled plugin, external plugin, MCP, client; by id).
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Guest-visible entries (all but MCP) in catalog order: the source of `ALL_TOOLS`.
+    pub fn guest_entries(&self) -> impl Iterator<Item = &Entry> + '_ {
+        self.entries.iter().filter(|e| e.is_guest_visible())
+    }
+
+    /// `ALL_TOOLS`: the guest-visible compact entries in catalog order.
+    pub fn all_tools(&self) -> Vec<CompactEntry> {
+        self.guest_entries().map(|e| e.compact.clone()).collect()
+    }
+
+    /// The entry with exactly this id, of any source (no trimming, no name matching).
+    pub fn entry(&self, id: &str) -> Option<&Entry> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
+    }
+
+    /// True when the catalog has an MCP entry (selects the API/MCP parts of the `exec`
+    /// description, behaviour.md §2.4).
+    pub fn has_mcp(&self) -> bool {
+        self.entries.iter().any(|e| e.source() == Source::Mcp)
+    }
+
+    /// Entries per source over the whole catalog (telemetry `sources`).
+    pub fn source_counts(&self) -> SourceCounts {
+        let mut counts = SourceCounts::default();
+        for entry in &self.entries {
+            match entry.source() {
+                Source::Openclaw => counts.openclaw += 1,
+                Source::Mcp => counts.mcp += 1,
+                Source::Client => counts.client += 1,
+            }
+        }
+        counts
+    }
+
+    /// Resolves `tools.search`'s limit (behaviour.md §3.3 step 2): absent or not a number →
+    /// `searchDefaultLimit`; a number that is not an integer or is below 1 →
+    /// `limit must be a positive integer.`; otherwise `min(limit, maxSearchLimit)`. A number
+    /// with an integral value written with a fraction (`2.0`) is an integer, as in JavaScript.
+    pub fn resolve_limit(&self, limit: Option<&Value>) -> Result<usize, String> {
+        let max = self.limits.max_search_limit as usize;
+        let Some(Value::Number(n)) = limit else {
+            return Ok(self.limits.search_default_limit as usize);
+        };
+        if let Some(u) = n.as_u64() {
+            return if u >= 1 {
+                Ok((u.min(max as u64)) as usize)
+            } else {
+                Err(LIMIT_NOT_POSITIVE_INTEGER.into())
+            };
+        }
+        if n.as_i64().is_some() {
+            return Err(LIMIT_NOT_POSITIVE_INTEGER.into());
+        }
+        match n.as_f64() {
+            Some(f) if f.is_finite() && f.fract() == 0.0 && f >= 1.0 => {
+                Ok(if f >= max as f64 { max } else { f as usize })
+            }
+            _ => Err(LIMIT_NOT_POSITIVE_INTEGER.into()),
+        }
+    }
+
+    /// `tools.search(query, {limit})` (behaviour.md §3.3) over guest-visible entries.
+    ///
+    /// `query` must be a JSON string (`search query must be a string.`); `limit` is the
+    /// `options.limit` value as received (see [`Catalog::resolve_limit`]). Returns at most
+    /// `limit` compact entries scoring above 0, by score descending then id ascending.
+    pub fn search(
+        &self,
+        query: &Value,
+        limit: Option<&Value>,
+    ) -> Result<Vec<CompactEntry>, String> {
+        let Value::String(query) = query else {
+            return Err(SEARCH_QUERY_NOT_STRING.into());
+        };
+        let limit = self.resolve_limit(limit)?;
+        Ok(self
+            .search_entries(query, limit)
+            .into_iter()
+            .map(|e| e.compact.clone())
+            .collect())
+    }
+
+    /// [`Catalog::search`] taking the whole `options` argument: `options.limit` when `options`
+    /// is an object, otherwise no limit.
+    pub fn search_with_options(
+        &self,
+        query: &Value,
+        options: Option<&Value>,
+    ) -> Result<Vec<CompactEntry>, String> {
+        let limit = options.and_then(Value::as_object).and_then(|o| o.get("limit"));
+        self.search(query, limit)
+    }
+
+    /// The search itself, for a validated query and limit: guest-visible entries scoring above
+    /// 0, best first (score descending, then id in UTF-16 order), at most `limit` of them.
+    ///
+    /// Scoring (case-insensitive, per term of the lowercased query split on
+    /// `[^a-z0-9_./:-]+`): +20 name or id equals the term, +8 name contains it, +6 id contains
+    /// it, +4 label contains it, +2 description contains it; with no terms every entry scores 1.
+    pub fn search_entries(&self, query: &str, limit: usize) -> Vec<&Entry> {
+        let terms = search_terms(query);
+        let mut hits: Vec<(u32, &Entry)> = self
+            .guest_entries()
+            .filter_map(|e| {
+                let score = e.search_score(&terms);
+                (score > 0).then_some((score, e))
+            })
+            .collect();
+        let order = |a: &(u32, &Entry), b: &(u32, &Entry)| {
+            b.0.cmp(&a.0).then_with(|| cmp_utf16(a.1.id(), b.1.id()))
+        };
+        if limit == 0 {
+            return Vec::new();
+        }
+        if hits.len() > limit {
+            hits.select_nth_unstable_by(limit - 1, order);
+            hits.truncate(limit);
+        }
+        hits.sort_unstable_by(order);
+        hits.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// Resolves a guest's tool reference for `describe`/`call`/`callValue` (behaviour.md §3.4).
+    ///
+    /// The needle is trimmed (ECMAScript whitespace). An exact id among guest-visible entries
+    /// wins; otherwise a unique name match. Errors, exactly:
+    /// `Ambiguous tool name: <needle>; use an exact tool id.` and
+    /// `Unknown tool id: <needle>. [Did you mean: <a>, <b>? ]Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.`
+    pub fn lookup(&self, needle: &str) -> Result<&Entry, String> {
+        let needle = js_trim(needle);
+        if let Some(entry) = self.entry(needle).filter(|e| e.is_guest_visible()) {
+            return Ok(entry);
+        }
+        match self.guest_by_name.get(needle).map(Vec::as_slice) {
+            Some([only]) => Ok(&self.entries[*only]),
+            Some([_, _, ..]) => Err(format!(
+                "Ambiguous tool name: {needle}; use an exact tool id."
+            )),
+            _ => Err(self.unknown_tool_message(needle)),
+        }
+    }
+
+    /// [`Catalog::lookup`] for an id argument as received from the guest: a non-string gives
+    /// `<op> id must be a string.`.
+    pub fn lookup_value(&self, needle: &Value, op: LookupOp) -> Result<&Entry, String> {
+        match needle {
+            Value::String(s) => self.lookup(s),
+            _ => Err(op.non_string_message().into()),
+        }
+    }
+
+    /// `tools.describe(id)`: [`Catalog::lookup`] then the described entry.
+    pub fn describe(&self, needle: &str) -> Result<DescribedEntry, String> {
+        self.lookup(needle).map(Entry::described)
+    }
+
+    /// Resolves the target of `call`/`callValue`/a convenience function: [`Catalog::lookup`],
+    /// then refuses a tool whose `outputSchema` did not compile
+    /// (`Tool "<id>" has an invalid outputSchema.`), before anything runs.
+    pub fn resolve_call(&self, needle: &str) -> Result<&Entry, String> {
+        let entry = self.lookup(needle)?;
+        entry.check_callable()?;
+        Ok(entry)
+    }
+
+    /// Validates `details` returned by the tool with exactly this id; see
+    /// [`Entry::validate_output`]. An id that is not in the catalog gives the unknown-tool
+    /// message.
+    pub fn validate_output(&self, id: &str, details: &Value) -> Result<(), String> {
+        match self.entry(id) {
+            Some(entry) => entry.validate_output(details),
+            None => Err(self.unknown_tool_message(js_trim(id))),
+        }
+    }
+
+    /// The exact unknown-tool message for `needle` (used as given; callers trim), with up to
+    /// three suggestions from guest-visible entries (behaviour.md §3.4 "Suggestions").
+    pub fn unknown_tool_message(&self, needle: &str) -> String {
+        const RECOVERY: &str = "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
+        let suggestions = self.suggestions(needle);
+        if suggestions.is_empty() {
+            format!("Unknown tool id: {needle}. {RECOVERY}")
+        } else {
+            format!(
+                "Unknown tool id: {needle}. Did you mean: {}? {RECOVERY}",
+                suggestions.join(", ")
+            )
+        }
+    }
+
+    /// Up to three suggestions for an unknown needle: each guest-visible entry scores (case
+    /// insensitive; tokens split on `[^a-z0-9]+`) +40 if the needle contains the name or the id
+    /// contains the needle, +40 if the needle's tokens include the name, +12 per needle token
+    /// found among the tokens of `name id label description`, +8 if the label or description
+    /// contains the needle. Entries above 0, by score descending then value ascending, where the
+    /// value is the name, or the id when the name is shared; values de-duplicated.
+    pub fn suggestions(&self, needle: &str) -> Vec<String> {
+        let needle_lc = needle.to_lowercase();
+        let needle_tokens = lookup_tokens(needle);
+        let mut scored: Vec<(u32, &str)> = self
+            .guest_entries()
+            .filter_map(|e| {
+                let score = e.suggestion_score(&needle_lc, &needle_tokens);
+                if score == 0 {
+                    return None;
+                }
+                let shared = self.guest_by_name.get(e.name()).map_or(0, Vec::len) > 1;
+                Some((score, if shared { e.id() } else { e.name() }))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| cmp_utf16(a.1, b.1)));
+        let mut out: Vec<String> = Vec::new();
+        for (_, value) in scored {
+            if out.len() == 3 {
+                break;
+            }
+            if !out.iter().any(|v| v == value) {
+                out.push(value.to_string());
+            }
+        }
+        out
+    }
+
+    /// The `tools.<name>` convenience functions to install, in catalog order: guest-visible
+    /// entries whose name matches `^[A-Za-z_$][A-Za-z0-9_$]*$`, is carried by exactly one
+    /// guest-visible entry, and is not `search`, `describe`, `call` or `callValue`.
+    pub fn conveniences(&self) -> &[Convenience] {
+        &self.conveniences
+    }
+
+    /// The quick index for the `exec` description (behaviour.md §2.5), or `None` when the
+    /// catalog has no core or plugin entry. At most 8000 UTF-16 units; identical for identical
+    /// input; never contains a description.
+    pub fn quick_index(&self) -> Option<&str> {
+        self.quick_index.as_deref()
+    }
+
+    /// Whether a `call`/`callValue` of `id` is replay-safe (behaviour.md §3.6): `id` (trimmed)
+    /// must be an exact catalog id (names never count) of an `openclaw` entry that is not a
+    /// channel tool and is either a plugin tool marked replay-safe or a core tool whose name is
+    /// in `read_only_core_tools` (the host's audited list, e.g.
+    /// [`DEFAULT_READ_ONLY_CORE_TOOLS`]). MCP and client tools never are.
+    pub fn is_replay_safe(&self, id: &str, read_only_core_tools: &[&str]) -> bool {
+        let Some(entry) = self.entry(js_trim(id)) else {
+            return false;
+        };
+        if entry.source() != Source::Openclaw || entry.channel {
+            return false;
+        }
+        match &entry.origin {
+            ToolOrigin::Core => read_only_core_tools.contains(&entry.name()),
+            ToolOrigin::Plugin { replay_safe, .. } => *replay_safe,
+            ToolOrigin::Mcp { .. } | ToolOrigin::Client { .. } => false,
+        }
+    }
+}
+
+impl Entry {
+    fn new(spec: ToolSpec, spec_index: usize, id: String, placement: Placement) -> Entry {
+        let trusted = placement.source == Source::Openclaw;
+        let source_name = match &spec.origin {
+            ToolOrigin::Plugin { plugin_id, .. } => js_trim(plugin_id).to_string(),
+            _ => placement.owner.clone(),
+        };
+        let input = if trusted {
+            input_hint(spec.parameters.as_ref())
+        } else {
+            UNKNOWN.to_string()
+        };
+        let (output_schema, contract) = match (trusted, spec.output_schema) {
+            (true, Some(schema)) => {
+                let contract = OutputContract::compile(&schema);
+                (Some(schema), contract)
+            }
+            _ => (None, OutputContract::Undeclared),
+        };
+        // A contract that cannot be enforced is never advertised.
+        let output = match (&output_schema, &contract) {
+            (Some(schema), OutputContract::Valid(_)) => output_hint(schema),
+            _ => None,
+        };
+        let lower = Lowered {
+            name: spec.name.to_lowercase(),
+            id: id.to_lowercase(),
+            label: spec.label.as_deref().unwrap_or("").to_lowercase(),
+            description: spec.description.to_lowercase(),
+        };
+        Entry {
+            compact: CompactEntry {
+                id,
+                name: spec.name,
+                label: spec.label,
+                description: spec.description,
+                source: placement.source,
+                source_name: Some(source_name),
+                input,
+                output,
+            },
+            parameters: spec.parameters,
+            output_schema,
+            origin: spec.origin,
+            channel: spec.channel,
+            spec_index,
+            group: placement.group,
+            contract,
+            lower,
+        }
+    }
+
+    fn search_score(&self, terms: &[String]) -> u32 {
+        if terms.is_empty() {
+            return 1;
+        }
+        let l = &self.lower;
+        let mut score = 0;
+        for term in terms {
+            let term = term.as_str();
+            if l.name == term || l.id == term {
+                score += 20;
+            }
+            if l.name.contains(term) {
+                score += 8;
+            }
+            if l.id.contains(term) {
+                score += 6;
+            }
+            if l.label.contains(term) {
+                score += 4;
+            }
+            if l.description.contains(term) {
+                score += 2;
+            }
+        }
+        score
+    }
+
+    fn suggestion_score(&self, needle_lc: &str, needle_tokens: &HashSet<String>) -> u32 {
+        let l = &self.lower;
+        let mut score = 0;
+        if needle_lc.contains(l.name.as_str()) || l.id.contains(needle_lc) {
+            score += 40;
+        }
+        if needle_tokens.contains(&l.name) {
+            score += 40;
+        }
+        if !needle_tokens.is_empty() {
+            let entry_tokens = lookup_tokens(&format!(
+                "{} {} {} {}",
+                l.name, l.id, l.label, l.description
+            ));
+            score += 12 * needle_tokens.iter().filter(|t| entry_tokens.contains(*t)).count() as u32;
+        }
+        if l.label.contains(needle_lc) || l.description.contains(needle_lc) {
+            score += 8;
+        }
+        score
+    }
+}

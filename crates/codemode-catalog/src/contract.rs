@@ -1,0 +1,73 @@
+//! Declared output contracts (code-mode.md "Declared output contracts"; behaviour.md §3.5).
+
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use serde_json::Value;
+
+/// The compiled state of one tool's `outputSchema`, built once by [`crate::Catalog::build`].
+pub enum OutputContract {
+    /// The tool declares no trusted `outputSchema` (none at all, or an MCP/client claim, which
+    /// is never enforced): any `details` pass.
+    Undeclared,
+    /// A schema that compiled; `details` must validate against it.
+    Valid(Box<jsonschema::Validator>),
+    /// A schema that failed to compile: the tool cannot be called.
+    Invalid,
+}
+
+impl fmt::Debug for OutputContract {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutputContract::Undeclared => f.write_str("Undeclared"),
+            OutputContract::Valid(_) => f.write_str("Valid(..)"),
+            OutputContract::Invalid => f.write_str("Invalid"),
+        }
+    }
+}
+
+impl OutputContract {
+    /// Compiles `schema` (JSON Schema, draft from `$schema`, 2020-12 by default; the schema is
+    /// itself checked against its meta-schema). Remote `$ref`s cannot be resolved (no network or
+    /// file access) and make the schema invalid. Never panics.
+    pub fn compile(schema: &Value) -> OutputContract {
+        match catch_unwind(AssertUnwindSafe(|| jsonschema::validator_for(schema))) {
+            Ok(Ok(validator)) => OutputContract::Valid(Box::new(validator)),
+            Ok(Err(_)) | Err(_) => OutputContract::Invalid,
+        }
+    }
+
+    /// True unless the schema failed to compile.
+    pub fn is_callable(&self) -> bool {
+        !matches!(self, OutputContract::Invalid)
+    }
+
+    /// True when `details` satisfies the contract (always for `Undeclared`, never for
+    /// `Invalid`). Never panics.
+    pub fn accepts(&self, details: &Value) -> bool {
+        match self {
+            OutputContract::Undeclared => true,
+            OutputContract::Invalid => false,
+            OutputContract::Valid(validator) => {
+                catch_unwind(AssertUnwindSafe(|| validator.is_valid(details))).unwrap_or(false)
+            }
+        }
+    }
+}
+
+/// `Tool "<id>" has an invalid outputSchema.` (behaviour.md §3.5).
+pub fn invalid_output_schema_message(id: &str) -> String {
+    format!("Tool \"{id}\" has an invalid outputSchema.")
+}
+
+/// `Tool "<id>" returned details that do not match its declared outputSchema.` (behaviour.md
+/// §3.5). The offending value is never part of the message.
+pub fn output_mismatch_message(id: &str) -> String {
+    format!("Tool \"{id}\" returned details that do not match its declared outputSchema.")
+}
+
+/// `Tool "<id>" was blocked before execution: <reason>` (behaviour.md §3.5), for the runtime's
+/// pre-execution policy blocks.
+pub fn blocked_before_execution_message(id: &str, reason: &str) -> String {
+    format!("Tool \"{id}\" was blocked before execution: {reason}")
+}

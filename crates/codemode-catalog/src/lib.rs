@@ -1,0 +1,57 @@
+//! `codemode-catalog`: the code-mode tool catalog, usable on its own (no runtime, no async).
+//!
+//! Tool specs go in ([`ToolSpec`]); [`Catalog::build`] keeps the catalogable ones, gives them
+//! `<source>:<owner>:<name>` ids in catalog order, renders bounded TypeScript-style hints, and
+//! compiles declared output contracts. The built catalog answers everything the guest runtime
+//! needs: `ALL_TOOLS` ([`Catalog::all_tools`]), `tools.search` ([`Catalog::search`]),
+//! `tools.describe` / `call` / `callValue` lookups ([`Catalog::describe`],
+//! [`Catalog::resolve_call`]) with the exact error messages, convenience names
+//! ([`Catalog::conveniences`]), the `exec` description's quick index ([`Catalog::quick_index`]),
+//! output validation ([`Entry::validate_output`]) and replay safety
+//! ([`Catalog::is_replay_safe`]). [`cli`] renders the same views for the `codemode catalog`
+//! subcommand.
+//!
+//! Spec: code-mode.md "Tool catalog", "Guest runtime API", "Declared output contracts", "Tool
+//! names and collisions"; behaviour.md §2.5, §3, §9. Lengths are UTF-16 code units and string
+//! order is UTF-16 code-unit order throughout, as in the JavaScript reference.
+//!
+//! ```
+//! use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+//! use serde_json::json;
+//!
+//! let catalog = Catalog::build(
+//!     vec![ToolSpec::plugin("fake-code-mode", "fake_create_ticket", "Create a ticket.")
+//!         .with_parameters(json!({"type": "object", "properties": {"value": {"type": "string"}}}))],
+//!     &SearchLimits::default(),
+//! )
+//! .unwrap();
+//! let hits = catalog.search(&json!("ticket"), None).unwrap();
+//! assert_eq!(hits[0].id, "openclaw:fake-code-mode:fake_create_ticket");
+//! assert_eq!(hits[0].input, "{ value?: string }");
+//! assert!(catalog.lookup("missing").is_err());
+//! ```
+
+#![warn(missing_docs)]
+
+mod catalog;
+pub mod cli;
+mod contract;
+mod entry;
+pub mod hint;
+pub mod index;
+pub mod js;
+mod spec;
+
+pub use catalog::{
+    Catalog, CatalogError, CatalogGroup, Convenience, Entry, LookupOp, SearchLimits, SourceCounts,
+    CATALOG_UNAVAILABLE, DEFAULT_READ_ONLY_CORE_TOOLS, LIMIT_NOT_POSITIVE_INTEGER,
+    MAX_SEARCH_LIMIT_CAP, RESERVED_CONVENIENCE_NAMES, SEARCH_QUERY_NOT_STRING,
+};
+pub use contract::{
+    blocked_before_execution_message, invalid_output_schema_message, output_mismatch_message,
+    OutputContract,
+};
+pub use entry::{CompactEntry, DescribedEntry, Source};
+pub use hint::{input_hint, output_hint};
+pub use index::QUICK_INDEX_MAX_CHARS;
+pub use spec::{CatalogMode, ControlKind, ToolOrigin, ToolSpec};
