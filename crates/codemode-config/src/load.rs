@@ -1,0 +1,97 @@
+//! Config files in the spec's shape, and the report `codemode config` prints.
+
+use crate::agents::resolve_for_agent;
+use crate::config::{CodeModeConfig, Resolved, Warning};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A resolved config with its warnings, for one agent (or the global value): what
+/// `codemode config` prints. JSON (camelCase):
+///
+/// ```json
+/// {"agentId": "ops", "config": {"enabled": true, "runtime": "quickjs-wasi", …}, "warnings": [ … ]}
+/// ```
+///
+/// `agentId` is `null` for the global value. See [`Warning`] for the warning shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigReport {
+    /// The agent the config was resolved for, if any.
+    pub agent_id: Option<String>,
+    /// The resolved config.
+    pub config: CodeModeConfig,
+    /// Every ignored or clamped value (see [`crate::resolve_for_agent`]).
+    pub warnings: Vec<Warning>,
+}
+
+impl ConfigReport {
+    /// Resolves `root` (a whole config, `{"tools": {"codeMode": …}, "agents": {"list": […]}}`)
+    /// for `agent_id`.
+    pub fn from_root(root: &Value, agent_id: Option<&str>) -> Self {
+        let Resolved { config, warnings } = resolve_for_agent(root, agent_id);
+        ConfigReport {
+            agent_id: agent_id.map(str::to_string),
+            config,
+            warnings,
+        }
+    }
+
+    /// Pretty JSON, as `codemode config` prints it.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("ConfigReport always serialises")
+    }
+}
+
+/// Why a config file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is neither JSON nor JSON5.
+    #[error("config file {} is not valid JSON or JSON5: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The JSON5 parser's message (JSON5 is a superset of JSON), with line and column.
+        message: String,
+    },
+}
+
+/// Parses config text: JSON, or JSON5 (comments, unquoted keys, single quotes, trailing commas,
+/// hexadecimal numbers). Errors carry the JSON5 parser's message, with line and column.
+pub fn parse_config_text(text: &str) -> Result<Value, String> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(value),
+        Err(_) => json5::from_str(text).map_err(|e| e.to_string()),
+    }
+}
+
+/// Reads and parses a config file (JSON or JSON5) into a [`Value`], for hosts that need more of
+/// it than `tools.codeMode`.
+pub fn load_config_value(path: &Path) -> Result<Value, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_config_text(&text).map_err(|message| LoadError::Parse {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
+/// Loads a config file in the spec's shape (JSON or JSON5,
+/// `{"tools": {"codeMode": …}, "agents": {"list": [{"id", "tools": {"codeMode": …}}]}}`) and
+/// resolves `tools.codeMode` for `agent_id` (or the global value for `None`). Only reading and
+/// parsing can fail; every unusable value is a warning in the report.
+pub fn load_config_file(path: &Path, agent_id: Option<&str>) -> Result<ConfigReport, LoadError> {
+    let root = load_config_value(path)?;
+    Ok(ConfigReport::from_root(&root, agent_id))
+}
