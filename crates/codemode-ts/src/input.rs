@@ -1,0 +1,108 @@
+//! The `exec` argument checks (behaviour.md §2.2 "Argument checks").
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::rejection::Rejection;
+
+/// The source language of a cell: the `exec` input field `language` (behaviour.md §2.2) and the
+/// entries of `config.languages` (§1). Serialises as `"javascript"` / `"typescript"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Language {
+    /// `"javascript"`, the default.
+    #[serde(rename = "javascript")]
+    JavaScript,
+    /// `"typescript"`: types are stripped before the module and shell checks (§4.7).
+    #[serde(rename = "typescript")]
+    TypeScript,
+}
+
+impl Language {
+    /// The spec's name: `"javascript"` or `"typescript"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::JavaScript => "javascript",
+            Language::TypeScript => "typescript",
+        }
+    }
+
+    /// Parses the spec's name; `None` for anything else (case-sensitive, no trimming).
+    pub fn from_name(name: &str) -> Option<Language> {
+        match name {
+            "javascript" => Some(Language::JavaScript),
+            "typescript" => Some(Language::TypeScript),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An `exec` input that passed the argument checks of behaviour.md §2.2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecInput {
+    /// The source: `command` if it is a string, else `code`. Never blank; kept verbatim
+    /// (untrimmed).
+    pub source: String,
+    /// `language`, defaulting to [`Language::JavaScript`].
+    pub language: Language,
+    /// `true` only when the input says `restartSafe: true`. The effective value is this **or**
+    /// the host forcing restart-safe tools (§2.2), which the caller decides.
+    pub restart_safe: bool,
+}
+
+/// Applies the argument checks of behaviour.md §2.2 to a raw `exec` input, in order:
+///
+/// 1. `code` and `command` are both strings and differ → [`Rejection::CodeAndCommandMismatch`];
+/// 2. the source (`command` if it is a string, else `code`) is missing, not a string, or blank
+///    (only JavaScript whitespace and line terminators, as `String.prototype.trim` sees them) → [`Rejection::MissingSource`];
+/// 3. `language` is present and not `"javascript"` / `"typescript"` →
+///    [`Rejection::InvalidLanguage`];
+/// 4. `restartSafe` is present and not a boolean → [`Rejection::InvalidRestartSafe`].
+///
+/// "Present" means the key exists, so an explicit `null` is checked like any other value. An
+/// input that is not a JSON object has no source and fails rule 2. Unknown keys are ignored.
+pub fn parse_exec_input(input: &Value) -> Result<ExecInput, Rejection> {
+    let field = |name: &str| input.as_object().and_then(|object| object.get(name));
+    let code = field("code");
+    let command = field("command");
+
+    if let (Some(Value::String(code)), Some(Value::String(command))) = (code, command) {
+        if code != command {
+            return Err(Rejection::CodeAndCommandMismatch);
+        }
+    }
+
+    let source = match (command, code) {
+        (Some(Value::String(command)), _) => command,
+        (_, Some(Value::String(code))) => code,
+        _ => return Err(Rejection::MissingSource),
+    };
+    if crate::scan::js_trim(source).is_empty() {
+        return Err(Rejection::MissingSource);
+    }
+
+    let language = match field("language") {
+        None => Language::JavaScript,
+        Some(value) => value
+            .as_str()
+            .and_then(Language::from_name)
+            .ok_or(Rejection::InvalidLanguage)?,
+    };
+
+    let restart_safe = match field("restartSafe") {
+        None => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err(Rejection::InvalidRestartSafe),
+    };
+
+    Ok(ExecInput {
+        source: source.clone(),
+        language,
+        restart_safe,
+    })
+}

@@ -1,0 +1,64 @@
+//! Source preparation for code mode: everything that happens to the model's code before a VM
+//! starts (behaviour.md §4.4).
+//!
+//! The steps, in order:
+//!
+//! 1. **Input rules** (behaviour.md §2.2): `code` / `command` / `language` / `restartSafe`
+//!    ([`parse_exec_input`]).
+//! 2. **Language gate** (§4.4 step 1): the language must be enabled in `config.languages`.
+//! 3. **TypeScript** (§4.7, TypeScript cells only): module check on the TypeScript tree, type strip
+//!    with swc, module check on the emitted JavaScript ([`strip_typescript`]).
+//! 4. **Module check** (§4.5): `code mode module access is disabled.`
+//! 5. **Shell check** (§4.6): shell commands sent as code are rejected.
+//!
+//! The one entry point for an `exec` call is [`prepare_exec`]; [`prepare_source`] starts at step 2
+//! for callers (such as a CLI) that already know the source and the language. Every failure is a
+//! [`Rejection`], which the caller reports as a `failed` result with `code: "invalid_input"` and
+//! [`Rejection::message`] as the error text. JavaScript cells never run the TypeScript transform
+//! (E33; see [`typescript_transform_count`]).
+//!
+//! Module access through aliases (`const load = require`, `module.require(…)`,
+//! `process.getBuiltinModule(…)`) is caught at run time; [`is_module_access_reference_error`]
+//! tells the runtime which uncaught errors map to the module-access message (§4.5 "At run time").
+
+mod depth;
+mod input;
+mod module_access;
+mod parse;
+mod prepare;
+mod rejection;
+mod scan;
+mod shell;
+mod typescript;
+
+pub use input::{parse_exec_input, ExecInput, Language};
+pub use module_access::is_module_access_reference_error;
+pub use prepare::{prepare_exec, prepare_source, PreparedExec};
+pub use rejection::{
+    Rejection, CODE_AND_COMMAND_MISMATCH, INVALID_INPUT, INVALID_LANGUAGE, INVALID_RESTART_SAFE,
+    JAVASCRIPT_DISABLED, MISSING_SOURCE, MODULE_ACCESS_DISABLED, SHELL_SOURCE, TYPESCRIPT_DISABLED,
+    TYPESCRIPT_TRANSFORM_FAILED_PREFIX,
+};
+pub use typescript::{strip_typescript, typescript_transform_count};
+
+/// The text the runtime puts before the user's code (behaviour.md §4.1 "Wrapping"):
+/// `(async () => {` and a newline. The code is a function body, so top-level `await` and `return`
+/// work; backtrace line numbers are one higher than the user's.
+pub const WRAPPER_PREFIX: &str = "(async () => {\n";
+
+/// The text the runtime puts after the user's code (behaviour.md §4.1): a newline and `})()`.
+pub const WRAPPER_SUFFIX: &str = "\n})()";
+
+/// The script name the runtime evaluates the wrapped code under (behaviour.md §4.1).
+pub const SCRIPT_NAME: &str = "openclaw-code-mode:user.js";
+
+/// Wraps prepared JavaScript exactly as the runtime evaluates it (behaviour.md §4.1):
+/// `(async () => {\n<code>\n})()`. Returns a new string of `code.len() + 20` bytes.
+pub fn wrap_source(code: &str) -> String {
+    let mut wrapped =
+        String::with_capacity(WRAPPER_PREFIX.len() + code.len() + WRAPPER_SUFFIX.len());
+    wrapped.push_str(WRAPPER_PREFIX);
+    wrapped.push_str(code);
+    wrapped.push_str(WRAPPER_SUFFIX);
+    wrapped
+}

@@ -1,0 +1,203 @@
+//! Parsing a cell the way the runtime runs it: as the body of `(async () => {\n<code>\n})()`
+//! (behaviour.md §4.1, §4.5 "Static check"), as a script, with the latest ECMAScript syntax.
+
+use swc_core::common::comments::Comments;
+use swc_core::common::{sync::Lrc, BytePos, FileName, SourceFile, SourceMap, Spanned};
+use swc_core::ecma::ast::{ArrowFunctionBody, Callee, EsVersion, Expr, Script, Stmt};
+use swc_core::ecma::parser::error::Error as ParseError;
+use swc_core::ecma::parser::{parse_file_as_script, EsSyntax, Syntax, TsSyntax};
+
+use crate::{depth, scan, wrap_source};
+
+/// The stack swc runs on. The deepest sources the depth guard lets through (`depth::MAX_DEPTH`
+/// units of the costliest constructs measured: nested functions, classes, namespaces, parentheses,
+/// through parse, module check, strip, fixer, codegen and `Drop`) ran in 16 MiB in an unoptimised
+/// build, so this leaves a 4x margin there and far more in release builds. Only the touched part
+/// is ever committed.
+const STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// When less stack than this remains, a fresh stack of [`STACK_BYTES`] is allocated for the
+/// duration of the call (so ordinary threads always get one).
+const RED_ZONE_BYTES: usize = 32 * 1024 * 1024;
+
+/// Runs `f` with enough stack for swc on any source that passed the depth guard.
+pub(crate) fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(RED_ZONE_BYTES, STACK_BYTES, f)
+}
+
+/// Which grammar to parse with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Grammar {
+    /// Plain ECMAScript (latest), as QuickJS sees it.
+    JavaScript,
+    /// TypeScript (no JSX): `enum`, `namespace`, `declare`, annotations, `as`, `satisfies`, `!`.
+    TypeScript,
+}
+
+/// A wrapped source and what swc made of it.
+pub(crate) struct Parsed {
+    pub cm: Lrc<SourceMap>,
+    pub file: Lrc<SourceFile>,
+    /// The script, when swc produced one; `None` also when the depth guard refused the source.
+    pub script: Option<Script>,
+    /// Every error swc reported, recoverable ones included. Empty when the source parses.
+    pub errors: Vec<ParseError>,
+    /// The byte offset (in the user's code) where the depth guard refused the source.
+    pub too_deep_at: Option<usize>,
+}
+
+impl Parsed {
+    /// The source parsed without any error.
+    pub fn clean_script(&self) -> Option<&Script> {
+        self.script.as_ref().filter(|_| self.errors.is_empty())
+    }
+}
+
+/// Parses `code` wrapped in the runtime's async arrow. Never panics; call inside
+/// [`with_stack`].
+pub(crate) fn parse_wrapped(
+    code: &str,
+    grammar: Grammar,
+    comments: Option<&dyn Comments>,
+) -> Parsed {
+    let cm: Lrc<SourceMap> = Default::default();
+    let file = cm.new_source_file(
+        FileName::Custom(crate::SCRIPT_NAME.into()).into(),
+        wrap_source(code),
+    );
+    let too_deep_at = depth::exceeds(code, &scan::scan(code));
+    if too_deep_at.is_some() {
+        return Parsed {
+            cm,
+            file,
+            script: None,
+            errors: Vec::new(),
+            too_deep_at,
+        };
+    }
+    let syntax = match grammar {
+        Grammar::JavaScript => Syntax::Es(EsSyntax::default()),
+        Grammar::TypeScript => Syntax::Typescript(TsSyntax::default()),
+    };
+    let mut errors = Vec::new();
+    let script =
+        match parse_file_as_script(&file, syntax, EsVersion::latest(), comments, &mut errors) {
+            Ok(script) => Some(script),
+            Err(fatal) => {
+                errors.push(fatal);
+                None
+            }
+        };
+    Parsed {
+        cm,
+        file,
+        script,
+        errors,
+        too_deep_at: None,
+    }
+}
+
+impl Parsed {
+    /// `<line>:<column>` of a wrapped-source position, in the user's code: 1-based line, 1-based
+    /// column in characters. Positions in the wrapper's first line map to `1:1`, positions in
+    /// its last line to just after the end of the user's code.
+    pub fn user_position(&self, pos: BytePos) -> (usize, usize) {
+        let start = self.file.start_pos;
+        let wrapped: &str = &self.file.src;
+        let offset = (pos.0.saturating_sub(start.0) as usize).min(wrapped.len());
+        let prefix = crate::WRAPPER_PREFIX.len();
+        let user_len = wrapped.len() - prefix - crate::WRAPPER_SUFFIX.len();
+        if offset < prefix {
+            return (1, 1);
+        }
+        let user_offset = (offset - prefix).min(user_len);
+        let user = &wrapped[prefix..prefix + user_len];
+        let mut at = user_offset;
+        while !user.is_char_boundary(at) {
+            at -= 1;
+        }
+        user_line_column(user, at)
+    }
+
+    /// The diagnostics of a failed parse, in source order, de-duplicated:
+    /// `<line>:<column>: <message>`.
+    pub fn diagnostics(&self) -> Vec<String> {
+        if let Some(at) = self.too_deep_at {
+            let (line, column) = user_line_column(
+                &self.file.src[crate::WRAPPER_PREFIX.len()
+                    ..self.file.src.len() - crate::WRAPPER_SUFFIX.len()],
+                at,
+            );
+            return vec![format!(
+                "{line}:{column}: the code is nested too deeply (more than {} levels)",
+                depth::MAX_DEPTH
+            )];
+        }
+        let mut located: Vec<((usize, usize), String)> = self
+            .errors
+            .iter()
+            .map(|error| {
+                let (line, column) = self.user_position(error.span().lo);
+                (
+                    (line, column),
+                    format!("{line}:{column}: {}", error.kind().msg()),
+                )
+            })
+            .collect();
+        located.sort();
+        located.dedup();
+        located.into_iter().map(|(_, text)| text).collect()
+    }
+}
+
+/// 1-based line and column (in characters, a `\r\n` pair counting as one line break) of a byte
+/// offset in `text`.
+pub(crate) fn user_line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let mut line = 1;
+    let mut column = 1;
+    let mut chars = before.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' && chars.peek() == Some(&'\n') {
+            continue;
+        }
+        if scan::is_line_terminator(c) {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    (line, column)
+}
+
+/// The statements of the wrapper's arrow body, when the script is exactly the wrapper
+/// `(async () => { … })()` — that is, the user's code did not close the wrapper early.
+pub(crate) fn wrapper_body_mut(script: &mut Script) -> Option<&mut Vec<Stmt>> {
+    let [Stmt::Expr(statement)] = script.body.as_mut_slice() else {
+        return None;
+    };
+    let Expr::Call(call) = &mut *statement.expr else {
+        return None;
+    };
+    if !call.args.is_empty() {
+        return None;
+    }
+    let Callee::Expr(callee) = &mut call.callee else {
+        return None;
+    };
+    let mut callee: &mut Expr = callee;
+    while let Expr::Paren(paren) = callee {
+        callee = &mut paren.expr;
+    }
+    let Expr::Arrow(arrow) = callee else {
+        return None;
+    };
+    if !arrow.is_async || !arrow.params.is_empty() {
+        return None;
+    }
+    match &mut *arrow.body {
+        ArrowFunctionBody::FunctionBody(body) => Some(&mut body.stmts),
+        ArrowFunctionBody::Expr(_) => None,
+    }
+}

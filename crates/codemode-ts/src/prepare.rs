@@ -1,0 +1,89 @@
+//! The entry points: behaviour.md §4.4 in order.
+
+use serde_json::Value;
+
+use crate::input::{parse_exec_input, Language};
+use crate::module_access::{masked_source_has_module_access, tree_has_module_access};
+use crate::parse::{self, Grammar};
+use crate::rejection::Rejection;
+use crate::shell::is_shell_source;
+use crate::typescript;
+
+/// A cell ready to run: the result of [`prepare_exec`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedExec {
+    /// The JavaScript function body to run: the source itself for JavaScript, the stripped
+    /// output for TypeScript. The runtime wraps it as `(async () => {\n<javascript>\n})()`
+    /// ([`crate::wrap_source`]).
+    pub javascript: String,
+    /// The cell's language (hook events report it as `toolInputKind`, behaviour.md §2.2).
+    pub language: Language,
+    /// `true` when the input says `restartSafe: true`; the effective value also honours a host
+    /// that forces restart-safe tools (behaviour.md §2.2, §5.10).
+    pub restart_safe: bool,
+}
+
+/// Prepares one `exec` call: the argument checks of behaviour.md §2.2, then
+/// [`prepare_source`] (language gate, TypeScript strip, module check, shell check; §4.4).
+///
+/// `input` is the raw `exec` argument object (`code`, `command`, `language`, `restartSafe`);
+/// `languages` is the resolved `config.languages` (§1). Nothing here starts a VM or touches the
+/// file system; every failure is a [`Rejection`] to report as `failed` / `invalid_input` with
+/// [`Rejection::message`].
+pub fn prepare_exec(input: &Value, languages: &[Language]) -> Result<PreparedExec, Rejection> {
+    let input = parse_exec_input(input)?;
+    let javascript = prepare_source(&input.source, input.language, languages)?;
+    Ok(PreparedExec {
+        javascript,
+        language: input.language,
+        restart_safe: input.restart_safe,
+    })
+}
+
+/// Prepares a source whose language is known (behaviour.md §4.4), returning the JavaScript
+/// function body to run. In order:
+///
+/// 1. the language gate: `language` must be in `languages`, else
+///    [`Rejection::LanguageDisabled`];
+/// 2. TypeScript only: [`crate::strip_typescript`] (module check on the TypeScript tree, strip,
+///    module check on the output), which may fail with [`Rejection::ModuleAccessDisabled`] or
+///    [`Rejection::TypeScriptTransformFailed`];
+/// 3. JavaScript: the module check of §4.5 on the source, parsed with swc's plain ECMAScript
+///    parser (the TypeScript transform is never touched), or the masked regex fallback when it
+///    does not parse → [`Rejection::ModuleAccessDisabled`];
+/// 4. the shell check of §4.6 → [`Rejection::ShellSource`].
+///
+/// A JavaScript source comes back unchanged, including one that does not parse: QuickJS then
+/// reports the `SyntaxError` (E36). The input rules (a blank source) are [`prepare_exec`]'s job.
+pub fn prepare_source(
+    source: &str,
+    language: Language,
+    languages: &[Language],
+) -> Result<String, Rejection> {
+    if !languages.contains(&language) {
+        return Err(Rejection::LanguageDisabled(language));
+    }
+    parse::with_stack(|| match language {
+        Language::TypeScript => {
+            let stripped = typescript::strip(source)?;
+            if is_shell_source(source, &stripped.parsed) {
+                return Err(Rejection::ShellSource);
+            }
+            Ok(stripped.javascript)
+        }
+        Language::JavaScript => {
+            let parsed = parse::parse_wrapped(source, Grammar::JavaScript, None);
+            let has_module_access = match parsed.clean_script() {
+                Some(script) => tree_has_module_access(script),
+                None => masked_source_has_module_access(source),
+            };
+            if has_module_access {
+                return Err(Rejection::ModuleAccessDisabled);
+            }
+            if is_shell_source(source, &parsed) {
+                return Err(Rejection::ShellSource);
+            }
+            Ok(source.to_owned())
+        }
+    })
+}

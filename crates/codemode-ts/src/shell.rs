@@ -1,0 +1,492 @@
+//! Shell-source rejection (behaviour.md §4.6): shell commands sent as code.
+//!
+//! Text steps read the original source; parsing steps (9 and 10) read the prepared JavaScript,
+//! parsed as the body of the runtime's wrapper. The first step that decides wins.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use swc_core::ecma::ast::{
+    ArrowExpr, FnDecl, Function, ObjectPatProp, Pat, StaticBlock, VarDecl, VarDeclKind,
+};
+use swc_core::ecma::visit::{Visit, VisitWith};
+
+use crate::parse::Parsed;
+use crate::scan::{is_js_whitespace, is_line_terminator, js_trim};
+
+/// The known command words of §4.6.
+pub(crate) const KNOWN_WORDS: &[&str] = &[
+    "alias",
+    "apt",
+    "awk",
+    "bash",
+    "bg",
+    "brew",
+    "builtin",
+    "bun",
+    "cargo",
+    "cat",
+    "cd",
+    "chmod",
+    "cmd",
+    "command",
+    "cp",
+    "curl",
+    "cut",
+    "date",
+    "declare",
+    "df",
+    "dir",
+    "docker",
+    "dotnet",
+    "du",
+    "echo",
+    "env",
+    "exec",
+    "exit",
+    "export",
+    "fg",
+    "file",
+    "find",
+    "getopts",
+    "git",
+    "go",
+    "gradle",
+    "grep",
+    "hash",
+    "head",
+    "help",
+    "hostname",
+    "id",
+    "java",
+    "javac",
+    "jobs",
+    "jq",
+    "kill",
+    "kubectl",
+    "ln",
+    "local",
+    "logout",
+    "ls",
+    "make",
+    "mkdir",
+    "mvn",
+    "mv",
+    "node",
+    "npm",
+    "npx",
+    "perl",
+    "php",
+    "pip",
+    "pip3",
+    "pnpm",
+    "poetry",
+    "popd",
+    "powershell",
+    "printf",
+    "ps",
+    "pushd",
+    "pwd",
+    "pwsh",
+    "pytest",
+    "python",
+    "python3",
+    "read",
+    "readonly",
+    "rg",
+    "rm",
+    "ruby",
+    "rustc",
+    "rustup",
+    "sed",
+    "set",
+    "sh",
+    "shift",
+    "sleep",
+    "sort",
+    "source",
+    "stat",
+    "sudo",
+    "swift",
+    "systemctl",
+    "tail",
+    "tar",
+    "tee",
+    "test",
+    "touch",
+    "trap",
+    "tree",
+    "type",
+    "ulimit",
+    "umask",
+    "uname",
+    "uniq",
+    "unset",
+    "unzip",
+    "uv",
+    "uvx",
+    "vitest",
+    "wait",
+    "wc",
+    "wget",
+    "which",
+    "whoami",
+    "xargs",
+    "yarn",
+    "zip",
+    "zsh",
+];
+
+/// The keywords of §4.6: never a command unless also a known word.
+pub(crate) const KEYWORDS: &[&str] = &[
+    "abstract",
+    "as",
+    "async",
+    "await",
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "declare",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "enum",
+    "export",
+    "extends",
+    "false",
+    "finally",
+    "for",
+    "function",
+    "if",
+    "implements",
+    "import",
+    "in",
+    "instanceof",
+    "interface",
+    "let",
+    "namespace",
+    "new",
+    "null",
+    "of",
+    "private",
+    "protected",
+    "public",
+    "return",
+    "satisfies",
+    "static",
+    "super",
+    "switch",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typeof",
+    "undefined",
+    "var",
+    "void",
+    "while",
+    "with",
+    "yield",
+];
+
+/// The globals of §4.6: never a command.
+pub(crate) const GLOBALS: &[&str] = &[
+    "ALL_TOOLS",
+    "tools",
+    "console",
+    "eval",
+    "globalThis",
+    "Infinity",
+    "NaN",
+    "JSON",
+    "Math",
+    "Intl",
+    "Reflect",
+    "Proxy",
+    "Promise",
+    "Symbol",
+    "Object",
+    "Array",
+    "Function",
+    "Boolean",
+    "Number",
+    "String",
+    "BigInt",
+    "Date",
+    "RegExp",
+    "Map",
+    "Set",
+    "WeakMap",
+    "WeakSet",
+    "Error",
+    "EvalError",
+    "RangeError",
+    "ReferenceError",
+    "SyntaxError",
+    "TypeError",
+    "URIError",
+    "AggregateError",
+    "Int8Array",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "Int16Array",
+    "Uint16Array",
+    "Int32Array",
+    "Uint32Array",
+    "Float32Array",
+    "Float64Array",
+    "BigInt64Array",
+    "BigUint64Array",
+    "isFinite",
+    "isNaN",
+    "parseFloat",
+    "parseInt",
+    "decodeURI",
+    "decodeURIComponent",
+    "encodeURI",
+    "encodeURIComponent",
+];
+
+fn regex(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("the §4.6 patterns are valid")
+}
+
+/// Step 3: `export ` followed by a declaration keyword, `{`, `*` or `=`.
+static EXPORT: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"^export\s+(?:(?:const|let|var|function|class|default|enum|interface|type|namespace|declare|abstract|async|as|import)(?-u:\b)|[{*=])",
+    )
+});
+
+/// Step 4: `if [`, `if test`, `while <x>;`, `for <x> in`, `for ((…)); do`, `case <x> in`,
+/// `function <name> {`.
+static CONTROL: LazyLock<Regex> = LazyLock::new(|| {
+    regex(concat!(
+        r"^(?:if\s+(?:\[|test(?-u:\b))",
+        r"|while\s+[^\s(;][^;\n]*;",
+        r"|for\s+[A-Za-z_](?-u:\w)*\s+in(?-u:\b)",
+        r"|for\s*\(\(.*?\)\)\s*;\s*do(?-u:\b)",
+        r"|case\s+\S+\s+in(?-u:\b)",
+        r"|function\s+[A-Za-z_][\w-]*\s*\{)",
+    ))
+});
+
+/// Step 5: one leading `NAME=value` assignment and the blanks after it; the value may be quoted,
+/// and a quoted value may span lines.
+static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
+    regex(r#"^[A-Za-z_](?-u:\w)*=(?:"(?:[^"\\]|\\[\s\S])*"|'[^']*'|[^\s"'`;&|<>]*)[ \t]+"#)
+});
+
+/// Step 6: an optional `/bin/`, `/usr/bin/` or `/usr/local/bin/` prefix and a word.
+static COMMAND: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"^(/bin/|/usr/bin/|/usr/local/bin/)?([A-Za-z_][A-Za-z0-9_-]*)"));
+
+/// Steps 7 and 12: a path (`./x`, `../x`, `.\x`, `..\x`, `~/x`, `/x`, `C:\x`).
+static PATH: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"^(?:\.{1,2}[/\\]|~/|/|[A-Za-z]:\\)[^\s;&|<>]"));
+
+/// Step 12: a flag (`-x`, `--flag`).
+static FLAG: LazyLock<Regex> = LazyLock::new(|| regex(r"^--?[A-Za-z0-9]"));
+
+/// Step 12: a redirection (`>`, `>>`, `<`, `2>`, `&>`).
+static REDIRECTION: LazyLock<Regex> = LazyLock::new(|| regex(r"^(?:>|<|2>|&>)"));
+
+/// The command found by step 6.
+struct Command<'a> {
+    name: &'a str,
+    known: bool,
+}
+
+/// Whether the source is a shell command rather than code (behaviour.md §4.6, steps 1–12).
+/// `original` is the cell as the model sent it; `prepared` is the parse of the JavaScript that
+/// would run (for JavaScript cells, of `original` itself).
+pub(crate) fn is_shell_source(original: &str, prepared: &Parsed) -> bool {
+    // 1. A shebang.
+    let source = js_trim(original);
+    if source.starts_with("#!") {
+        return true;
+    }
+    // 2. Leading comments.
+    let source = strip_leading_comments(source);
+    // 3. Nothing left, or module syntax.
+    if source.is_empty() || EXPORT.is_match(source) {
+        return false;
+    }
+    // 4. Shell control syntax.
+    if CONTROL.is_match(source) {
+        return true;
+    }
+    // 5. Leading `NAME=value ` assignments.
+    let mut source = source;
+    while let Some(assignment) = ASSIGNMENT.find(source) {
+        source = &source[assignment.end()..];
+    }
+    // 6. The command word.
+    let command = find_command(source);
+    // 7. An executable path stands in for a missing command.
+    let rest = match &command {
+        Some(command) => &source[command.1..],
+        None => match PATH.find(source) {
+            Some(_) => &source[token_end(source)..],
+            None => return false,
+        },
+    };
+    let command = command.map(|(command, _)| command);
+    // 8. A command alone.
+    if let Some(command) = &command {
+        if js_trim(rest).is_empty() {
+            return command.known;
+        }
+    }
+    // 9. Not JavaScript at all.
+    let Some(script) = prepared.clean_script() else {
+        return true;
+    };
+    // 10. A hoisted declaration of the command's name makes it JavaScript.
+    if let Some(command) = &command {
+        let mut finder = HoistedDeclaration {
+            name: command.name,
+            function_depth: 0,
+            found: false,
+        };
+        script.visit_with(&mut finder);
+        if finder.found {
+            return false;
+        }
+    }
+    let known = command.as_ref().is_some_and(|command| command.known);
+    // 11. A statement separator or a pipe after the command.
+    let rest = rest.trim_start_matches([' ', '\t']);
+    if rest.starts_with([';', '&', '|']) || rest.starts_with(is_line_terminator) {
+        return known;
+    }
+    // 12. Arguments that only a shell command has.
+    FLAG.is_match(rest)
+        || PATH.is_match(rest)
+        || (known && REDIRECTION.is_match(rest))
+        || (command.is_some_and(|command| command.name == "jq") && rest.starts_with('.'))
+}
+
+/// Step 2: removes leading `//…`, `/*…*/` and `#…` comments (and the white space around them).
+fn strip_leading_comments(mut source: &str) -> &str {
+    loop {
+        source = source.trim_start_matches(is_js_whitespace);
+        if source.starts_with("//") || source.starts_with('#') {
+            source = source
+                .find(is_line_terminator)
+                .map_or("", |end| &source[end..]);
+        } else if let Some(body) = source.strip_prefix("/*") {
+            source = body.find("*/").map_or("", |end| &body[end + 2..]);
+        } else {
+            return source;
+        }
+    }
+}
+
+/// Step 6: the command at the start of `source` and the byte offset where it ends. A known word
+/// (optionally with a `/bin/`-style prefix) or an identifier that is neither a keyword nor a
+/// global, followed by the end, white space, or one of `;&|<>`.
+fn find_command(source: &str) -> Option<(Command<'_>, usize)> {
+    let captures = COMMAND.captures(source)?;
+    let end = captures.get(0)?.end();
+    let delimited = source[end..]
+        .chars()
+        .next()
+        .is_none_or(|c| is_js_whitespace(c) || matches!(c, ';' | '&' | '|' | '<' | '>'));
+    if !delimited {
+        return None;
+    }
+    let name = captures.get(2)?.as_str();
+    let known = KNOWN_WORDS.contains(&name);
+    let prefixed = captures.get(1).is_some();
+    if known {
+        return Some((Command { name, known }, end));
+    }
+    if prefixed || KEYWORDS.contains(&name) || GLOBALS.contains(&name) {
+        return None;
+    }
+    Some((Command { name, known }, end))
+}
+
+/// The end of the word at the start of `source`: the first white space or `;&|<>`.
+fn token_end(source: &str) -> usize {
+    source
+        .find(|c: char| is_js_whitespace(c) || matches!(c, ';' | '&' | '|' | '<' | '>'))
+        .unwrap_or(source.len())
+}
+
+/// Step 10: finds a hoisted (function-scoped) declaration of `name` in the cell's own function
+/// body: `function name`, `function* name`, or `var` with `name` anywhere in its binding pattern
+/// (also in `for (var … of/in …)` heads), outside nested functions.
+struct HoistedDeclaration<'a> {
+    name: &'a str,
+    /// 0 at the script's top level, 1 inside the wrapper's arrow, more in nested functions.
+    function_depth: usize,
+    found: bool,
+}
+
+impl HoistedDeclaration<'_> {
+    fn in_cell_scope(&self) -> bool {
+        self.function_depth <= 1
+    }
+
+    fn binds(&self, pat: &Pat) -> bool {
+        match pat {
+            Pat::Ident(binding) => binding.id.sym == *self.name,
+            Pat::Array(array) => array.elems.iter().flatten().any(|elem| self.binds(elem)),
+            Pat::Object(object) => object.props.iter().any(|prop| match prop {
+                ObjectPatProp::KeyValue(key_value) => self.binds(&key_value.value),
+                ObjectPatProp::Assign(assign) => assign.key.id.sym == *self.name,
+                ObjectPatProp::Rest(rest) => self.binds(&rest.arg),
+            }),
+            Pat::Rest(rest) => self.binds(&rest.arg),
+            Pat::Assign(assign) => self.binds(&assign.left),
+            Pat::Expr(_) | Pat::Invalid(_) => false,
+        }
+    }
+}
+
+impl Visit for HoistedDeclaration<'_> {
+    fn visit_fn_decl(&mut self, decl: &FnDecl) {
+        if self.in_cell_scope() && decl.ident.sym == *self.name {
+            self.found = true;
+        }
+        decl.visit_children_with(self);
+    }
+
+    fn visit_var_decl(&mut self, decl: &VarDecl) {
+        if self.in_cell_scope()
+            && decl.kind == VarDeclKind::Var
+            && decl
+                .decls
+                .iter()
+                .any(|declarator| self.binds(&declarator.name))
+        {
+            self.found = true;
+        }
+        decl.visit_children_with(self);
+    }
+
+    fn visit_function(&mut self, function: &Function) {
+        self.function_depth += 1;
+        function.visit_children_with(self);
+        self.function_depth -= 1;
+    }
+
+    fn visit_arrow_expr(&mut self, arrow: &ArrowExpr) {
+        self.function_depth += 1;
+        arrow.visit_children_with(self);
+        self.function_depth -= 1;
+    }
+
+    fn visit_static_block(&mut self, block: &StaticBlock) {
+        self.function_depth += 1;
+        block.visit_children_with(self);
+        self.function_depth -= 1;
+    }
+}
