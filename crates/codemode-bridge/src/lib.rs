@@ -1,0 +1,401 @@
+//! The bridge between the codemode guest (QuickJS in wasm) and its host.
+//!
+//! This crate owns the protocol both sides speak (`docs/guest-abi.md`):
+//! - [`PRELUDE`], the JavaScript the guest evaluates once per VM image: it installs the guest
+//!   globals (`ALL_TOOLS`, `tools`, `text`, `json`) and the JSON adapter (behaviour.md §6);
+//! - [`GuestReport`], the parsed and validated report the guest returns after every step;
+//! - [`BridgeRequest`] and [`Delivery`], a guest call into the host and its settlement;
+//! - [`OutputItem`], an entry of a result's `output` array (spec "Output API");
+//! - [`ToolExecutor`], the trait a host implements to run catalog tools for nested calls.
+//!
+//! It has no dependency on wasmtime or tokio, so hosts and tests can use it alone.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The guest prelude: a JavaScript function expression `(native) => internals`, evaluated once per
+/// VM image before any user code (docs/guest-abi.md, "Prelude").
+pub const PRELUDE: &str = include_str!("prelude.js");
+
+/// Script name under which user code is evaluated; backtraces name it (behaviour.md §4.1).
+pub const USER_SCRIPT_NAME: &str = "openclaw-code-mode:user.js";
+
+/// A bridge method: the kind of a guest call into the host (behaviour.md, "Terms" and §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum BridgeMethod {
+    /// `tools.search(query, options?)`.
+    Search,
+    /// `tools.describe(id)`.
+    Describe,
+    /// `tools.call(id, input)`, resolving to `{tool, result}`.
+    Call,
+    /// `tools.callValue(id, input)` and convenience functions, resolving to `result.details`.
+    CallValue,
+    /// An `MCP.<server>.<tool>(input)` namespace call.
+    Namespace,
+    /// A `nodes` dispatch.
+    Nodes,
+    /// `yield_control(reason?)`.
+    Yield,
+}
+
+impl BridgeMethod {
+    /// Every method, in the order of the behaviour doc's list.
+    pub const ALL: [BridgeMethod; 7] = [
+        BridgeMethod::Search,
+        BridgeMethod::Describe,
+        BridgeMethod::Call,
+        BridgeMethod::CallValue,
+        BridgeMethod::Namespace,
+        BridgeMethod::Nodes,
+        BridgeMethod::Yield,
+    ];
+
+    /// The wire name (`"callValue"`, …), as used in bridge ids `bridge:<method>:<n>`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BridgeMethod::Search => "search",
+            BridgeMethod::Describe => "describe",
+            BridgeMethod::Call => "call",
+            BridgeMethod::CallValue => "callValue",
+            BridgeMethod::Namespace => "namespace",
+            BridgeMethod::Nodes => "nodes",
+            BridgeMethod::Yield => "yield",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<BridgeMethod> {
+        BridgeMethod::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+}
+
+/// One guest call into the host, as recorded by the guest (behaviour.md §4.3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BridgeRequest {
+    /// `bridge:<method>:<n>`, one counter per method per run, starting at 1.
+    pub id: String,
+    /// What the guest asks for.
+    pub method: BridgeMethod,
+    /// The JSON-adapted arguments; `[]` when the guest's payload could not be parsed.
+    pub args: Value,
+}
+
+/// An entry of a result's `output` array (spec "Output API").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum OutputItem {
+    /// From `text(value)`: the string itself, or the JSON text of the adapted value.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// From `json(value)`: the JSON-adapted value.
+    Json {
+        /// The value.
+        value: Value,
+    },
+}
+
+/// The state of the guest's main promise after a step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuestState {
+    /// The program returned; `value` is JSON-adapted (`undefined` → `null`).
+    Completed {
+        /// The returned value.
+        value: Value,
+    },
+    /// The program is still awaiting something.
+    Pending,
+    /// The program threw (or did not parse): `"<Name>: <message>"` plus backtrace frames.
+    Failed {
+        /// The error text; never starts with `at `.
+        error: String,
+    },
+}
+
+/// What the guest reports after `start` or `deliver` (docs/guest-abi.md, "Reports").
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestReport {
+    /// The main promise's state.
+    pub state: GuestState,
+    /// Bridge requests the guest still waits for (created in any step, not yet delivered).
+    pub outstanding: u32,
+    /// Bridge requests created during this step, in creation order.
+    pub requests: Vec<BridgeRequest>,
+    /// Output items appended during this step, in guest order.
+    pub output: Vec<OutputItem>,
+}
+
+/// A report the guest sent that does not follow the protocol. The host turns it into an
+/// `internal_error` result (behaviour.md D10); it never panics on one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// The report is not JSON of the documented shape.
+    #[error("malformed guest report: {0}")]
+    Malformed(String),
+    /// The guest reported that the host broke the protocol (its own words).
+    #[error("guest rejected the call: {0}")]
+    Rejected(String),
+    /// A request id does not have the form `bridge:<method>:<n>` for its method.
+    #[error("invalid code mode bridge id")]
+    InvalidId,
+    /// A request names a method outside [`BridgeMethod`].
+    #[error("unsupported code mode bridge method")]
+    UnsupportedMethod,
+}
+
+#[derive(Deserialize)]
+struct RawReport {
+    status: String,
+    #[serde(default)]
+    value: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    outstanding: u32,
+    #[serde(default)]
+    requests: Vec<RawRequest>,
+    #[serde(default)]
+    output: Vec<OutputItem>,
+}
+
+#[derive(Deserialize)]
+struct RawRequest {
+    id: String,
+    method: String,
+    args: String,
+}
+
+impl GuestReport {
+    /// Parses and validates a report (UTF-8 JSON from guest memory).
+    ///
+    /// Errors: [`ProtocolError::Rejected`] when the guest reports a protocol error,
+    /// [`ProtocolError::Malformed`] for anything that is not a valid report, and the id/method
+    /// errors for requests that break behaviour.md §4.3.
+    pub fn parse(bytes: &[u8]) -> Result<GuestReport, ProtocolError> {
+        let raw: RawReport =
+            serde_json::from_slice(bytes).map_err(|e| ProtocolError::Malformed(e.to_string()))?;
+        let state = match raw.status.as_str() {
+            "completed" => GuestState::Completed {
+                value: raw.value.unwrap_or(Value::Null),
+            },
+            "pending" => GuestState::Pending,
+            "failed" => GuestState::Failed {
+                error: raw.error.unwrap_or_default(),
+            },
+            "protocol_error" => {
+                return Err(ProtocolError::Rejected(raw.error.unwrap_or_default()));
+            }
+            other => return Err(ProtocolError::Malformed(format!("unknown status {other:?}"))),
+        };
+        let mut requests = Vec::with_capacity(raw.requests.len());
+        for r in raw.requests {
+            let method = BridgeMethod::parse(&r.method).ok_or(ProtocolError::UnsupportedMethod)?;
+            if !valid_bridge_id(&r.id, method) {
+                return Err(ProtocolError::InvalidId);
+            }
+            // behaviour.md §4.3: an argument payload the host cannot parse counts as [].
+            let args = serde_json::from_str(&r.args).unwrap_or_else(|_| Value::Array(Vec::new()));
+            requests.push(BridgeRequest {
+                id: r.id,
+                method,
+                args,
+            });
+        }
+        Ok(GuestReport {
+            state,
+            outstanding: raw.outstanding,
+            requests,
+            output: raw.output,
+        })
+    }
+}
+
+/// True when `id` is `bridge:<method>:<n>` with `n` a positive integer without leading zeros
+/// (behaviour.md §4.3: `^bridge:[A-Za-z]+:[1-9]\d*$` with the prefix of its own method).
+pub fn valid_bridge_id(id: &str, method: BridgeMethod) -> bool {
+    let Some(rest) = id.strip_prefix("bridge:") else {
+        return false;
+    };
+    let Some(n) = rest
+        .strip_prefix(method.as_str())
+        .and_then(|r| r.strip_prefix(':'))
+    else {
+        return false;
+    };
+    let mut chars = n.chars();
+    matches!(chars.next(), Some('1'..='9')) && chars.all(|c| c.is_ascii_digit())
+}
+
+/// The settlement of one bridge request, delivered into the guest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// The request's bridge id.
+    pub id: String,
+    /// `Ok(value)` resolves the guest promise with `value`; `Err(message)` rejects it with a
+    /// guest-realm `new Error(message)` (behaviour.md §4.3, "Settlement").
+    pub outcome: Result<Value, String>,
+}
+
+impl Delivery {
+    /// The guest's `cm_deliver` input: JSON `{id, ok, json?, error?}` where `json` is the value's
+    /// JSON text. Values are copied as text, so later mutation on either side has no effect.
+    pub fn to_guest_input(&self) -> Vec<u8> {
+        let body = match &self.outcome {
+            Ok(value) => serde_json::json!({
+                "id": self.id,
+                "ok": true,
+                "json": serde_json::to_string(value).unwrap_or_else(|_| "null".into()),
+            }),
+            Err(message) => serde_json::json!({"id": self.id, "ok": false, "error": message}),
+        };
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+}
+
+/// Who is running a nested tool call: the scope of the code-mode run (spec "Nested tool
+/// execution"). All fields are optional; hosts fill what they know.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunScope {
+    /// The agent run id.
+    pub run_id: Option<String>,
+    /// The session id.
+    pub session_id: Option<String>,
+    /// The session key.
+    pub session_key: Option<String>,
+    /// The agent id.
+    pub agent_id: Option<String>,
+}
+
+/// One nested tool call handed to the host's [`ToolExecutor`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The exact catalog id, e.g. `openclaw:core:read`.
+    pub tool_id: String,
+    /// The registered tool name, e.g. `read`.
+    pub tool_name: String,
+    /// The JSON-adapted input object (`{}` when the guest passed none).
+    pub input: Value,
+    /// The code-mode run's scope.
+    pub scope: RunScope,
+    /// The bridge id of the guest request (`bridge:callValue:3`).
+    pub bridge_id: String,
+    /// The code-mode run id once the run has parked (`cm_<uuid>`), else `None`.
+    pub code_mode_run_id: Option<String>,
+}
+
+/// The future a [`ToolExecutor`] returns: a JSON-compatible tool result (usually
+/// `{content: [...], details: ...}`) or an error message that reaches the guest as `new Error(msg)`.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'static>>;
+
+/// Runs catalog tools for nested calls. Hosts implement it over their normal tool execution
+/// path (policy, approvals, hooks, telemetry: spec "Nested tool execution").
+///
+/// Calls may run concurrently and may outlive the `exec` that started them (the run then parks
+/// and `wait` picks the result up). The host wraps every call in a timeout, so an executor need
+/// not, but it must not block the thread it is polled on.
+pub trait ToolExecutor: Send + Sync + 'static {
+    /// Starts one tool call.
+    fn execute(&self, call: ToolCall) -> ToolFuture;
+}
+
+/// A static description of a tool offered to the catalog (a subset of the catalog crate's spec
+/// for hosts that only need core tools).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// Registered tool name.
+    pub name: String,
+    /// Human-readable description.
+    pub description: String,
+    /// JSON Schema of the input.
+    #[serde(default)]
+    pub parameters: Value,
+}
+
+/// Counts per method, handy for telemetry and tests.
+pub fn count_by_method(requests: &[BridgeRequest]) -> BTreeMap<BridgeMethod, usize> {
+    let mut counts = BTreeMap::new();
+    for r in requests {
+        *counts.entry(r.method).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bridge_ids() {
+        assert!(valid_bridge_id("bridge:callValue:1", BridgeMethod::CallValue));
+        assert!(valid_bridge_id("bridge:call:120", BridgeMethod::Call));
+        assert!(!valid_bridge_id("bridge:call:0", BridgeMethod::Call));
+        assert!(!valid_bridge_id("bridge:call:01", BridgeMethod::Call));
+        assert!(!valid_bridge_id("bridge:call:", BridgeMethod::Call));
+        assert!(!valid_bridge_id("bridge:callValue:1", BridgeMethod::Call));
+        assert!(!valid_bridge_id("bridge:call:1x", BridgeMethod::Call));
+        assert!(!valid_bridge_id("x:call:1", BridgeMethod::Call));
+    }
+
+    #[test]
+    fn report_parsing() {
+        let r = GuestReport::parse(
+            br#"{"status":"pending","outstanding":1,"requests":[{"id":"bridge:call:1","method":"call","args":"{\"id\":\"x\"}"}],"output":[{"type":"text","text":"hi"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.state, GuestState::Pending);
+        assert_eq!(r.outstanding, 1);
+        assert_eq!(r.requests[0].args, serde_json::json!({"id": "x"}));
+        assert_eq!(
+            r.output,
+            vec![OutputItem::Text {
+                text: "hi".to_string()
+            }]
+        );
+        let bad_args = GuestReport::parse(
+            br#"{"status":"pending","requests":[{"id":"bridge:call:1","method":"call","args":"{"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(bad_args.requests[0].args, serde_json::json!([]));
+        assert_eq!(
+            GuestReport::parse(br#"{"status":"pending","requests":[{"id":"bridge:call:1","method":"exec","args":"[]"}]}"#),
+            Err(ProtocolError::UnsupportedMethod)
+        );
+        assert_eq!(
+            GuestReport::parse(br#"{"status":"pending","requests":[{"id":"bridge:call:1","method":"callValue","args":"[]"}]}"#),
+            Err(ProtocolError::InvalidId)
+        );
+        assert!(matches!(GuestReport::parse(b"not json"), Err(ProtocolError::Malformed(_))));
+        assert_eq!(
+            GuestReport::parse(br#"{"status":"protocol_error","error":"boom"}"#),
+            Err(ProtocolError::Rejected("boom".into()))
+        );
+    }
+
+    #[test]
+    fn delivery_input() {
+        let d = Delivery {
+            id: "bridge:call:1".into(),
+            outcome: Ok(serde_json::json!({"b": 1, "a": [true]})),
+        };
+        assert_eq!(
+            String::from_utf8(d.to_guest_input()).unwrap(),
+            r#"{"id":"bridge:call:1","ok":true,"json":"{\"b\":1,\"a\":[true]}"}"#
+        );
+        let e = Delivery {
+            id: "bridge:call:2".into(),
+            outcome: Err("fast failure".into()),
+        };
+        assert_eq!(
+            String::from_utf8(e.to_guest_input()).unwrap(),
+            r#"{"id":"bridge:call:2","ok":false,"error":"fast failure"}"#
+        );
+    }
+}

@@ -1,0 +1,209 @@
+// codemode guest prelude (docs/guest-abi.md, "Prelude").
+//
+// Evaluated once per VM image, before any user code. It is a function expression: the guest calls
+// it with `native` ({request, output}, native functions that reach the host outbox) and keeps the
+// returned internals object out of every user-visible scope. Nothing here is reachable from user
+// code except the globals `setup` installs. Intrinsics are captured up front so user code that
+// replaces `JSON`, `Promise`, `Object` or `Error` cannot subvert the bridge.
+(function (native) {
+  "use strict";
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const freeze = Object.freeze;
+  const create = Object.create;
+  const defineProperty = Object.defineProperty;
+  const keys = Object.keys;
+  const isArray = Array.isArray;
+  const PromiseCtor = Promise;
+  const reject = (e) => new PromiseCtor((_, rej) => rej(e));
+  const ErrorCtor = Error;
+  const StringCtor = String;
+  const requestNative = native.request;
+  const outputNative = native.output;
+  const safeName = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+  const reserved = create(null);
+  reserved.search = reserved.describe = reserved.call = reserved.callValue = true;
+
+  // Pending bridge requests: id -> {resolve, reject}. A null-prototype object, not a Map, so that
+  // user code patching Map.prototype cannot reach it.
+  const pending = create(null);
+  let outstanding = 0;
+
+  // The JSON adapter (behaviour.md §6): undefined -> null; otherwise a JSON round trip; when
+  // stringifying throws, Errors become {name, message} and everything else String(v).
+  function safe(v) {
+    if (v === undefined) return null;
+    let s;
+    try {
+      s = stringify(v);
+    } catch (e) {
+      if (v instanceof ErrorCtor) {
+        try {
+          return { name: StringCtor(v.name), message: StringCtor(v.message) };
+        } catch (_) {
+          return { name: "Error", message: "" };
+        }
+      }
+      if (v === null || (typeof v !== "object" && typeof v !== "function" && typeof v !== "bigint")) return v;
+      try {
+        return StringCtor(v);
+      } catch (_) {
+        return null;
+      }
+    }
+    if (s === undefined) {
+      if (typeof v === "function") {
+        try {
+          return StringCtor(v);
+        } catch (_) {
+          return null;
+        }
+      }
+      return null;
+    }
+    return parse(s);
+  }
+
+  function request(method, args) {
+    const payload = stringify(safe(args));
+    const id = requestNative(method, payload);
+    return new PromiseCtor((resolve, rej) => {
+      pending[id] = { resolve, reject: rej };
+      outstanding++;
+    });
+  }
+
+  function deliver(id, ok, payload) {
+    const entry = pending[id];
+    if (entry === undefined) return false;
+    delete pending[id];
+    outstanding--;
+    if (ok) {
+      let value = null;
+      try {
+        value = parse(payload);
+      } catch (_) {
+        value = null;
+      }
+      entry.resolve(value);
+    } else {
+      entry.reject(new ErrorCtor(StringCtor(payload)));
+    }
+    return true;
+  }
+
+  function text(value) {
+    const t = typeof value === "string" ? value : stringify(safe(value));
+    outputNative(stringify({ type: "text", text: t }));
+  }
+
+  function json(value) {
+    outputNative(stringify({ type: "json", value: safe(value) }));
+  }
+
+  // "<Name>: <message>" plus QuickJS backtrace frames (behaviour.md §5.8). Never starts with "at ".
+  function formatError(e) {
+    try {
+      if (e !== null && typeof e === "object" && (e instanceof ErrorCtor || typeof e.message === "string")) {
+        let name = "Error";
+        try {
+          if (typeof e.name === "string" && e.name !== "") name = e.name;
+        } catch (_) {}
+        let message = "";
+        try {
+          message = StringCtor(e.message);
+        } catch (_) {}
+        let out = name + ": " + message;
+        let stack = "";
+        try {
+          if (typeof e.stack === "string") stack = e.stack;
+        } catch (_) {}
+        const frames = [];
+        const lines = stack.split("\n");
+        for (let i = 0; i < lines.length; i++) {
+          const line = lines[i].trim();
+          if (line !== "") frames.push("    " + line);
+        }
+        if (frames.length > 0) out += "\n" + frames.join("\n");
+        return out;
+      }
+      return "Uncaught " + stringify(safe(e));
+    } catch (_) {
+      return "Error: (unprintable exception)";
+    }
+  }
+
+  function finish(value) {
+    return stringify(safe(value));
+  }
+
+  function entryId(id, what) {
+    if (typeof id !== "string") throw new ErrorCtor(what + " id must be a string.");
+    return id;
+  }
+
+  function deepFreeze(v) {
+    if (v !== null && typeof v === "object") {
+      const ks = keys(v);
+      for (let i = 0; i < ks.length; i++) deepFreeze(v[ks[i]]);
+      freeze(v);
+    }
+    return v;
+  }
+
+  function define(name, value) {
+    defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
+  }
+
+  // Installs the run's globals from the host's run context: {tools: [compact catalog entries]}.
+  function setup(contextJson) {
+    const context = parse(contextJson);
+    const entries = isArray(context.tools) ? context.tools : [];
+    const allTools = deepFreeze(entries);
+    const api = create(null);
+    api.call = function call(id, input) {
+      try {
+        return request("call", { id: entryId(id, "call"), input: input === undefined ? {} : input });
+      } catch (e) {
+        return reject(e);
+      }
+    };
+    api.callValue = function callValue(id, input) {
+      try {
+        return request("callValue", { id: entryId(id, "callValue"), input: input === undefined ? {} : input });
+      } catch (e) {
+        return reject(e);
+      }
+    };
+    // Convenience functions for unambiguous safe names (behaviour.md §3.4).
+    const counts = create(null);
+    for (let i = 0; i < allTools.length; i++) {
+      const name = allTools[i].name;
+      counts[name] = (counts[name] || 0) + 1;
+    }
+    for (let i = 0; i < allTools.length; i++) {
+      const entry = allTools[i];
+      const name = entry.name;
+      if (typeof name !== "string" || !safeName.test(name) || reserved[name] || counts[name] !== 1) continue;
+      const id = entry.id;
+      api[name] = function (input) {
+        return api.callValue(id, input);
+      };
+    }
+    const toolsObject = {};
+    const names = keys(api);
+    for (let i = 0; i < names.length; i++) toolsObject[names[i]] = api[names[i]];
+    define("ALL_TOOLS", allTools);
+    define("tools", freeze(toolsObject));
+    define("text", text);
+    define("json", json);
+  }
+
+  return freeze({
+    setup,
+    deliver,
+    finish,
+    formatError,
+    outstanding: () => outstanding,
+  });
+});

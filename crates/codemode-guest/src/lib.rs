@@ -1,0 +1,480 @@
+//! The codemode guest: QuickJS (through `rquickjs`) compiled to `wasm32-wasip1`, plus the bridge ABI
+//! the host (`codemode-runtime`) drives. The ABI (exports, imports, memory ownership, status codes,
+//! report format) is specified in `docs/guest-abi.md`; keep the two in step.
+//!
+//! The guest holds exactly one QuickJS runtime and context. All of its state lives in linear memory,
+//! so the host can snapshot the VM between calls by copying memory and `__stack_pointer`, and resume
+//! it later in a fresh instance.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use rquickjs::context::EvalOptions;
+use rquickjs::function::Func;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value};
+use serde::Deserialize;
+
+/// Status: the main promise fulfilled; the report carries `value`.
+const STATUS_COMPLETED: i32 = 0;
+/// Status: the main promise is still pending.
+const STATUS_PENDING: i32 = 1;
+/// Status: the main promise rejected or evaluation threw; the report carries `error`.
+const STATUS_FAILED: i32 = 2;
+/// Status: the host broke the protocol (bad JSON, call out of order); the report carries `error`.
+const STATUS_PROTOCOL_ERROR: i32 = -1;
+
+#[link(wasm_import_module = "codemode")]
+extern "C" {
+    /// Asks the host whether the guest must stop now (deadline or abort). Non-zero = stop.
+    /// Polled by QuickJS's interrupt handler.
+    fn interrupt() -> i32;
+}
+
+extern "C" {
+    fn __wasm_call_ctors();
+}
+
+/// Reactor entry point: runs static constructors once, before any other export.
+///
+/// # Safety
+/// Must be called exactly once, first, by the host.
+#[no_mangle]
+pub unsafe extern "C" fn _initialize() {
+    __wasm_call_ctors();
+}
+
+struct Guest {
+    rt: Runtime,
+    ctx: Context,
+    internals: Persistent<Object<'static>>,
+    main: Option<Persistent<Promise<'static>>>,
+}
+
+#[derive(Default)]
+struct Outbox {
+    methods: Vec<String>,
+    counters: HashMap<String, u64>,
+    /// JSON objects `{"id","method","args"}` (args as JSON text) created since the last report.
+    requests: Vec<String>,
+    /// JSON output items created since the last report.
+    output: Vec<String>,
+}
+
+thread_local! {
+    static GUEST: RefCell<Option<Guest>> = const { RefCell::new(None) };
+    static OUTBOX: RefCell<Outbox> = RefCell::new(Outbox::default());
+    static REPORT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Allocates `len` bytes for the host to write an input into. Returns 0 when `len` is 0 or the
+/// allocation fails. Ownership passes back to the guest with the call that takes the buffer.
+#[no_mangle]
+pub extern "C" fn cm_alloc(len: u32) -> *mut u8 {
+    if len == 0 {
+        return std::ptr::null_mut();
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    if buf.try_reserve_exact(len as usize).is_err() {
+        return std::ptr::null_mut();
+    }
+    let ptr = buf.as_mut_ptr();
+    std::mem::forget(buf);
+    ptr
+}
+
+/// Frees a buffer from [`cm_alloc`] that the host did not pass to a call.
+///
+/// # Safety
+/// `ptr`/`len` must come from one `cm_alloc` call and not have been freed or passed on.
+#[no_mangle]
+pub unsafe extern "C" fn cm_dealloc(ptr: *mut u8, len: u32) {
+    if !ptr.is_null() && len > 0 {
+        drop(Vec::from_raw_parts(ptr, 0, len as usize));
+    }
+}
+
+/// Pointer to the report of the last call (UTF-8 JSON). Valid until the next call.
+#[no_mangle]
+pub extern "C" fn cm_report_ptr() -> *const u8 {
+    REPORT.with(|r| r.borrow().as_ptr())
+}
+
+/// Length in bytes of the report of the last call.
+#[no_mangle]
+pub extern "C" fn cm_report_len() -> u32 {
+    REPORT.with(|r| r.borrow().len() as u32)
+}
+
+unsafe fn take_input(ptr: *mut u8, len: u32) -> Vec<u8> {
+    if ptr.is_null() || len == 0 {
+        return Vec::new();
+    }
+    Vec::from_raw_parts(ptr, len as usize, len as usize)
+}
+
+fn set_report(status: i32, body: String) -> i32 {
+    REPORT.with(|r| *r.borrow_mut() = body.into_bytes());
+    status
+}
+
+fn protocol_error(message: &str) -> i32 {
+    let body = format!(
+        "{{\"status\":\"protocol_error\",\"error\":{}}}",
+        json_string(message)
+    );
+    set_report(STATUS_PROTOCOL_ERROR, body)
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InitInput {
+    prelude: String,
+    methods: Vec<String>,
+    memory_limit_bytes: u64,
+    max_stack_bytes: u64,
+}
+
+/// Creates the QuickJS runtime and context and evaluates the bridge prelude.
+/// Input: JSON `{prelude, methods, memoryLimitBytes, maxStackBytes}`. Returns 0 or -1.
+///
+/// # Safety
+/// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
+#[no_mangle]
+pub unsafe extern "C" fn cm_init(ptr: *mut u8, len: u32) -> i32 {
+    let input = take_input(ptr, len);
+    let input: InitInput = match serde_json::from_slice(&input) {
+        Ok(v) => v,
+        Err(e) => return protocol_error(&format!("bad init input: {e}")),
+    };
+    if GUEST.with(|g| g.borrow().is_some()) {
+        return protocol_error("already initialised");
+    }
+    match init(input) {
+        Ok(guest) => {
+            GUEST.with(|g| *g.borrow_mut() = Some(guest));
+            set_report(STATUS_COMPLETED, "{\"status\":\"ready\"}".to_string())
+        }
+        Err(e) => protocol_error(&e),
+    }
+}
+
+fn init(input: InitInput) -> Result<Guest, String> {
+    let rt = Runtime::new().map_err(|e| format!("runtime: {e}"))?;
+    rt.set_memory_limit(input.memory_limit_bytes as usize);
+    rt.set_max_stack_size(input.max_stack_bytes as usize);
+    rt.set_interrupt_handler(Some(Box::new(|| unsafe { interrupt() != 0 })));
+    let ctx = Context::full(&rt).map_err(|e| format!("context: {e}"))?;
+    OUTBOX.with(|o| o.borrow_mut().methods = input.methods);
+    let internals = ctx.with(|ctx| -> Result<Persistent<Object<'static>>, String> {
+        let native = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
+        native
+            .set("request", Func::from(native_request))
+            .map_err(|e| e.to_string())?;
+        native
+            .set("output", Func::from(native_output))
+            .map_err(|e| e.to_string())?;
+        let factory: Function = ctx
+            .eval(input.prelude.into_bytes())
+            .map_err(|e| format!("prelude: {}", describe_exception(&ctx, e)))?;
+        let internals: Object = factory
+            .call((native,))
+            .map_err(|e| format!("prelude: {}", describe_exception(&ctx, e)))?;
+        Ok(Persistent::save(&ctx, internals))
+    })?;
+    Ok(Guest {
+        rt,
+        ctx,
+        internals,
+        main: None,
+    })
+}
+
+fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs::Result<String> {
+    let id = OUTBOX.with(|o| {
+        let mut o = o.borrow_mut();
+        if !o.methods.iter().any(|m| *m == method) {
+            return None;
+        }
+        let n = o.counters.entry(method.clone()).or_insert(0);
+        *n += 1;
+        let id = format!("bridge:{method}:{n}");
+        let entry = format!(
+            "{{\"id\":{},\"method\":{},\"args\":{}}}",
+            json_string(&id),
+            json_string(&method),
+            json_string(&args)
+        );
+        o.requests.push(entry);
+        Some(id)
+    });
+    match id {
+        Some(id) => Ok(id),
+        None => Err(throw_error(&ctx, "unsupported code mode bridge method")),
+    }
+}
+
+fn native_output(item: String) {
+    OUTBOX.with(|o| o.borrow_mut().output.push(item));
+}
+
+fn throw_error(ctx: &Ctx<'_>, message: &str) -> rquickjs::Error {
+    match rquickjs::Exception::from_message(ctx.clone(), message) {
+        Ok(e) => ctx.throw(e.into_value()),
+        Err(e) => e,
+    }
+}
+
+/// Renders a pending exception as text without running user code in the host's path.
+fn describe_exception(ctx: &Ctx<'_>, err: rquickjs::Error) -> String {
+    if let rquickjs::Error::Exception = err {
+        let value = ctx.catch();
+        if let Some(ex) = value.as_exception() {
+            return format!(
+                "{}",
+                ex.message().unwrap_or_else(|| "exception".to_string())
+            );
+        }
+        return format!("{value:?}");
+    }
+    err.to_string()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StartInput {
+    code: String,
+    filename: String,
+    /// JSON text handed to the prelude's `setup` (catalog entries and run options).
+    context: String,
+    memory_limit_bytes: u64,
+}
+
+/// Installs the run's globals and evaluates the wrapped user code.
+/// Input: JSON `{code, filename, context, memoryLimitBytes}`. Returns a status (see docs).
+///
+/// # Safety
+/// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
+#[no_mangle]
+pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
+    let input = take_input(ptr, len);
+    let input: StartInput = match serde_json::from_slice(&input) {
+        Ok(v) => v,
+        Err(e) => return protocol_error(&format!("bad start input: {e}")),
+    };
+    GUEST.with(|g| {
+        let mut g = g.borrow_mut();
+        let Some(guest) = g.as_mut() else {
+            return protocol_error("not initialised");
+        };
+        if guest.main.is_some() {
+            return protocol_error("already started");
+        }
+        guest.rt.set_memory_limit(input.memory_limit_bytes as usize);
+        let internals = guest.internals.clone();
+        let started = guest.ctx.with(|ctx| -> Result<Result<Persistent<Promise<'static>>, String>, String> {
+            let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
+            let setup: Function = internals.get("setup").map_err(|e| e.to_string())?;
+            if let Err(e) = setup.call::<_, ()>((input.context,)) {
+                return Err(format!("setup: {}", describe_exception(&ctx, e)));
+            }
+            let wrapped = format!("(async () => {{\n{}\n}})()", input.code);
+            let mut opts = EvalOptions::default();
+            opts.global = true;
+            opts.strict = false;
+            opts.backtrace_barrier = true;
+            opts.filename = Some(input.filename);
+            match ctx.eval_with_options::<Value, _>(wrapped.into_bytes(), opts) {
+                Ok(v) => match v.into_promise() {
+                    Some(p) => Ok(Ok(Persistent::save(&ctx, p))),
+                    None => Err("wrapper did not produce a promise".to_string()),
+                },
+                Err(rquickjs::Error::Exception) => {
+                    let ex = ctx.catch();
+                    Ok(Err(format_error(&ctx, &internals, ex)))
+                }
+                Err(e) => Ok(Err(e.to_string())),
+            }
+        });
+        match started {
+            Err(e) => protocol_error(&e),
+            Ok(Err(error)) => finish_failed(guest, error),
+            Ok(Ok(main)) => {
+                guest.main = Some(main);
+                report(guest)
+            }
+        }
+    })
+}
+
+#[derive(Deserialize)]
+struct DeliverInput {
+    id: String,
+    ok: bool,
+    /// JSON text of the value (when `ok`).
+    #[serde(default)]
+    json: Option<String>,
+    /// Error message (when not `ok`).
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// Settles one bridge request and drains the job queue.
+/// Input: JSON `{id, ok, json?, error?}`. Returns a status (see docs).
+///
+/// # Safety
+/// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
+#[no_mangle]
+pub unsafe extern "C" fn cm_deliver(ptr: *mut u8, len: u32) -> i32 {
+    let input = take_input(ptr, len);
+    let input: DeliverInput = match serde_json::from_slice(&input) {
+        Ok(v) => v,
+        Err(e) => return protocol_error(&format!("bad deliver input: {e}")),
+    };
+    GUEST.with(|g| {
+        let mut g = g.borrow_mut();
+        let Some(guest) = g.as_mut() else {
+            return protocol_error("not initialised");
+        };
+        if guest.main.is_none() {
+            return protocol_error("not started");
+        }
+        let internals = guest.internals.clone();
+        let delivered = guest.ctx.with(|ctx| -> Result<bool, String> {
+            let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
+            let deliver: Function = internals.get("deliver").map_err(|e| e.to_string())?;
+            let payload = if input.ok {
+                input.json.unwrap_or_else(|| "null".to_string())
+            } else {
+                input.error.unwrap_or_default()
+            };
+            deliver
+                .call::<_, bool>((input.id, input.ok, payload))
+                .map_err(|e| describe_exception(&ctx, e))
+        });
+        match delivered {
+            Err(e) => protocol_error(&format!("deliver: {e}")),
+            Ok(false) => protocol_error("unknown or settled bridge request id"),
+            Ok(true) => report(guest),
+        }
+    })
+}
+
+/// Drains the job queue, then reports the main promise's state plus new requests and output.
+fn report(guest: &mut Guest) -> i32 {
+    // Drain pending jobs; an exception escaping a job (interrupt, out of memory) is fatal.
+    loop {
+        match guest.rt.execute_pending_job() {
+            Ok(true) => continue,
+            Ok(false) => break,
+            Err(job) => {
+                let internals = guest.internals.clone();
+                let error = job.0.with(|ctx| {
+                    let ex = ctx.catch();
+                    match internals.restore(&ctx) {
+                        Ok(internals) => format_error(&ctx, &internals, ex),
+                        Err(e) => e.to_string(),
+                    }
+                });
+                return finish_failed(guest, error);
+            }
+        }
+    }
+    let internals = guest.internals.clone();
+    let main = guest.main.clone();
+    let outcome = guest.ctx.with(|ctx| -> Result<(i32, String), String> {
+        let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
+        let outstanding: Function = internals.get("outstanding").map_err(|e| e.to_string())?;
+        let outstanding: u32 = outstanding.call(()).map_err(|e| e.to_string())?;
+        let Some(main) = main else {
+            return Err("not started".to_string());
+        };
+        let main = main.restore(&ctx).map_err(|e| e.to_string())?;
+        let (status, field) = match main.state() {
+            PromiseState::Pending => (STATUS_PENDING, String::new()),
+            PromiseState::Resolved => {
+                let value: Value = main.result::<Value>().unwrap_or_else(|| Ok(Value::new_null(ctx.clone()))).unwrap_or_else(|_| Value::new_null(ctx.clone()));
+                let finish: Function = internals.get("finish").map_err(|e| e.to_string())?;
+                match finish.call::<_, String>((value,)) {
+                    Ok(json) => (STATUS_COMPLETED, format!(",\"value\":{json}")),
+                    Err(e) => {
+                        let error = match e {
+                            rquickjs::Error::Exception => format_error(&ctx, &internals, ctx.catch()),
+                            other => other.to_string(),
+                        };
+                        (STATUS_FAILED, format!(",\"error\":{}", json_string(&error)))
+                    }
+                }
+            }
+            PromiseState::Rejected => {
+                let reason: Value = match main.result::<Value>() {
+                    Some(Err(rquickjs::Error::Exception)) => ctx.catch(),
+                    Some(Ok(v)) => v,
+                    _ => Value::new_undefined(ctx.clone()),
+                };
+                let error = format_error(&ctx, &internals, reason);
+                (STATUS_FAILED, format!(",\"error\":{}", json_string(&error)))
+            }
+        };
+        let label = match status {
+            STATUS_COMPLETED => "completed",
+            STATUS_PENDING => "pending",
+            _ => "failed",
+        };
+        Ok((
+            status,
+            format!(
+                "{{\"status\":\"{label}\"{field},\"outstanding\":{outstanding},{}}}",
+                take_outbox()
+            ),
+        ))
+    });
+    match outcome {
+        Ok((status, body)) => set_report(status, body),
+        Err(e) => protocol_error(&e),
+    }
+}
+
+fn finish_failed(_guest: &mut Guest, error: String) -> i32 {
+    let body = format!(
+        "{{\"status\":\"failed\",\"error\":{},\"outstanding\":0,{}}}",
+        json_string(&error),
+        take_outbox()
+    );
+    set_report(STATUS_FAILED, body)
+}
+
+/// `"requests":[...],"output":[...]`, emptying the outbox.
+fn take_outbox() -> String {
+    OUTBOX.with(|o| {
+        let mut o = o.borrow_mut();
+        let requests = std::mem::take(&mut o.requests).join(",");
+        let output = std::mem::take(&mut o.output).join(",");
+        format!("\"requests\":[{requests}],\"output\":[{output}]")
+    })
+}
+
+fn format_error<'js>(ctx: &Ctx<'js>, internals: &Object<'js>, ex: Value<'js>) -> String {
+    let formatted = internals
+        .get::<_, Function>("formatError")
+        .and_then(|f| f.call::<_, String>((ex,)));
+    match formatted {
+        Ok(s) => s,
+        Err(rquickjs::Error::Exception) => {
+            // Formatting itself failed (e.g. interrupted): report what QuickJS left behind.
+            let again = ctx.catch();
+            match again.as_exception() {
+                Some(e) => format!(
+                    "InternalError: {}",
+                    e.message().unwrap_or_else(|| "exception".into())
+                ),
+                None => "InternalError: unprintable exception".to_string(),
+            }
+        }
+        Err(e) => format!("InternalError: {e}"),
+    }
+}

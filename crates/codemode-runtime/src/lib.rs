@@ -1,0 +1,33 @@
+//! The wasmtime host of the codemode guest (QuickJS compiled to wasm32-wasip1).
+//!
+//! - [`Runtime`]: one per process ([`Runtime::global`]). It owns the wasmtime [`wasmtime::Engine`]
+//!   (epoch interruption, pooling allocator with copy-on-write memory init, raised
+//!   `max_wasm_stack`), the compiled guest (cached on disk, keyed by the guest's SHA-256 and the
+//!   wasmtime version), an `InstancePre`, the epoch ticker, and the post-initialisation image every
+//!   fresh VM starts from.
+//! - [`Vm`]: one guest instance. [`Vm::start`] evaluates a cell, [`Vm::deliver`] settles one
+//!   bridge request; both return a [`codemode_bridge::GuestReport`]. Each call runs under a
+//!   [`LegBudget`]: QuickJS's interrupt handler stops the guest at the soft deadline and a wasmtime
+//!   epoch deadline at most [`HARD_DEADLINE_GRACE`] later traps it (behaviour.md D6).
+//! - [`Snapshot`]: the whole VM state (linear memory in use, `__stack_pointer`, the pending-request
+//!   table) in a versioned, zstd-compressed byte format that records the guest's hash.
+//!   [`Runtime::restore`] continues it in a fresh instance, as often as needed.
+//! - [`run_leg`]: runs guest work on a dedicated thread with a stack large enough for
+//!   `max_wasm_stack`, so guest execution never blocks the async runtime's workers.
+//!
+//! Errors never panic the host: traps, protocol violations and panics in host code become
+//! [`VmError`] values that the facade maps to `failed` results (behaviour.md D10).
+
+mod cache;
+mod engine;
+mod snapshot;
+mod vm;
+mod worker;
+
+pub use engine::{FreshVm, Runtime, RuntimeError, RuntimeOptions, WallClock, GUEST_SHA256, GUEST_WASM};
+pub use snapshot::{Snapshot, SnapshotError, SNAPSHOT_FORMAT_VERSION};
+pub use vm::{
+    AbortHandle, LegBudget, PendingRequest, Vm, VmError, VmLimits, HARD_DEADLINE_GRACE,
+    SHADOW_STACK_BYTES,
+};
+pub use worker::{run_leg, LegPanic, LEG_THREAD_STACK_BYTES};

@@ -1,0 +1,209 @@
+//! Runtime-level tests: the guest ABI, limits, snapshots. Exact values throughout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_bridge::{BridgeMethod, Delivery, GuestReport, GuestState, OutputItem};
+use codemode_runtime::{AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
+use serde_json::json;
+
+fn runtime() -> Arc<Runtime> {
+    Runtime::global().expect("runtime")
+}
+
+fn budget(ms: u64) -> LegBudget {
+    LegBudget::new(Duration::from_millis(ms), AbortHandle::new())
+}
+
+fn start(code: &str) -> (Vm, Result<GuestReport, VmError>) {
+    let rt = runtime();
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).expect("vm");
+    let report = vm.start(code, r#"{"tools":[]}"#, &limits, &budget(5000));
+    (vm, report)
+}
+
+fn completed(code: &str) -> serde_json::Value {
+    match start(code).1.expect("report").state {
+        GuestState::Completed { value } => value,
+        other => panic!("expected completed, got {other:?}"),
+    }
+}
+
+fn failed(code: &str) -> String {
+    match start(code).1.expect("report").state {
+        GuestState::Failed { error } => error,
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+#[test]
+fn values_and_null() {
+    assert_eq!(completed("return 1+2"), json!(3));
+    assert_eq!(completed("1+2;"), json!(null));
+    assert_eq!(completed("return undefined"), json!(null));
+    assert_eq!(completed("return {a: [1, 'x', null, true]}"), json!({"a": [1, "x", null, true]}));
+    assert_eq!(completed("const x = await Promise.resolve(41); return x + 1;"), json!(42));
+    assert_eq!(completed("return [typeof require, typeof process, typeof module]"), json!(["undefined", "undefined", "undefined"]));
+    assert_eq!(completed("return typeof eval"), json!("function"));
+    assert_eq!(completed("return new Date(0).getHours() + new Date(0).getTimezoneOffset()"), json!(0));
+}
+
+#[test]
+fn errors() {
+    let e = failed("throw new Error('boom')");
+    assert!(e.starts_with("Error: boom\n    at "), "{e}");
+    let e = failed("const x = ;");
+    assert!(e.starts_with("SyntaxError: unexpected token"), "{e}");
+    let e = failed("return missingFn();");
+    assert!(e.starts_with("ReferenceError: missingFn is not defined"), "{e}");
+    assert!(!e.starts_with("at "));
+}
+
+#[test]
+fn deep_recursion_is_a_catchable_range_error() {
+    let v = completed(
+        "let depth = 0; function f() { depth++; return f(); } \
+         try { f(); } catch (e) { return [e instanceof RangeError, e.message, depth > 5000]; }",
+    );
+    assert_eq!(v, json!([true, "Maximum call stack size exceeded", true]));
+    // The next VM is healthy.
+    assert_eq!(completed("return 7"), json!(7));
+}
+
+#[test]
+fn infinite_loop_times_out_and_next_vm_works() {
+    let rt = runtime();
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let started = std::time::Instant::now();
+    let r = vm.start("while(true){}", r#"{"tools":[]}"#, &limits, &budget(100));
+    assert_eq!(r, Err(VmError::Timeout));
+    assert!(started.elapsed() < Duration::from_millis(100 + 250 + 200));
+    assert!(vm.is_poisoned());
+    assert_eq!(completed("return 'ok'"), json!("ok"));
+}
+
+#[test]
+fn abort_stops_the_guest() {
+    let rt = runtime();
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let abort = AbortHandle::new();
+    let b = LegBudget::new(Duration::from_secs(30), abort.clone());
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        abort.abort();
+    });
+    let r = vm.start("while(true){}", r#"{"tools":[]}"#, &limits, &b);
+    t.join().unwrap();
+    assert_eq!(r, Err(VmError::Aborted));
+}
+
+#[test]
+fn memory_bomb_is_a_clean_failure() {
+    let rt = runtime();
+    let limits = VmLimits { memory_limit_bytes: 8 * 1024 * 1024 };
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let r = vm
+        .start("const a = []; while (true) a.push('x'.repeat(1000) + a.length);", r#"{"tools":[]}"#, &limits, &budget(10000))
+        .unwrap();
+    match r.state {
+        GuestState::Failed { error } => assert!(error.contains("out of memory"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(completed("return 'alive'"), json!("alive"));
+}
+
+#[test]
+fn bridge_requests_deliveries_and_output() {
+    let rt = runtime();
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let ctx = r#"{"tools":[{"id":"openclaw:core:echo","name":"echo","description":"Echo.","source":"openclaw","input":"unknown"}]}"#;
+    let r = vm
+        .start(
+            "text('before'); const [a, b] = await Promise.all([tools.callValue('openclaw:core:echo', {v: 1}), tools.echo({v: 2})]); json({a, b}); return a + b;",
+            ctx,
+            &limits,
+            &budget(5000),
+        )
+        .unwrap();
+    assert_eq!(r.state, GuestState::Pending);
+    assert_eq!(r.output, vec![OutputItem::Text { text: "before".into() }]);
+    let ids: Vec<_> = r.requests.iter().map(|q| (q.id.as_str(), q.method, q.args.clone())).collect();
+    assert_eq!(
+        ids,
+        vec![
+            ("bridge:callValue:1", BridgeMethod::CallValue, json!({"id": "openclaw:core:echo", "input": {"v": 1}})),
+            ("bridge:callValue:2", BridgeMethod::CallValue, json!({"id": "openclaw:core:echo", "input": {"v": 2}})),
+        ]
+    );
+    // Deliver out of order.
+    let r = vm.deliver(&Delivery { id: "bridge:callValue:2".into(), outcome: Ok(json!(20)) }, &budget(5000)).unwrap();
+    assert_eq!(r.state, GuestState::Pending);
+    assert_eq!(r.outstanding, 1);
+    let r = vm.deliver(&Delivery { id: "bridge:callValue:1".into(), outcome: Ok(json!(1)) }, &budget(5000)).unwrap();
+    assert_eq!(r.state, GuestState::Completed { value: json!(21) });
+    assert_eq!(r.output, vec![OutputItem::Json { value: json!({"a": 1, "b": 20}) }]);
+    assert_eq!(
+        vm.deliver(&Delivery { id: "bridge:callValue:1".into(), outcome: Ok(json!(1)) }, &budget(5000)),
+        Err(VmError::UnknownRequest("bridge:callValue:1".into()))
+    );
+}
+
+#[test]
+fn snapshot_restores_twice_with_different_answers() {
+    let rt = runtime();
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let r = vm
+        .start(
+            "const before = 'kept'; try { const v = await tools.call('x', {}); return [before, v]; } catch (e) { return [before, e.message]; }",
+            r#"{"tools":[]}"#,
+            &limits,
+            &budget(5000),
+        )
+        .unwrap();
+    assert_eq!(r.state, GuestState::Pending);
+    let snap = vm.snapshot().unwrap();
+    drop(vm);
+    let bytes = snap.to_bytes();
+    assert_eq!(bytes.len(), snap.stored_bytes());
+    let snap = Snapshot::from_bytes(&bytes).unwrap();
+    assert_eq!(snap.pending().len(), 1);
+
+    let mut a = rt.restore(&snap, &limits).unwrap();
+    let ra = a.deliver(&Delivery { id: "bridge:call:1".into(), outcome: Ok(json!({"n": 1})) }, &budget(5000)).unwrap();
+    assert_eq!(ra.state, GuestState::Completed { value: json!(["kept", {"n": 1}]) });
+
+    let mut b = rt.restore(&snap, &limits).unwrap();
+    let rb = b.deliver(&Delivery { id: "bridge:call:1".into(), outcome: Err("fast failure".into()) }, &budget(5000)).unwrap();
+    assert_eq!(rb.state, GuestState::Completed { value: json!(["kept", "fast failure"]) });
+
+    // Corruption and format checks.
+    let mut bad = bytes.clone();
+    bad[8] = 99;
+    assert!(Snapshot::from_bytes(&bad).is_err());
+    assert!(Snapshot::from_bytes(&bytes[..20]).is_err());
+    let mut other_guest = bytes.clone();
+    other_guest[12] ^= 0xff;
+    let other = Snapshot::from_bytes(&other_guest).unwrap();
+    assert!(matches!(rt.restore(&other, &limits), Err(VmError::Unavailable(_))));
+    let mut garbled = bytes;
+    let n = garbled.len();
+    garbled[n - 10] ^= 0xff;
+    let garbled = Snapshot::from_bytes(&garbled).unwrap();
+    assert!(rt.restore(&garbled, &limits).is_err());
+}
+
+#[test]
+fn image_and_init_give_the_same_guest() {
+    let rt = runtime();
+    let limits = VmLimits::default();
+    for how in [codemode_runtime::FreshVm::Image, codemode_runtime::FreshVm::Init] {
+        let mut vm = rt.fresh_vm_with(&limits, how).unwrap();
+        let r = vm.start("return [1, typeof tools, typeof ALL_TOOLS, typeof __cm]", r#"{"tools":[]}"#, &limits, &budget(5000)).unwrap();
+        assert_eq!(r.state, GuestState::Completed { value: json!([1, "object", "object", "undefined"]) });
+    }
+}
