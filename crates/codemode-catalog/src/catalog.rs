@@ -160,6 +160,8 @@ pub struct SourceCounts {
 /// Lowercased text used by search and suggestions, computed once per entry.
 #[derive(Debug)]
 struct Lowered {
+    /// `name`, `id`, `label`, `description` joined with `\n` (never part of a search term).
+    all: String,
     name: String,
     id: String,
     label: String,
@@ -372,15 +374,32 @@ fn place(spec: &ToolSpec, index: usize) -> Result<Placement, CatalogError> {
     })
 }
 
+/// One search term with its substring searcher, built once per search.
+struct SearchTerm {
+    text: String,
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl SearchTerm {
+    fn found_in(&self, haystack: &str) -> bool {
+        haystack.len() >= self.text.len() && self.finder.find(haystack.as_bytes()).is_some()
+    }
+}
+
 /// Search terms: the lowercased query split on `[^a-z0-9_./:-]+`, blanks dropped.
-fn search_terms(query: &str) -> Vec<String> {
+fn search_terms(query: &str) -> Vec<SearchTerm> {
     query
         .to_lowercase()
         .split(|c: char| {
-            !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '/' | ':' | '-'))
+            !(c.is_ascii_lowercase()
+                || c.is_ascii_digit()
+                || matches!(c, '_' | '.' | '/' | ':' | '-'))
         })
         .filter(|t| !t.is_empty())
-        .map(str::to_string)
+        .map(|t| SearchTerm {
+            text: t.to_string(),
+            finder: memchr::memmem::Finder::new(t.as_bytes()).into_owned(),
+        })
         .collect()
 }
 
@@ -616,7 +635,9 @@ impl Catalog {
         query: &Value,
         options: Option<&Value>,
     ) -> Result<Vec<CompactEntry>, String> {
-        let limit = options.and_then(Value::as_object).and_then(|o| o.get("limit"));
+        let limit = options
+            .and_then(Value::as_object)
+            .and_then(|o| o.get("limit"));
         self.search(query, limit)
     }
 
@@ -808,11 +829,16 @@ impl Entry {
             (Some(schema), OutputContract::Valid(_)) => output_hint(schema),
             _ => None,
         };
+        let name = spec.name.to_lowercase();
+        let id_lower = id.to_lowercase();
+        let label = spec.label.as_deref().unwrap_or("").to_lowercase();
+        let description = spec.description.to_lowercase();
         let lower = Lowered {
-            name: spec.name.to_lowercase(),
-            id: id.to_lowercase(),
-            label: spec.label.as_deref().unwrap_or("").to_lowercase(),
-            description: spec.description.to_lowercase(),
+            all: format!("{name}\n{id_lower}\n{label}\n{description}"),
+            name,
+            id: id_lower,
+            label,
+            description,
         };
         Entry {
             compact: CompactEntry {
@@ -836,27 +862,30 @@ impl Entry {
         }
     }
 
-    fn search_score(&self, terms: &[String]) -> u32 {
+    fn search_score(&self, terms: &[SearchTerm]) -> u32 {
         if terms.is_empty() {
             return 1;
         }
         let l = &self.lower;
         let mut score = 0;
         for term in terms {
-            let term = term.as_str();
-            if l.name == term || l.id == term {
+            // One scan of all fields first: most entries match no term at all.
+            if !term.found_in(&l.all) {
+                continue;
+            }
+            if l.name == term.text || l.id == term.text {
                 score += 20;
             }
-            if l.name.contains(term) {
+            if term.found_in(&l.name) {
                 score += 8;
             }
-            if l.id.contains(term) {
+            if term.found_in(&l.id) {
                 score += 6;
             }
-            if l.label.contains(term) {
+            if term.found_in(&l.label) {
                 score += 4;
             }
-            if l.description.contains(term) {
+            if term.found_in(&l.description) {
                 score += 2;
             }
         }
@@ -877,7 +906,11 @@ impl Entry {
                 "{} {} {} {}",
                 l.name, l.id, l.label, l.description
             ));
-            score += 12 * needle_tokens.iter().filter(|t| entry_tokens.contains(*t)).count() as u32;
+            score += 12
+                * needle_tokens
+                    .iter()
+                    .filter(|t| entry_tokens.contains(*t))
+                    .count() as u32;
         }
         if l.label.contains(needle_lc) || l.description.contains(needle_lc) {
             score += 8;

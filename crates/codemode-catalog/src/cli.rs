@@ -68,7 +68,11 @@ pub fn render_index(catalog: &Catalog) -> String {
 }
 
 /// Search hits as pretty JSON, or the guest's exact error message.
-pub fn render_search(catalog: &Catalog, query: &str, limit: Option<&str>) -> Result<String, String> {
+pub fn render_search(
+    catalog: &Catalog,
+    query: &str,
+    limit: Option<&str>,
+) -> Result<String, String> {
     let limit: Option<Value> =
         limit.map(|raw| serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.into())));
     catalog

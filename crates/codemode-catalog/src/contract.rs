@@ -31,9 +31,9 @@ impl OutputContract {
     /// itself checked against its meta-schema). Remote `$ref`s cannot be resolved (no network or
     /// file access) and make the schema invalid. Never panics.
     pub fn compile(schema: &Value) -> OutputContract {
-        match catch_unwind(AssertUnwindSafe(|| jsonschema::validator_for(schema))) {
-            Ok(Ok(validator)) => OutputContract::Valid(Box::new(validator)),
-            Ok(Err(_)) | Err(_) => OutputContract::Invalid,
+        match catch_unwind(AssertUnwindSafe(|| jsonschema::validator_for(schema).ok())) {
+            Ok(Some(validator)) => OutputContract::Valid(Box::new(validator)),
+            Ok(None) | Err(_) => OutputContract::Invalid,
         }
     }
 

@@ -226,7 +226,10 @@ impl Renderer {
     }
 
     fn render_map(&self, map: &Map<String, Value>, depth: usize, budget: usize) -> Hint {
-        if map.keys().all(|k| ANNOTATION_KEYWORDS.contains(&k.as_str())) {
+        if map
+            .keys()
+            .all(|k| ANNOTATION_KEYWORDS.contains(&k.as_str()))
+        {
             return Hint::exact(UNKNOWN);
         }
         if depth > self.limits.max_depth {
@@ -282,8 +285,7 @@ impl Renderer {
                 if UNSUPPORTED_KEYWORDS.iter().any(|k| m.contains_key(*k)) {
                     return None;
                 }
-                m.get("const")
-                    .filter(|c| !c.is_array() && !c.is_object())
+                m.get("const").filter(|c| !c.is_array() && !c.is_object())
             })
             .collect();
         if let Some(consts) = consts {
@@ -574,9 +576,7 @@ mod tests {
             "{ \"a-b\"?: number }"
         );
         assert_eq!(
-            input(
-                json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true})
-            ),
+            input(json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true})),
             "{ a?: unknown; ... }"
         );
         assert_eq!(
@@ -596,7 +596,9 @@ mod tests {
             "string | null | number"
         );
         assert_eq!(
-            input(json!({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "number"}}]})),
+            input(
+                json!({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "number"}}]})
+            ),
             "string | Array<number>"
         );
         assert_eq!(
@@ -625,7 +627,8 @@ mod tests {
         );
         // Unsupported keywords.
         for kw in ["$ref", "allOf", "patternProperties", "if", "prefixItems"] {
-            let mut schema = json!({"type": "object", "properties": {}, "additionalProperties": false});
+            let mut schema =
+                json!({"type": "object", "properties": {}, "additionalProperties": false});
             schema[kw] = json!([]);
             assert_eq!(output(schema), None, "{kw}");
         }
@@ -669,7 +672,9 @@ mod tests {
         assert!(utf16_len(&h) <= 300);
         // 10k-character key: never rendered.
         let long = "k".repeat(10_000);
-        let h = input(json!({"type": "object", "properties": {long: {"type": "string"}, "ok": {"type": "string"}}}));
+        let h = input(
+            json!({"type": "object", "properties": {long: {"type": "string"}, "ok": {"type": "string"}}}),
+        );
         assert_eq!(h, "{ ok?: string; ... }");
         // Deep nesting: cut at the depth bound.
         let mut schema = json!({"type": "string"});

@@ -6,7 +6,8 @@ use crate::js::{json_string, utf16_len};
 pub const QUICK_INDEX_MAX_CHARS: usize = 8000;
 
 /// The index heading (four lines, joined with `\n`).
-pub const QUICK_INDEX_HEADING: &str = "OpenClaw/plugin tool quick index (exact ids; descriptions are intentionally deferred):\n\
+pub const QUICK_INDEX_HEADING: &str =
+    "OpenClaw/plugin tool quick index (exact ids; descriptions are intentionally deferred):\n\
 Each line is `id input -> output`; `-> ?` means unknown.\n\
 OUTPUT DECLARED RULE: use declared fields for dependent calls in the first exec.\n\
 OUTPUT UNKNOWN RULE: return the raw tool value unchanged; inspect or map it only in a later exec.";
@@ -28,7 +29,12 @@ pub fn quick_index_footer(omitted: usize) -> String {
 
 /// One index line: `- ${JSON.stringify(id)} ${input} -> ${output ?? "?"}`.
 pub fn quick_index_line(id: &str, input: &str, output: Option<&str>) -> String {
-    format!("- {} {} -> {}", json_string(id), input, output.unwrap_or("?"))
+    format!(
+        "- {} {} -> {}",
+        json_string(id),
+        input,
+        output.unwrap_or("?")
+    )
 }
 
 /// Renders the index from lines already in index order (declared output first, then id).
@@ -45,7 +51,8 @@ pub fn render_quick_index(lines: &[String]) -> Option<String> {
     let heading_len = utf16_len(QUICK_INDEX_HEADING);
     let lens: Vec<usize> = lines.iter().map(|l| utf16_len(l)).collect();
     let footer_len = |omitted: usize| utf16_len(&quick_index_footer(omitted));
-    let text_len = |kept_sum: usize, omitted: usize| heading_len + kept_sum + 2 + footer_len(omitted);
+    let text_len =
+        |kept_sum: usize, omitted: usize| heading_len + kept_sum + 2 + footer_len(omitted);
 
     let all_sum: usize = lens.iter().map(|l| 1 + l).sum();
     let kept: Vec<usize> = if text_len(all_sum, 0) <= QUICK_INDEX_MAX_CHARS {
@@ -61,7 +68,9 @@ pub fn render_quick_index(lines: &[String]) -> Option<String> {
                 sum = candidate;
             }
         }
-        // Step 4: the final omitted count may have gained a digit since a line was admitted.
+        // Step 4: drop the last kept line while the final omitted count (which may have more
+        // digits than when a line was admitted) makes the text too long. With step 3's
+        // arithmetic the last admission already measured the final text, so this only guards.
         while let Some(&last) = kept.last() {
             if text_len(sum, total - kept.len()) <= QUICK_INDEX_MAX_CHARS {
                 break;

@@ -57,13 +57,14 @@ pub fn is_js_whitespace(c: char) -> bool {
             | '\u{0020}'
             | '\u{00A0}'
             | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202F}'
-            | '\u{205F}'
-            | '\u{3000}'
-            | '\u{FEFF}'
+            | '\u{2000}'
+            ..='\u{200A}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202F}'
+                | '\u{205F}'
+                | '\u{3000}'
+                | '\u{FEFF}'
     )
 }
 
@@ -211,7 +212,10 @@ mod tests {
 
     #[test]
     fn strings_quote_like_json_stringify() {
-        assert_eq!(json_string("a\"b\\c\n\u{1}\u{7f}é"), "\"a\\\"b\\\\c\\n\\u0001\u{7f}é\"");
+        assert_eq!(
+            json_string("a\"b\\c\n\u{1}\u{7f}é"),
+            "\"a\\\"b\\\\c\\n\\u0001\u{7f}é\""
+        );
     }
 
     #[test]

@@ -55,7 +55,11 @@ fn is_false(b: &bool) -> bool {
 
 impl ToolSpec {
     /// A normal, allowed, non-control core tool with no schemas.
-    pub fn new(name: impl Into<String>, description: impl Into<String>, origin: ToolOrigin) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        origin: ToolOrigin,
+    ) -> Self {
         ToolSpec {
             name: name.into(),
             label: None,
