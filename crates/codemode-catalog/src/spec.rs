@@ -179,7 +179,12 @@ impl ToolSpec {
 /// `{"kind": "mcp", "serverName": "GitHub", "safeServerName": "github", "pluginId": "bundle-mcp"}`,
 /// `{"kind": "client", "owner": "app"}`; optional fields default to `false` / absent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    from = "OriginRepr"
+)]
 pub enum ToolOrigin {
     /// An OpenClaw core tool: `openclaw:core:<name>`, group 0.
     #[default]
@@ -220,6 +225,64 @@ pub enum ToolOrigin {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         owner: Option<String>,
     },
+}
+
+/// Deserialisation form of [`ToolOrigin`]: identical, except that `core` is a struct variant so
+/// that unknown keys next to `"kind": "core"` are rejected too (serde ignores them for unit
+/// variants of internally tagged enums).
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+enum OriginRepr {
+    Core {},
+    #[serde(rename_all = "camelCase")]
+    Plugin {
+        plugin_id: String,
+        #[serde(default)]
+        bundled: bool,
+        #[serde(default)]
+        replay_safe: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    Mcp {
+        #[serde(default)]
+        server_name: String,
+        #[serde(default)]
+        safe_server_name: String,
+        #[serde(default)]
+        plugin_id: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Client {
+        #[serde(default)]
+        owner: Option<String>,
+    },
+}
+
+impl From<OriginRepr> for ToolOrigin {
+    fn from(repr: OriginRepr) -> Self {
+        match repr {
+            OriginRepr::Core {} => ToolOrigin::Core,
+            OriginRepr::Plugin {
+                plugin_id,
+                bundled,
+                replay_safe,
+            } => ToolOrigin::Plugin {
+                plugin_id,
+                bundled,
+                replay_safe,
+            },
+            OriginRepr::Mcp {
+                server_name,
+                safe_server_name,
+                plugin_id,
+            } => ToolOrigin::Mcp {
+                server_name,
+                safe_server_name,
+                plugin_id,
+            },
+            OriginRepr::Client { owner } => ToolOrigin::Client { owner },
+        }
+    }
 }
 
 /// How a tool is exposed (behaviour.md §2.1).

@@ -710,3 +710,51 @@ fn source_strings() {
         json!("client")
     );
 }
+
+#[test]
+fn tool_spec_json_form() {
+    let err = cli::parse_tools_file(
+        r#"[{"name": "x", "description": "a", "origin": {"kind": "plugin", "pluginId": "p", "replaysafe": true}}]"#,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("unknown field `replaysafe`"),
+        "{err}"
+    );
+    let err = cli::parse_tools_file(
+        r#"[{"name": "x", "description": "a", "origin": {"kind": "core", "extra": 1}}]"#,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("unknown field `extra`"), "{err}");
+    let specs = cli::parse_tools_file(
+        r#"[{"name": "x", "description": "a", "channel": true,
+             "origin": {"kind": "plugin", "pluginId": "p", "bundled": true, "replaySafe": true}},
+            {"name": "y", "description": "b", "origin": {"kind": "client"}},
+            {"name": "z", "description": "c", "control": "tool-search",
+             "origin": {"kind": "mcp", "serverName": "S", "safeServerName": "s", "pluginId": "bundle-mcp"}}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        specs[0].origin,
+        ToolOrigin::Plugin {
+            plugin_id: "p".into(),
+            bundled: true,
+            replay_safe: true
+        }
+    );
+    assert!(specs[0].channel);
+    assert_eq!(specs[1].origin, ToolOrigin::Client { owner: None });
+    assert_eq!(
+        specs[2].control,
+        Some(codemode_catalog::ControlKind::ToolSearch)
+    );
+    let mut specs = specs;
+    specs.push(ToolSpec::core("w", "d"));
+    assert_eq!(
+        serde_json::to_value(&specs[3]).unwrap(),
+        json!({"name": "w", "description": "d", "origin": {"kind": "core"}, "catalogMode": "normal", "allowed": true})
+    );
+    // Specs round-trip through their JSON form.
+    let text = serde_json::to_string(&specs).unwrap();
+    assert_eq!(cli::parse_tools_file(&text).unwrap(), specs);
+}
