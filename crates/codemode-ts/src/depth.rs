@@ -2,24 +2,29 @@
 //!
 //! swc's parser, visitors, transforms, code generator and `Drop` of the syntax tree all recurse
 //! once per nesting level; a hostile cell such as 100 000 `(` would overflow the stack and abort
-//! the host. Before swc sees a source, [`exceeds`] bounds the depth of the tree the source can
+//! the host. Before swc sees a source, [`measure`] bounds the depth of the tree the source can
 //! produce, from its tokens alone. Sources above [`MAX_DEPTH`] are never given to swc (they count
-//! as unparsable), and swc always runs on a stack sized for [`MAX_DEPTH`] levels
-//! (`parse::with_stack`).
+//! as unparsable), and swc runs on a stack sized for the measured bound
+//! (`parse::with_stack_for`).
 //!
 //! The bound is conservative: it counts every bracket, operator and keyword that can start a
 //! nested construct, and only forgets them where a construct provably ended: `;` and `,`, and a
 //! line break (or a `}`) after a complete expression followed by a token that cannot continue it.
 
-use crate::scan::{Tok, TokKind};
+use crate::scan::{scan, Tok, TokKind};
 
 /// The deepest syntax tree (in the guard's units) that swc is given. Far beyond any cell a model
 /// writes; QuickJS itself refuses much shallower programs.
 pub(crate) const MAX_DEPTH: usize = 1_000;
 
-/// A source shorter than this many bytes has fewer tokens than [`MAX_DEPTH`], so it cannot
-/// exceed the bound and is not scanned.
-pub(crate) const SCAN_THRESHOLD: usize = MAX_DEPTH / 2;
+/// The depth bound of one source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Depth {
+    /// The largest bound reached (at most `MAX_DEPTH + 1`: measuring stops there).
+    pub max: usize,
+    /// The byte offset of the token where the bound first exceeded [`MAX_DEPTH`].
+    pub exceeded_at: Option<usize>,
+}
 
 /// Words that can start or continue a nested construct.
 const NESTING_WORDS: &[&str] = &[
@@ -93,12 +98,13 @@ const CONTINUATION_WORDS: &[&str] = &[
     "while",
 ];
 
-/// Whether the source's syntax tree may be deeper than [`MAX_DEPTH`]. `Some(offset)` gives the
-/// byte offset of the token where the bound was crossed.
-pub(crate) fn exceeds(src: &str, toks: &[Tok]) -> Option<usize> {
-    if src.len() < SCAN_THRESHOLD {
-        return None;
-    }
+/// Bounds the depth of the syntax tree of `src`. Linear in its length.
+pub(crate) fn measure(src: &str) -> Depth {
+    measure_tokens(src, &scan(src))
+}
+
+fn measure_tokens(src: &str, toks: &[Tok]) -> Depth {
+    let mut max = 0;
     // One entry per open bracket or template substitution: the run of the enclosing level.
     let mut frames: Vec<usize> = Vec::new();
     let mut saved_total = 0usize;
@@ -136,12 +142,19 @@ pub(crate) fn exceeds(src: &str, toks: &[Tok]) -> Option<usize> {
             saved_total += run;
             run = 0;
         }
-        if frames.len() + saved_total + run > MAX_DEPTH {
-            return Some(tok.start);
+        max = max.max(frames.len() + saved_total + run);
+        if max > MAX_DEPTH {
+            return Depth {
+                max,
+                exceeded_at: Some(tok.start),
+            };
         }
         prev = Some(tok);
     }
-    None
+    Depth {
+        max,
+        exceeded_at: None,
+    }
 }
 
 /// A token after which an expression can be complete.
@@ -170,10 +183,9 @@ fn starts_statement(tok: &Tok, src: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::scan;
 
     fn check(src: &str) -> Option<usize> {
-        exceeds(src, &scan(src))
+        measure(src).exceeded_at
     }
 
     #[test]
@@ -212,5 +224,13 @@ mod tests {
             ")".repeat(MAX_DEPTH - 2)
         );
         assert_eq!(check(&deep_ok), None);
+    }
+
+    #[test]
+    fn typical_cells_are_shallow() {
+        let cell = "const hits = await tools.search(\"ticket\", { limit: 5 });\nreturn hits.map((hit) => hit.id).filter((id) => id.includes(\"x\"));";
+        assert_eq!(measure(cell).max, 9);
+        assert_eq!(measure("").max, 0);
+        assert_eq!(measure("((1))").max, 2);
     }
 }

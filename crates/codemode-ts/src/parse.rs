@@ -7,22 +7,30 @@ use swc_core::ecma::ast::{ArrowFunctionBody, Callee, EsVersion, Expr, Script, St
 use swc_core::ecma::parser::error::Error as ParseError;
 use swc_core::ecma::parser::{parse_file_as_script, EsSyntax, Syntax, TsSyntax};
 
-use crate::{depth, scan, wrap_source};
+use crate::depth::{self, Depth};
+use crate::{scan, wrap_source};
 
-/// The stack swc runs on. The deepest sources the depth guard lets through (`depth::MAX_DEPTH`
-/// units of the costliest constructs measured: nested functions, classes, namespaces, parentheses,
-/// through parse, module check, strip, fixer, codegen and `Drop`) ran in 16 MiB in an unoptimised
-/// build, so this leaves a 4x margin there and far more in release builds. Only the touched part
-/// is ever committed.
-const STACK_BYTES: usize = 64 * 1024 * 1024;
+/// The stack every swc run gets regardless of depth. Shallow cells through parser, visitors,
+/// transforms and code generator ran in 1 MiB in an unoptimised build (`the_stack_budget_suffices`
+/// crashes with 512 KiB); this doubles it.
+const BASE_STACK_BYTES: usize = 2 * 1024 * 1024;
 
-/// When less stack than this remains, a fresh stack of [`STACK_BYTES`] is allocated for the
-/// duration of the call (so ordinary threads always get one).
-const RED_ZONE_BYTES: usize = 32 * 1024 * 1024;
+/// The stack per unit of the depth bound. The costliest constructs measured (nested functions,
+/// classes, namespaces, parentheses; TypeScript through parse, module check, strip, fixer,
+/// codegen and `Drop`) ran with 8 KiB per unit in an unoptimised build and crashed with 2 KiB;
+/// this is four times the former.
+const STACK_BYTES_PER_LEVEL: usize = 32 * 1024;
 
-/// Runs `f` with enough stack for swc on any source that passed the depth guard.
-pub(crate) fn with_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(RED_ZONE_BYTES, STACK_BYTES, f)
+/// The stack swc needs for a source with this depth bound, in bytes.
+pub(crate) fn stack_budget(depth: &Depth) -> usize {
+    BASE_STACK_BYTES + depth.max.min(depth::MAX_DEPTH + 1) * STACK_BYTES_PER_LEVEL
+}
+
+/// Runs `f` with at least [`stack_budget`] bytes of stack: on the current stack when that much
+/// remains, else on a fresh stack of that size (only the touched part is ever committed).
+pub(crate) fn with_stack_for<R>(depth: &Depth, f: impl FnOnce() -> R) -> R {
+    let budget = stack_budget(depth);
+    stacker::maybe_grow(budget, budget, f)
 }
 
 /// Which grammar to parse with.
@@ -53,19 +61,21 @@ impl Parsed {
     }
 }
 
-/// Parses `code` wrapped in the runtime's async arrow. Never panics; call inside
-/// [`with_stack`].
+/// Parses `code` wrapped in the runtime's async arrow; `depth` is `depth::measure(code)`. A
+/// source deeper than `depth::MAX_DEPTH` is not parsed. Never panics; call inside
+/// [`with_stack_for`] with the same `depth`.
 pub(crate) fn parse_wrapped(
     code: &str,
     grammar: Grammar,
     comments: Option<&dyn Comments>,
+    depth: &Depth,
 ) -> Parsed {
     let cm: Lrc<SourceMap> = Default::default();
     let file = cm.new_source_file(
         FileName::Custom(crate::SCRIPT_NAME.into()).into(),
         wrap_source(code),
     );
-    let too_deep_at = depth::exceeds(code, &scan::scan(code));
+    let too_deep_at = depth.exceeded_at;
     if too_deep_at.is_some() {
         return Parsed {
             cm,
@@ -199,5 +209,92 @@ pub(crate) fn wrapper_body_mut(script: &mut Script) -> Option<&mut Vec<Stmt>> {
     match &mut *arrow.body {
         ArrowFunctionBody::FunctionBody(body) => Some(&mut body.stmts),
         ArrowFunctionBody::Expr(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{prepare_source, Language};
+
+    /// Runs `prepare_source` on a thread whose own stack is exactly the budget (plus a little for
+    /// the thread's entry), so the budget is what swc really gets. A budget that is too small
+    /// crashes the test binary.
+    fn on_budgeted_thread(code: String, language: Language) {
+        let budget = stack_budget(&depth::measure(&code)) + 64 * 1024;
+        std::thread::Builder::new()
+            .stack_size(budget)
+            .spawn(move || {
+                let _ = prepare_source(
+                    &code,
+                    language,
+                    &[Language::JavaScript, Language::TypeScript],
+                );
+            })
+            .expect("spawn")
+            .join()
+            .expect("no panic");
+    }
+
+    #[test]
+    fn the_stack_budget_suffices() {
+        let nested: &[(&str, &str)] = &[
+            ("(", ")"),
+            ("[", "]"),
+            ("{a:", "}"),
+            ("!", ""),
+            ("a=", ""),
+            ("a?b:", ""),
+            ("a=>", ""),
+            ("`${", "}`"),
+            ("(function(){return ", "})()"),
+            ("new (", ")"),
+            ("await (async () => { return ", "})()"),
+            ("{ m() { return ", "} }"),
+            ("[function(){ return ", "}]"),
+            ("`${(", ")}`"),
+        ];
+        let statements: &[(&str, &str)] = &[
+            ("{", "}"),
+            ("if(a)", ""),
+            ("class A { m() { ", "} }"),
+            ("namespace A { ", "}"),
+            ("{ enum E { A } ", "}"),
+            ("class A { constructor(private x: number) { ", "} }"),
+            ("(function(){", "})();"),
+        ];
+        for language in [Language::JavaScript, Language::TypeScript] {
+            for levels in [1, 10, 100, 300, 1000] {
+                for (open, close) in nested {
+                    on_budgeted_thread(
+                        format!("return {}1{};", open.repeat(levels), close.repeat(levels)),
+                        language,
+                    );
+                }
+                for (open, close) in statements {
+                    on_budgeted_thread(
+                        format!("{}{}", open.repeat(levels), close.repeat(levels)),
+                        language,
+                    );
+                }
+                on_budgeted_thread(
+                    format!(
+                        "let x: {}number{} = 1;",
+                        "Array<".repeat(levels),
+                        ">".repeat(levels)
+                    ),
+                    language,
+                );
+                on_budgeted_thread(
+                    format!("let a; if(a){{}}{}", "else if(a){}".repeat(levels)),
+                    language,
+                );
+                on_budgeted_thread(
+                    format!("let a; return a{}", "?.()".repeat(levels)),
+                    language,
+                );
+                on_budgeted_thread(format!("return 1{}", " + 1".repeat(levels)), language);
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::depth;
 use crate::input::{parse_exec_input, Language};
 use crate::module_access::{masked_source_has_module_access, tree_has_module_access};
 use crate::parse::{self, Grammar};
@@ -63,27 +64,36 @@ pub fn prepare_source(
     if !languages.contains(&language) {
         return Err(Rejection::LanguageDisabled(language));
     }
-    parse::with_stack(|| match language {
-        Language::TypeScript => {
-            let stripped = typescript::strip(source)?;
-            if is_shell_source(source, &stripped.parsed) {
-                return Err(Rejection::ShellSource);
-            }
-            Ok(stripped.javascript)
-        }
+    match language {
+        Language::TypeScript => typescript::strip(source, true),
         Language::JavaScript => {
-            let parsed = parse::parse_wrapped(source, Grammar::JavaScript, None);
-            let has_module_access = match parsed.clean_script() {
-                Some(script) => tree_has_module_access(script),
-                None => masked_source_has_module_access(source),
-            };
-            if has_module_access {
-                return Err(Rejection::ModuleAccessDisabled);
-            }
-            if is_shell_source(source, &parsed) {
-                return Err(Rejection::ShellSource);
-            }
+            check_javascript(source, source, true)?;
             Ok(source.to_owned())
         }
+    }
+}
+
+/// The module check (behaviour.md §4.5) on `javascript` and, with `shell_check`, the shell check
+/// (§4.6) with `original` as the text the model sent. Parses `javascript` with swc's plain
+/// ECMAScript grammar as the body of the runtime's wrapper, on a stack sized for it.
+pub(crate) fn check_javascript(
+    original: &str,
+    javascript: &str,
+    shell_check: bool,
+) -> Result<(), Rejection> {
+    let depth = depth::measure(javascript);
+    parse::with_stack_for(&depth, || {
+        let parsed = parse::parse_wrapped(javascript, Grammar::JavaScript, None, &depth);
+        let has_module_access = match parsed.clean_script() {
+            Some(script) => tree_has_module_access(script),
+            None => masked_source_has_module_access(javascript),
+        };
+        if has_module_access {
+            return Err(Rejection::ModuleAccessDisabled);
+        }
+        if shell_check && is_shell_source(original, &parsed) {
+            return Err(Rejection::ShellSource);
+        }
+        Ok(())
     })
 }

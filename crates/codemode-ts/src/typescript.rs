@@ -10,8 +10,10 @@ use swc_core::ecma::codegen::{text_writer::JsWriter, Config as CodegenConfig, Em
 use swc_core::ecma::transforms::base::{fixer::fixer, hygiene::hygiene, resolver};
 use swc_core::ecma::transforms::typescript::{typescript, Config as TsConfig};
 
+use crate::depth::{self, Depth};
 use crate::module_access::{masked_source_has_module_access, tree_has_module_access};
 use crate::parse::{self, Grammar, Parsed};
+use crate::prepare::check_javascript;
 use crate::rejection::Rejection;
 
 /// How many times the TypeScript transform ran in this process.
@@ -22,13 +24,6 @@ static TRANSFORMS: AtomicU64 = AtomicU64::new(0);
 /// while only JavaScript cells are prepared; tests and diagnostics use this to check that.
 pub fn typescript_transform_count() -> u64 {
     TRANSFORMS.load(Ordering::Relaxed)
-}
-
-/// A TypeScript cell after the strip: the JavaScript to run and its parse (as the body of the
-/// runtime's wrapper), which the shell check reads.
-pub(crate) struct Stripped {
-    pub javascript: String,
-    pub parsed: Parsed,
 }
 
 /// Strips the types from a TypeScript cell (behaviour.md §4.7) and applies the module checks of
@@ -48,14 +43,22 @@ pub(crate) struct Stripped {
 ///   `<line>:<column>: <message>` in the user's code; also when the code closes the wrapper's
 ///   braces early (`}); …`), since the result could not be re-wrapped faithfully.
 pub fn strip_typescript(source: &str) -> Result<String, Rejection> {
-    parse::with_stack(|| strip(source).map(|stripped| stripped.javascript))
+    strip(source, false)
 }
 
-/// [`strip_typescript`], keeping the parse of the emitted JavaScript. Call inside
-/// `parse::with_stack`.
-pub(crate) fn strip(source: &str) -> Result<Stripped, Rejection> {
+/// [`strip_typescript`], followed by the shell check of behaviour.md §4.6 when `shell_check`
+/// (text steps on `source`, parsing steps on the emitted JavaScript).
+pub(crate) fn strip(source: &str, shell_check: bool) -> Result<String, Rejection> {
+    let depth = depth::measure(source);
+    let javascript = parse::with_stack_for(&depth, || strip_types(source, &depth))?;
+    check_javascript(source, &javascript, shell_check)?;
+    Ok(javascript)
+}
+
+/// The TypeScript half of [`strip`]: module check on the TypeScript tree, strip, emit.
+fn strip_types(source: &str, depth: &Depth) -> Result<String, Rejection> {
     let comments = SingleThreadedComments::default();
-    let mut parsed = parse::parse_wrapped(source, Grammar::TypeScript, Some(&comments));
+    let mut parsed = parse::parse_wrapped(source, Grammar::TypeScript, Some(&comments), depth);
 
     let has_module_access = match &parsed.script {
         Some(script) => tree_has_module_access(script),
@@ -120,21 +123,7 @@ pub(crate) fn strip(source: &str) -> Result<Stripped, Rejection> {
         body,
         shebang: None,
     };
-    let javascript = emit(&parsed, &emitted, &comments);
-    drop(emitted);
-
-    let parsed_js = parse::parse_wrapped(&javascript, Grammar::JavaScript, None);
-    let output_has_module_access = match parsed_js.clean_script() {
-        Some(script) => tree_has_module_access(script),
-        None => masked_source_has_module_access(&javascript),
-    };
-    if output_has_module_access {
-        return Err(Rejection::ModuleAccessDisabled);
-    }
-    Ok(Stripped {
-        javascript,
-        parsed: parsed_js,
-    })
+    Ok(emit(&parsed, &emitted, &comments))
 }
 
 /// Prints the stripped statements as ES2022 source with the kept comments, without a trailing
