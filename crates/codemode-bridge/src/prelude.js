@@ -161,6 +161,17 @@
     const entries = isArray(context.tools) ? context.tools : [];
     const allTools = deepFreeze(entries);
     const api = create(null);
+    api.search = function search(query, options) {
+      const limit = options !== null && typeof options === "object" ? options.limit : undefined;
+      return request("search", { query: query === undefined ? null : query, limit });
+    };
+    api.describe = function describe(id) {
+      try {
+        return request("describe", { id: entryId(id, "describe") });
+      } catch (e) {
+        return reject(e);
+      }
+    };
     api.call = function call(id, input) {
       try {
         return request("call", { id: entryId(id, "call"), input: input === undefined ? {} : input });
@@ -190,9 +201,12 @@
         return api.callValue(id, input);
       };
     }
+    // defineProperty, not assignment: a tool named "__proto__" must not replace the prototype.
     const toolsObject = {};
     const names = keys(api);
-    for (let i = 0; i < names.length; i++) toolsObject[names[i]] = api[names[i]];
+    for (let i = 0; i < names.length; i++) {
+      defineProperty(toolsObject, names[i], { value: api[names[i]], writable: false, enumerable: true, configurable: false });
+    }
     define("ALL_TOOLS", allTools);
     define("tools", freeze(toolsObject));
     define("text", text);

@@ -59,23 +59,40 @@ impl VmLimits {
     }
 }
 
-/// Cancels running guest code from any thread (behaviour.md §5.9). Cloning shares the flag.
+/// Cancels running guest code and pending waits from any thread (behaviour.md §5.9). Cloning
+/// shares the signal.
 #[derive(Debug, Clone, Default)]
-pub struct AbortHandle(Arc<AtomicBool>);
+pub struct AbortHandle(Arc<AbortInner>);
+
+#[derive(Debug, Default)]
+struct AbortInner {
+    fired: AtomicBool,
+    notify: tokio::sync::Notify,
+}
 
 impl AbortHandle {
     /// A handle that has not fired.
     pub fn new() -> Self {
         Self::default()
     }
-    /// Fires: the interrupt handler stops the guest at its next poll and the epoch callback traps
-    /// it within one epoch tick (5 ms) if it does not poll.
+    /// Fires: the interrupt handler stops the guest at its next poll, the epoch callback traps
+    /// it within one epoch tick (5 ms) if it does not poll, and [`AbortHandle::fired`] wakes.
     pub fn abort(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.fired.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
     }
     /// Whether [`AbortHandle::abort`] was called.
     pub fn is_aborted(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.fired.load(Ordering::SeqCst)
+    }
+    /// Resolves once the handle has fired (at once if it already has).
+    pub async fn fired(&self) {
+        let mut notified = std::pin::pin!(self.0.notify.notified());
+        notified.as_mut().enable();
+        if self.is_aborted() {
+            return;
+        }
+        notified.await;
     }
 }
 
@@ -490,6 +507,20 @@ impl Vm {
             pending,
             counters,
         })
+    }
+
+    /// An upper bound in bytes on [`Snapshot::stored_bytes`] were a snapshot taken now: memory in
+    /// use at zstd's worst-case expansion plus the header and pending table. Lets callers skip
+    /// compressing when the bound is already under a limit.
+    pub fn snapshot_bound(&self) -> u64 {
+        let memory = self.exports.memory.data_size(&self.store);
+        let raw = memory.saturating_sub(self.base as usize);
+        let table: usize = self
+            .pending
+            .iter()
+            .map(|p| p.id.len() + p.args.to_string().len() + 64)
+            .sum();
+        (zstd::zstd_safe::compress_bound(raw) + table + 256) as u64
     }
 
     /// Bridge requests the guest still waits for, in creation order.

@@ -1,0 +1,129 @@
+//! Host side of bridge requests: `search`, `describe`, `call`, `callValue` against the run's
+//! catalog and the host's [`ToolExecutor`] (behaviour.md §3.3–§3.5).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_bridge::{BridgeMethod, RunScope, ToolCall, ToolExecutor};
+use codemode_catalog::Catalog;
+use codemode_runtime::PendingRequest;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+/// A settled bridge request: its id and the value or error message for the guest.
+pub(crate) type Settled = (String, Result<Value, String>);
+
+/// Cumulative bridge counters of one run (behaviour.md §9).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) search: AtomicU64,
+    pub(crate) describe: AtomicU64,
+    pub(crate) call: AtomicU64,
+}
+
+/// What a dispatched request needs from its run.
+#[derive(Clone)]
+pub(crate) struct Dispatcher {
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) executor: Arc<dyn ToolExecutor>,
+    pub(crate) scope: RunScope,
+    pub(crate) counters: Arc<Counters>,
+    /// Upper bound on one tool call: a run cannot be resumed after its snapshot TTL anyway.
+    pub(crate) tool_timeout: Duration,
+}
+
+impl Dispatcher {
+    /// Starts `request` on the async runtime; its settlement is sent to `tx` when it completes.
+    /// Counters move at dispatch time, so they are exact even for calls still running.
+    pub(crate) fn dispatch(
+        &self,
+        request: &PendingRequest,
+        run_id: Option<String>,
+        tx: UnboundedSender<Settled>,
+    ) -> JoinHandle<()> {
+        let this = self.clone();
+        let request = request.clone();
+        match request.method {
+            BridgeMethod::Search => {
+                this.counters.search.fetch_add(1, Ordering::Relaxed);
+            }
+            BridgeMethod::Describe => {
+                this.counters.describe.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        tokio::spawn(async move {
+            let outcome = this.run(&request, run_id).await;
+            let _ = tx.send((request.id, outcome));
+        })
+    }
+
+    async fn run(&self, request: &PendingRequest, run_id: Option<String>) -> Result<Value, String> {
+        let args = &request.args;
+        match request.method {
+            BridgeMethod::Search => {
+                let query = args.get("query").unwrap_or(&Value::Null);
+                let hits = self.catalog.search(query, args.get("limit"))?;
+                serde_json::to_value(hits).map_err(|e| e.to_string())
+            }
+            BridgeMethod::Describe => {
+                let Some(id) = args.get("id").and_then(Value::as_str) else {
+                    return Err("describe id must be a string.".into());
+                };
+                let described = self.catalog.describe(id)?;
+                serde_json::to_value(described).map_err(|e| e.to_string())
+            }
+            BridgeMethod::Call | BridgeMethod::CallValue => {
+                let op = if request.method == BridgeMethod::Call {
+                    "call"
+                } else {
+                    "callValue"
+                };
+                let Some(needle) = args.get("id").and_then(Value::as_str) else {
+                    return Err(format!("{op} id must be a string."));
+                };
+                let entry = self.catalog.resolve_call(needle)?;
+                self.counters.call.fetch_add(1, Ordering::Relaxed);
+                let input = match args.get("input") {
+                    Some(Value::Null) | None => json!({}),
+                    Some(v) => v.clone(),
+                };
+                let call = ToolCall {
+                    tool_id: entry.id().to_string(),
+                    tool_name: entry.name().to_string(),
+                    input,
+                    scope: self.scope.clone(),
+                    bridge_id: request.id.clone(),
+                    code_mode_run_id: run_id,
+                };
+                let result =
+                    match tokio::time::timeout(self.tool_timeout, self.executor.execute(call))
+                        .await
+                    {
+                        Ok(outcome) => outcome?,
+                        Err(_) => {
+                            return Err(format!(
+                                "Tool \"{}\" did not finish within {} ms.",
+                                entry.id(),
+                                self.tool_timeout.as_millis()
+                            ))
+                        }
+                    };
+                let details = result.get("details");
+                if entry.output_schema().is_some() {
+                    entry.validate_output(details.unwrap_or(&Value::Null))?;
+                }
+                if request.method == BridgeMethod::CallValue {
+                    Ok(details.cloned().unwrap_or(result))
+                } else {
+                    Ok(json!({"tool": entry.compact(), "result": result}))
+                }
+            }
+            BridgeMethod::Namespace | BridgeMethod::Nodes | BridgeMethod::Yield => {
+                Err("unsupported code mode bridge method".into())
+            }
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
+//! (behaviour.md §5.2–§5.6).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_bridge::{BridgeMethod, Delivery, GuestReport, GuestState, OutputItem, RunScope};
+use codemode_runtime::{
+    run_leg, AbortHandle, LegBudget, PendingRequest, Runtime, Snapshot, Vm, VmError, VmLimits,
+};
+use serde_json::{json, Value};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
+
+use crate::dispatch::{Counters, Dispatcher, Settled};
+use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
+use crate::{
+    RunEnv, EXECUTION_ABORTED, OUTPUT_LIMIT_EXCEEDED, PENDING_WITHOUT_HOST_WORK,
+    RESTART_SAFE_SIDE_EFFECTS, SNAPSHOT_LIMIT_EXCEEDED, TIMEOUT_EXCEEDED, TOO_MANY_PENDING,
+};
+
+/// A parked run in the process map. The mutex is held by the `wait` resuming it, which is how a
+/// second `wait` learns the run is already being resumed while the run stays stored.
+pub(crate) struct Parked {
+    pub(crate) owner: RunScope,
+    pub(crate) run: tokio::sync::Mutex<Option<Run>>,
+}
+
+impl Parked {
+    pub(crate) fn new(owner: RunScope, run: Run) -> Self {
+        Parked {
+            owner,
+            run: tokio::sync::Mutex::new(Some(run)),
+        }
+    }
+
+    /// Expired when not being resumed and its expiry has passed.
+    pub(crate) fn expired(&self, now: Instant) -> bool {
+        match self.run.try_lock() {
+            Ok(slot) => slot.as_ref().is_none_or(|run| run.expires_at <= now),
+            Err(_) => false,
+        }
+    }
+}
+
+pub(crate) enum Readiness {
+    Ready,
+    NotReady,
+    Aborted,
+}
+
+pub(crate) enum Outcome {
+    Done(CodeModeResult),
+    Park,
+}
+
+pub(crate) struct Run {
+    pub(crate) env: Arc<RunEnv>,
+    restart_safe: bool,
+    dispatcher: Dispatcher,
+    tx: UnboundedSender<Settled>,
+    rx: UnboundedReceiver<Settled>,
+    /// In-flight host work by bridge id; aborted when the run is dropped.
+    tasks: HashMap<String, JoinHandle<()>>,
+    /// Settled requests not yet delivered, in the order they settled.
+    arrived: Vec<Settled>,
+    /// Requests the guest waits for (delivered ones removed), in creation order.
+    pending: Vec<PendingRequest>,
+    /// The main promise's first settlement.
+    main: Option<Result<Value, String>>,
+    /// Output since the previous result (D5).
+    output: Vec<OutputItem>,
+    vm: Option<Vm>,
+    snapshot: Option<Snapshot>,
+    /// A failure that ends the run at the next step of the settle loop.
+    error: Option<(ErrorCode, String)>,
+    pub(crate) expires_at: Instant,
+    run_id: Option<String>,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        for task in self.tasks.values() {
+            task.abort();
+        }
+    }
+}
+
+fn limits(env: &RunEnv) -> VmLimits {
+    VmLimits {
+        memory_limit_bytes: env.config.memory_limit_bytes,
+    }
+}
+
+fn map_vm_error(e: &VmError) -> (ErrorCode, String) {
+    match e {
+        VmError::Timeout => (ErrorCode::Timeout, TIMEOUT_EXCEEDED.into()),
+        VmError::Aborted => (ErrorCode::Aborted, EXECUTION_ABORTED.into()),
+        VmError::Trap(_) | VmError::Unavailable(_) => (ErrorCode::RuntimeUnavailable, e.to_string()),
+        VmError::Protocol(_) | VmError::Poisoned(_) | VmError::UnknownRequest(_) => {
+            (ErrorCode::InternalError, e.to_string())
+        }
+    }
+}
+
+fn telemetry(env: &RunEnv, counters: &Counters) -> Telemetry {
+    let counts = env.catalog.source_counts();
+    Telemetry {
+        catalog_size: env.catalog.len(),
+        sources: Sources {
+            openclaw: counts.openclaw,
+            mcp: counts.mcp,
+            client: counts.client,
+        },
+        search_count: counters.search.load(Ordering::Relaxed),
+        describe_count: counters.describe.load(Ordering::Relaxed),
+        call_count: counters.call.load(Ordering::Relaxed),
+        visible_tools: env.visible_tools.clone(),
+    }
+}
+
+/// A refused `exec` (bad arguments or source): `failed`/`invalid_input`, no run created.
+pub(crate) fn refusal(env: &RunEnv, message: String) -> CodeModeResult {
+    failure(env, ErrorCode::InvalidInput, &message, false)
+}
+
+/// A failure with the env's telemetry and no run.
+pub(crate) fn failure(env: &RunEnv, code: ErrorCode, message: &str, replay_safe: bool) -> CodeModeResult {
+    CodeModeResult::Failed {
+        error: message.to_string(),
+        code: Some(code),
+        output: Vec::new(),
+        replay_safe,
+        telemetry: telemetry(env, &Counters::default()),
+    }
+}
+
+/// A refused `wait` for an unknown or foreign run: no catalog is known, so telemetry is empty.
+pub(crate) fn bare_refusal(message: &str) -> CodeModeResult {
+    CodeModeResult::Failed {
+        error: message.to_string(),
+        code: Some(ErrorCode::InvalidInput),
+        output: Vec::new(),
+        replay_safe: false,
+        telemetry: Telemetry {
+            catalog_size: 0,
+            sources: Sources::default(),
+            search_count: 0,
+            describe_count: 0,
+            call_count: 0,
+            visible_tools: vec!["exec".into(), "wait".into()],
+        },
+    }
+}
+
+/// UTF-8 length of `JSON.stringify(v)`.
+fn json_len<T: serde::Serialize>(v: &T) -> u64 {
+    serde_json::to_vec(v).map(|b| b.len() as u64).unwrap_or(u64::MAX)
+}
+
+impl Run {
+    pub(crate) fn new(env: Arc<RunEnv>, restart_safe: bool) -> Run {
+        let (tx, rx) = unbounded_channel();
+        let dispatcher = Dispatcher {
+            catalog: env.catalog.clone(),
+            executor: env.executor.clone(),
+            scope: env.scope.clone(),
+            counters: Arc::new(Counters::default()),
+            tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds),
+        };
+        Run {
+            expires_at: Instant::now(),
+            env,
+            restart_safe,
+            dispatcher,
+            tx,
+            rx,
+            tasks: HashMap::new(),
+            arrived: Vec::new(),
+            pending: Vec::new(),
+            main: None,
+            output: Vec::new(),
+            vm: None,
+            snapshot: None,
+            error: None,
+            run_id: None,
+        }
+    }
+
+    /// The first leg: a fresh VM evaluates the prepared JavaScript.
+    pub(crate) async fn start(
+        &mut self,
+        runtime: &Arc<Runtime>,
+        javascript: &str,
+        deadline: Instant,
+        abort: &AbortHandle,
+    ) {
+        let limits = limits(&self.env);
+        let context = json!({"tools": self.env.catalog.all_tools()}).to_string();
+        let budget = LegBudget {
+            soft_deadline: deadline,
+            abort: abort.clone(),
+        };
+        let runtime = runtime.clone();
+        let javascript = javascript.to_string();
+        let leg = run_leg(move || -> Result<(Vm, Result<GuestReport, VmError>), String> {
+            let mut vm = runtime.fresh_vm(&limits).map_err(|e| e.to_string())?;
+            let report = vm.start(&javascript, &context, &limits, &budget);
+            Ok((vm, report))
+        })
+        .await;
+        match leg {
+            Err(panic) => self.error = Some((ErrorCode::InternalError, panic.to_string())),
+            Ok(Err(unavailable)) => self.error = Some((ErrorCode::RuntimeUnavailable, unavailable)),
+            Ok(Ok((vm, report))) => self.take_step(vm, vec![report]),
+        }
+    }
+
+    /// Absorbs the reports of one leg: output, the main promise's first settlement, pending.
+    fn take_step(&mut self, vm: Vm, reports: Vec<Result<GuestReport, VmError>>) {
+        for report in reports {
+            match report {
+                Ok(report) => {
+                    self.output.extend(report.output);
+                    if self.main.is_none() {
+                        match report.state {
+                            GuestState::Completed { value } => self.main = Some(Ok(value)),
+                            GuestState::Failed { error } => self.main = Some(Err(error)),
+                            GuestState::Pending => {}
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.error = Some(map_vm_error(&e));
+                    self.vm = None;
+                    return;
+                }
+            }
+        }
+        self.pending = vm.pending().to_vec();
+        self.vm = Some(vm);
+        self.snapshot = None;
+    }
+
+    /// Settle loop (behaviour.md §5.2) over the live VM.
+    pub(crate) async fn settle(
+        &mut self,
+        runtime: &Arc<Runtime>,
+        deadline: Instant,
+        abort: &AbortHandle,
+    ) -> Outcome {
+        let _ = runtime;
+        let config = self.env.config.clone();
+        loop {
+            if let Some((code, message)) = self.error.take() {
+                return Outcome::Done(self.fail(code, &message));
+            }
+            if self.pending.is_empty() {
+                return Outcome::Done(self.finish());
+            }
+            if self.pending.len() as u64 > config.max_pending_tool_calls {
+                return Outcome::Done(self.fail(ErrorCode::InvalidInput, TOO_MANY_PENDING));
+            }
+            if self.restart_safe || Instant::now() >= deadline {
+                return Outcome::Park;
+            }
+            if abort.is_aborted() {
+                return Outcome::Done(self.fail(ErrorCode::Aborted, EXECUTION_ABORTED));
+            }
+            if let Err(result) = self.check_output_limit(None) {
+                return Outcome::Done(result);
+            }
+            if let Err(result) = self.check_snapshot_limit() {
+                return Outcome::Done(result);
+            }
+            self.dispatch_new();
+            match self.wait_ready(deadline, abort).await {
+                Readiness::Aborted => {
+                    return Outcome::Done(self.fail(ErrorCode::Aborted, EXECUTION_ABORTED))
+                }
+                Readiness::NotReady => return Outcome::Park,
+                Readiness::Ready => {}
+            }
+            let floor = Duration::from_millis(250.min((config.timeout_ms / 2).max(1)));
+            if deadline.saturating_duration_since(Instant::now()) < floor {
+                return Outcome::Park;
+            }
+            self.deliver_arrived(deadline, abort).await;
+        }
+    }
+
+    /// Delivers every settled request, in the order they settled, on a leg thread.
+    async fn deliver_arrived(&mut self, deadline: Instant, abort: &AbortHandle) {
+        let Some(mut vm) = self.vm.take() else {
+            self.error = Some((ErrorCode::InternalError, "code mode VM is missing".into()));
+            return;
+        };
+        let deliveries: Vec<Delivery> = std::mem::take(&mut self.arrived)
+            .into_iter()
+            .map(|(id, outcome)| Delivery { id, outcome })
+            .collect();
+        let budget = LegBudget {
+            soft_deadline: deadline,
+            abort: abort.clone(),
+        };
+        let leg = run_leg(move || {
+            let mut reports = Vec::with_capacity(deliveries.len());
+            for delivery in &deliveries {
+                let report = vm.deliver(delivery, &budget);
+                let stop = report.is_err();
+                reports.push(report);
+                if stop {
+                    break;
+                }
+            }
+            (vm, reports)
+        })
+        .await;
+        match leg {
+            Ok((vm, reports)) => self.take_step(vm, reports),
+            Err(panic) => self.error = Some((ErrorCode::InternalError, panic.to_string())),
+        }
+    }
+
+    /// Starts host work for pending requests that have not started (creation order).
+    fn dispatch_new(&mut self) {
+        for request in &self.pending {
+            if self.tasks.contains_key(&request.id) || self.arrived.iter().any(|(id, _)| *id == request.id) {
+                continue;
+            }
+            let handle = self
+                .dispatcher
+                .dispatch(request, self.run_id.clone(), self.tx.clone());
+            self.tasks.insert(request.id.clone(), handle);
+        }
+    }
+
+    fn accept(&mut self, (id, outcome): Settled) {
+        self.tasks.remove(&id);
+        if self.pending.iter().any(|p| p.id == id) && !self.arrived.iter().any(|(a, _)| *a == id) {
+            self.arrived.push((id, outcome));
+        }
+    }
+
+    fn ready(&self) -> bool {
+        if self.main.is_none() {
+            !self.arrived.is_empty()
+        } else {
+            self.arrived.len() == self.pending.len()
+        }
+    }
+
+    /// Waits until the run can resume: any request settled while the main promise is pending
+    /// ("awaiting"), all of them once it settled ("draining").
+    pub(crate) async fn wait_ready(&mut self, deadline: Instant, abort: &AbortHandle) -> Readiness {
+        loop {
+            while let Ok(settled) = self.rx.try_recv() {
+                self.accept(settled);
+            }
+            if self.ready() {
+                return Readiness::Ready;
+            }
+            if abort.is_aborted() {
+                return Readiness::Aborted;
+            }
+            tokio::select! {
+                settled = self.rx.recv() => match settled {
+                    Some(settled) => self.accept(settled),
+                    None => return Readiness::NotReady,
+                },
+                _ = tokio::time::sleep_until(deadline.into()) => return Readiness::NotReady,
+                _ = abort.fired() => return Readiness::Aborted,
+            }
+        }
+    }
+
+    /// Restores the parked snapshot into a fresh VM (for `wait`).
+    pub(crate) async fn restore(&mut self, runtime: &Arc<Runtime>) -> Result<(), Box<CodeModeResult>> {
+        let Some(snapshot) = self.snapshot.clone() else {
+            return Err(Box::new(self.fail(ErrorCode::InternalError, "code mode snapshot is missing")));
+        };
+        let limits = limits(&self.env);
+        let runtime = runtime.clone();
+        let restored = run_leg(move || runtime.restore(&snapshot, &limits)).await;
+        match restored {
+            Ok(Ok(vm)) => {
+                self.pending = vm.pending().to_vec();
+                self.vm = Some(vm);
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                let (code, message) = map_vm_error(&e);
+                Err(Box::new(self.fail(code, &message)))
+            }
+            Err(panic) => Err(Box::new(self.fail(ErrorCode::InternalError, &panic.to_string()))),
+        }
+    }
+
+    /// Parks the run under `run_id` (behaviour.md §5.3): replay-safety, snapshot and output
+    /// checks, then the snapshot replaces the VM and pending work starts in the background.
+    pub(crate) fn park(&mut self, run_id: &str) -> Result<CodeModeResult, CodeModeResult> {
+        self.run_id = Some(run_id.to_string());
+        if self.restart_safe && self.pending.iter().any(|p| !self.replay_safe(p)) {
+            return Err(self.fail(ErrorCode::InvalidInput, RESTART_SAFE_SIDE_EFFECTS));
+        }
+        let snapshot = match (self.snapshot.take(), self.vm.as_mut()) {
+            (Some(s), _) => s,
+            (None, Some(vm)) => match vm.snapshot() {
+                Ok(s) => s,
+                Err(e) => {
+                    let (code, message) = map_vm_error(&e);
+                    return Err(self.fail(code, &message));
+                }
+            },
+            (None, None) => {
+                return Err(self.fail(ErrorCode::InternalError, "code mode VM is missing"));
+            }
+        };
+        if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes {
+            return Err(self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED));
+        }
+        self.check_output_limit(None)?;
+        self.snapshot = Some(snapshot);
+        self.vm = None;
+        self.expires_at = Instant::now() + Duration::from_secs(self.env.config.snapshot_ttl_seconds);
+        self.dispatch_new();
+        Ok(self.waiting_result(run_id.to_string()))
+    }
+
+    fn replay_safe(&self, request: &PendingRequest) -> bool {
+        match request.method {
+            BridgeMethod::Search | BridgeMethod::Describe | BridgeMethod::Yield => true,
+            BridgeMethod::Namespace | BridgeMethod::Nodes => false,
+            BridgeMethod::Call | BridgeMethod::CallValue => {
+                let read_only: Vec<&str> =
+                    self.env.read_only_core_tools.iter().map(String::as_str).collect();
+                request
+                    .args
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| self.env.catalog.is_replay_safe(id, &read_only))
+            }
+        }
+    }
+
+    /// The `waiting` result: unsettled requests, output since the previous result.
+    pub(crate) fn waiting_result(&mut self, run_id: String) -> CodeModeResult {
+        let unsettled: Vec<&PendingRequest> = self
+            .pending
+            .iter()
+            .filter(|p| !self.arrived.iter().any(|(id, _)| *id == p.id))
+            .collect();
+        let reason = if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {
+            WaitReason::Yield
+        } else {
+            WaitReason::PendingTools
+        };
+        let pending_tool_calls = unsettled
+            .iter()
+            .map(|p| PendingToolCall {
+                id: p.id.clone(),
+                method: p.method.as_str().to_string(),
+            })
+            .collect();
+        CodeModeResult::Waiting {
+            run_id,
+            reason,
+            pending_tool_calls,
+            replay_safe: self.restart_safe,
+            output: std::mem::take(&mut self.output),
+            telemetry: telemetry(&self.env, &self.dispatcher.counters),
+        }
+    }
+
+    /// Output-limit check (behaviour.md §5.5) for this result's entries, plus `value` when given.
+    fn check_output_limit(&mut self, value: Option<&Value>) -> Result<(), CodeModeResult> {
+        let mut measure = if self.output.is_empty() {
+            0
+        } else {
+            json_len(&self.output)
+        };
+        if let Some(value) = value {
+            measure = measure.saturating_add(json_len(value));
+        }
+        if measure > self.env.config.max_output_bytes {
+            self.output.clear();
+            return Err(self.fail(ErrorCode::OutputLimitExceeded, OUTPUT_LIMIT_EXCEEDED));
+        }
+        Ok(())
+    }
+
+    /// Snapshot-limit check before auto-draining (behaviour.md §5.6). The snapshot is only taken
+    /// when the memory in use could compress beyond the limit.
+    fn check_snapshot_limit(&mut self) -> Result<(), CodeModeResult> {
+        let max = self.env.config.max_snapshot_bytes;
+        let Some(vm) = self.vm.as_mut() else {
+            return Ok(());
+        };
+        if vm.snapshot_bound() <= max {
+            return Ok(());
+        }
+        match vm.snapshot() {
+            Ok(s) if s.stored_bytes() as u64 <= max => {
+                self.snapshot = Some(s);
+                Ok(())
+            }
+            Ok(_) => Err(self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED)),
+            Err(e) => {
+                let (code, message) = map_vm_error(&e);
+                Err(self.fail(code, &message))
+            }
+        }
+    }
+
+    /// The terminal result once nothing is pending.
+    fn finish(&mut self) -> CodeModeResult {
+        match self.main.take() {
+            Some(Ok(value)) => {
+                if let Err(result) = self.check_output_limit(Some(&value)) {
+                    return result;
+                }
+                CodeModeResult::Completed {
+                    value,
+                    output: std::mem::take(&mut self.output),
+                    replay_safe: self.restart_safe,
+                    telemetry: telemetry(&self.env, &self.dispatcher.counters),
+                }
+            }
+            Some(Err(error)) => {
+                if codemode_ts::is_module_access_reference_error(&error) {
+                    self.fail(ErrorCode::InvalidInput, codemode_ts::MODULE_ACCESS_DISABLED)
+                } else {
+                    self.fail(ErrorCode::InternalError, &error)
+                }
+            }
+            None => self.fail(ErrorCode::InternalError, PENDING_WITHOUT_HOST_WORK),
+        }
+    }
+
+    /// A terminal failure: cancels leftover host work and disposes of the VM.
+    pub(crate) fn fail(&mut self, code: ErrorCode, message: &str) -> CodeModeResult {
+        for task in self.tasks.values() {
+            task.abort();
+        }
+        self.tasks.clear();
+        self.vm = None;
+        self.snapshot = None;
+        CodeModeResult::Failed {
+            error: message.to_string(),
+            code: Some(code),
+            output: std::mem::take(&mut self.output),
+            replay_safe: self.restart_safe,
+            telemetry: telemetry(&self.env, &self.dispatcher.counters),
+        }
+    }
+}
