@@ -21,6 +21,8 @@
 //! `process.getBuiltinModule(…)`) is caught at run time; [`is_module_access_reference_error`]
 //! tells the runtime which uncaught errors map to the module-access message (§4.5 "At run time").
 
+#![deny(missing_docs)]
+
 mod depth;
 mod input;
 mod module_access;

@@ -10,15 +10,15 @@ use swc_core::ecma::parser::{parse_file_as_script, EsSyntax, Syntax, TsSyntax};
 use crate::depth::{self, Depth};
 use crate::{scan, wrap_source};
 
-/// The stack every swc run gets regardless of depth. Shallow cells through parser, visitors,
-/// transforms and code generator ran in 1 MiB in an unoptimised build (`the_stack_budget_suffices`
-/// crashes with 512 KiB); this doubles it.
+/// The stack every swc run gets regardless of depth. In an unoptimised build,
+/// `the_stack_budget_suffices` passes with 1 MiB (and 32 KiB per unit) and crashes with 512 KiB
+/// (and 8 KiB per unit); this doubles the former.
 const BASE_STACK_BYTES: usize = 2 * 1024 * 1024;
 
 /// The stack per unit of the depth bound. The costliest constructs measured (nested functions,
 /// classes, namespaces, parentheses; TypeScript through parse, module check, strip, fixer,
-/// codegen and `Drop`) ran with 8 KiB per unit in an unoptimised build and crashed with 2 KiB;
-/// this is four times the former.
+/// codegen and `Drop`) ran with 8 KiB per unit in an unoptimised build and crashed with 2 KiB
+/// (with the 2 MiB base); this is four times the former.
 const STACK_BYTES_PER_LEVEL: usize = 32 * 1024;
 
 /// The stack swc needs for a source with this depth bound, in bytes.

@@ -84,9 +84,14 @@ pub(crate) fn check_javascript(
     let depth = depth::measure(javascript);
     parse::with_stack_for(&depth, || {
         let parsed = parse::parse_wrapped(javascript, Grammar::JavaScript, None, &depth);
+        // A program that does not parse is unparsable for §4.5 even when swc recovered a tree;
+        // that tree is checked as well, which can only add rejections the static check makes.
         let has_module_access = match parsed.clean_script() {
             Some(script) => tree_has_module_access(script),
-            None => masked_source_has_module_access(javascript),
+            None => {
+                masked_source_has_module_access(javascript)
+                    || parsed.script.as_ref().is_some_and(tree_has_module_access)
+            }
         };
         if has_module_access {
             return Err(Rejection::ModuleAccessDisabled);
