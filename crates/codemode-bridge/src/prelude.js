@@ -122,7 +122,8 @@
         const lines = stack.split("\n");
         for (let i = 0; i < lines.length; i++) {
           const line = lines[i].trim();
-          if (line !== "") frames.push("    " + line);
+          // Bridge internals are not the user's frames (script name set by the guest).
+          if (line !== "" && line.indexOf("codemode:prelude.js") === -1) frames.push("    " + line);
         }
         if (frames.length > 0) out += "\n" + frames.join("\n");
         return out;

@@ -23,6 +23,8 @@ const STATUS_PENDING: i32 = 1;
 const STATUS_FAILED: i32 = 2;
 /// Status: the host broke the protocol (bad JSON, call out of order); the report carries `error`.
 const STATUS_PROTOCOL_ERROR: i32 = -1;
+/// Script name of the prelude; its frames are dropped from error texts (docs/guest-abi.md).
+const PRELUDE_SCRIPT_NAME: &str = "codemode:prelude.js";
 
 #[link(wasm_import_module = "codemode")]
 extern "C" {
@@ -178,8 +180,12 @@ fn init(input: InitInput) -> Result<Guest, String> {
         native
             .set("output", Func::from(native_output))
             .map_err(|e| e.to_string())?;
+        let mut opts = EvalOptions::default();
+        opts.global = true;
+        opts.strict = true;
+        opts.filename = Some(PRELUDE_SCRIPT_NAME.to_string());
         let factory: Function = ctx
-            .eval(input.prelude.into_bytes())
+            .eval_with_options(input.prelude.into_bytes(), opts)
             .map_err(|e| format!("prelude: {}", describe_exception(&ctx, e)))?;
         let internals: Object = factory
             .call((native,))

@@ -1,0 +1,276 @@
+//! `codemode`: run code-mode programs from a shell.
+//!
+//! - `codemode exec [FILE | -e CODE | -]` runs one program against the built-in workspace tools
+//!   (`read`, `list`, `grep` under `--root`) and prints the result as JSON; `waiting` results are
+//!   followed with `wait` until the run completes or `--wall-clock-ms` passes.
+//! - `codemode config [--config FILE] [--agent ID]` prints the resolved `tools.codeMode` and the
+//!   warnings for every ignored or clamped value.
+//! - `codemode catalog --tools FILE …` shows what the model would see of a tool list.
+//!
+//! Exit status: 0 completed (or a successful inspection), 1 failed, 2 bad usage.
+
+mod tools;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use codemode_catalog::cli::CatalogView;
+use codemode_catalog::{Catalog, SearchLimits};
+use codemode_config::{ConfigReport, Enabled};
+use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
+use codemode_runtime::AbortHandle;
+use serde_json::{json, Value};
+
+#[derive(Parser)]
+#[command(name = "codemode", version, about = "Code mode for LLM agents: run JavaScript or TypeScript that calls tools, in a QuickJS-in-wasm sandbox.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one program and print its result as JSON.
+    Exec(ExecArgs),
+    /// Print the resolved tools.codeMode config and its warnings as JSON.
+    Config(ConfigArgs),
+    /// Show a tool list as the model and guest would see it.
+    Catalog(CatalogArgs),
+}
+
+#[derive(Args)]
+struct ExecArgs {
+    /// Program file (`.ts` runs as TypeScript), or `-` for standard input.
+    file: Option<PathBuf>,
+    /// Program text instead of a file.
+    #[arg(short = 'e', long = "eval", value_name = "CODE", conflicts_with = "file")]
+    code: Option<String>,
+    /// Source language: javascript (default) or typescript.
+    #[arg(long)]
+    language: Option<String>,
+    /// Workspace root the built-in tools may read (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// The cell's timeoutMs: budget of each exec/wait call in ms (clamped to 100-60000).
+    #[arg(long, value_name = "N")]
+    timeout_ms: Option<u64>,
+    /// Stop following a waiting run after this many ms in total.
+    #[arg(long, value_name = "N", default_value_t = 60_000)]
+    wall_clock_ms: u64,
+    /// Config file in the spec's shape: {"tools": {"codeMode": …}, "agents": {"list": […]}}.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Agent id whose per-agent override applies.
+    #[arg(long, value_name = "ID")]
+    agent: Option<String>,
+    /// Pretty-print the result.
+    #[arg(long)]
+    pretty: bool,
+}
+
+#[derive(Args)]
+struct ConfigArgs {
+    /// Config file (JSON or JSON5).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Agent id whose per-agent override applies.
+    #[arg(long, value_name = "ID")]
+    agent: Option<String>,
+}
+
+#[derive(Args)]
+struct CatalogArgs {
+    /// JSON array of tool specs: {name, label?, description, parameters?, outputSchema?, origin?}.
+    #[arg(long, value_name = "FILE")]
+    tools: PathBuf,
+    /// Print ALL_TOOLS (the guest-visible compact entries).
+    #[arg(long, group = "view")]
+    json: bool,
+    /// Print the exec description's quick index.
+    #[arg(long, group = "view")]
+    index: bool,
+    /// Print tools.search(QUERY) hits.
+    #[arg(long, value_name = "QUERY", group = "view")]
+    search: Option<String>,
+    /// Limit for --search (read as JSON, as the guest would pass it).
+    #[arg(long, value_name = "N", requires = "search")]
+    limit: Option<String>,
+    /// Print tools.describe(ID).
+    #[arg(long, value_name = "ID", group = "view")]
+    describe: Option<String>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Exec(args) => exec(args),
+        Command::Config(args) => config(args),
+        Command::Catalog(args) => catalog(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(Failure::Usage(message)) => {
+            eprintln!("codemode: {message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(message)) => {
+            eprintln!("codemode: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+enum Failure {
+    Usage(String),
+    Run(String),
+}
+
+fn load_config(path: Option<&Path>, agent: Option<&str>) -> Result<ConfigReport, Failure> {
+    match path {
+        Some(path) => codemode_config::load_config_file(path, agent)
+            .map_err(|e| Failure::Usage(e.to_string())),
+        None => Ok(ConfigReport::from_root(&json!({"tools": {"codeMode": true}}), agent)),
+    }
+}
+
+fn config(args: ConfigArgs) -> Result<ExitCode, Failure> {
+    let report = load_config(args.config.as_deref(), args.agent.as_deref())?;
+    println!("{}", report.to_json_pretty());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn catalog(args: CatalogArgs) -> Result<ExitCode, Failure> {
+    let text = std::fs::read_to_string(&args.tools)
+        .map_err(|e| Failure::Usage(format!("{}: {e}", args.tools.display())))?;
+    let view = if let Some(query) = args.search {
+        CatalogView::Search { query, limit: args.limit }
+    } else if let Some(id) = args.describe {
+        CatalogView::Describe { id }
+    } else if args.index {
+        CatalogView::Index
+    } else {
+        let _ = args.json;
+        CatalogView::Json
+    };
+    match codemode_catalog::cli::run_catalog_command(&text, &SearchLimits::default(), &view) {
+        Ok(out) => {
+            println!("{out}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Err(Failure::Run(e)),
+    }
+}
+
+fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
+    let (code, from_ts_file) = match (&args.code, &args.file) {
+        (Some(code), _) => (code.clone(), false),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut code = String::new();
+            std::io::stdin()
+                .read_to_string(&mut code)
+                .map_err(|e| Failure::Usage(format!("cannot read standard input: {e}")))?;
+            (code, false)
+        }
+        (None, Some(path)) => {
+            let code = std::fs::read_to_string(path)
+                .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+            (code, path.extension().is_some_and(|e| e == "ts" || e == "mts"))
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "exec needs a program: FILE, -e CODE, or - for standard input".into(),
+            ))
+        }
+    };
+    let language = args
+        .language
+        .clone()
+        .unwrap_or_else(|| if from_ts_file { "typescript" } else { "javascript" }.to_string());
+
+    let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
+    for warning in &report.warnings {
+        eprintln!("codemode: config: {}", warning.message);
+    }
+    if let Some(ms) = args.timeout_ms {
+        let mut value = serde_json::to_value(&report.config).unwrap_or(Value::Null);
+        value["timeoutMs"] = json!(ms);
+        let resolved = codemode_config::resolve(&value);
+        for warning in &resolved.warnings {
+            eprintln!("codemode: --timeout-ms: {}", warning.message);
+        }
+        report.config = resolved.config;
+    }
+    if report.config.enabled == Enabled::Off {
+        let result = json!({"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"});
+        println!("{result}");
+        return Ok(ExitCode::from(1));
+    }
+
+    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    let executor = tools::WorkspaceTools::new(&root)
+        .map_err(|e| Failure::Usage(format!("--root {}: {e}", root.display())))?;
+    let limits = SearchLimits {
+        max_search_limit: report.config.max_search_limit as u32,
+        search_default_limit: report.config.search_default_limit as u32,
+    };
+    let catalog = Catalog::build(tools::specs(), &limits)
+        .map_err(|e| Failure::Run(format!("catalog: {e}")))?;
+    let env = RunEnv::new(
+        report.config.clone(),
+        Arc::new(catalog),
+        Arc::new(executor),
+        Default::default(),
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Run(format!("cannot start the async runtime: {e}")))?;
+    let input = json!({"code": code, "language": language});
+    let wall_clock = Duration::from_millis(args.wall_clock_ms);
+    let result = runtime.block_on(async move {
+        let code_mode = CodeMode::with_global_runtime().map_err(|e| Failure::Run(e.to_string()))?;
+        let abort = AbortHandle::new();
+        let started = Instant::now();
+        let mut result = code_mode.exec(&env, &input, &abort).await;
+        let mut output = result.output().to_vec();
+        while let Some(run_id) = result.run_id().map(str::to_string) {
+            if started.elapsed() >= wall_clock {
+                break;
+            }
+            result = code_mode.wait(&env.scope, &json!({"runId": run_id}), &abort).await;
+            output.extend(result.output().iter().cloned());
+        }
+        Ok::<_, Failure>((result, output))
+    })?;
+    let (result, output) = result;
+    // Print one result for the whole run: its final status with all output in order.
+    let mut printed = result.to_json();
+    printed["output"] = serde_json::to_value(&output).unwrap_or(json!([]));
+    let text = if args.pretty {
+        serde_json::to_string_pretty(&printed)
+    } else {
+        serde_json::to_string(&printed)
+    }
+    .unwrap_or_default();
+    println!("{text}");
+    Ok(match result {
+        CodeModeResult::Completed { .. } => ExitCode::SUCCESS,
+        CodeModeResult::Waiting { .. } => {
+            eprintln!("codemode: the run was still waiting after --wall-clock-ms {}", args.wall_clock_ms);
+            ExitCode::from(1)
+        }
+        CodeModeResult::Failed { .. } => ExitCode::from(1),
+    })
+}
