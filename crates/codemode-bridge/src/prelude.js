@@ -156,8 +156,36 @@
     defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
   }
 
+  // Math.random for this run: xoshiro128** seeded with four host-random 32-bit words, 53 bits
+  // per number. Every VM starts from one post-initialisation image, so QuickJS's own seed (taken
+  // once, when the image was made) would give every run the same sequence.
+  function seedRandom(seed) {
+    let a = seed[0] | 0, b = seed[1] | 0, c = seed[2] | 0, d = seed[3] | 0;
+    if ((a | b | c | d) === 0) a = 1;
+    const imul = Math.imul;
+    function next() {
+      const t = b << 9;
+      let r = imul(b, 5);
+      r = imul((r << 7) | (r >>> 25), 9);
+      c ^= a;
+      d ^= b;
+      b ^= c;
+      a ^= d;
+      c ^= t;
+      d = (d << 11) | (d >>> 21);
+      return r >>> 0;
+    }
+    const random = {
+      random() {
+        return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
+      },
+    }.random;
+    defineProperty(Math, "random", { value: random, writable: true, enumerable: false, configurable: true });
+  }
+
   // Installs the run's globals from the host's run context: {tools: [compact catalog entries]}.
-  function setup(contextJson) {
+  function setup(contextJson, seed) {
+    seedRandom(seed);
     const context = parse(contextJson);
     const entries = isArray(context.tools) ? context.tools : [];
     const allTools = deepFreeze(entries);

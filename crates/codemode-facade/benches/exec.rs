@@ -1,1 +1,53 @@
-fn main(){}
+//! Facade benchmarks (docs/benchmarks.md): a trivial `exec`, and an `exec` making ten sequential
+//! tool calls that all settle inside the deadline (auto-drain).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+use codemode_facade::{CodeMode, RunEnv};
+use codemode_runtime::{AbortHandle, Runtime};
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+
+struct Echo;
+
+impl ToolExecutor for Echo {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        Box::pin(async move { Ok(json!({"details": call.input})) })
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cm = CodeMode::new(Runtime::global().unwrap());
+    let catalog = Catalog::build(vec![ToolSpec::core("echo", "Echo the input.")], &SearchLimits::default()).unwrap();
+    let config = codemode_config::resolve(&json!(true)).config;
+    let env = RunEnv::new(config, Arc::new(catalog), Arc::new(Echo), RunScope::default());
+    let abort = AbortHandle::new();
+
+    let trivial = json!({"code": "return 1 + 2"});
+    c.bench_function("exec_trivial", |b| {
+        b.iter(|| rt.block_on(cm.exec(&env, &trivial, &abort)))
+    });
+    let ten = json!({"code": "let n = 0; for (let i = 0; i < 10; i++) n += (await tools.echo({ i })).i; return n;"});
+    c.bench_function("exec_10_sequential_calls", |b| {
+        b.iter(|| {
+            let r = rt.block_on(cm.exec(&env, &ten, &abort));
+            assert_eq!(r.status(), "completed");
+            r
+        })
+    });
+    let ts = json!({"code": "const xs: number[] = [1, 2, 3]; return xs.map((x: number) => x * 2);", "language": "typescript"});
+    c.bench_function("exec_typescript", |b| {
+        b.iter(|| rt.block_on(cm.exec(&env, &ts, &abort)))
+    });
+}
+
+criterion_group! {
+    name = group;
+    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3));
+    targets = benches
+}
+criterion_main!(group);

@@ -35,6 +35,20 @@ extern "C" {
 
 extern "C" {
     fn __wasm_call_ctors();
+    /// wasi-libc: fills `len` (≤ 256) bytes from WASI `random_get`, i.e. from the host.
+    fn getentropy(buf: *mut u8, len: usize) -> i32;
+}
+
+/// Four 32-bit words from the host's random source, seeding the run's `Math.random`. Every VM
+/// starts from the same post-initialisation image, so QuickJS's own time-based seed would repeat.
+fn random_seed() -> [u32; 4] {
+    let mut bytes = [0u8; 16];
+    // SAFETY: the buffer is valid for 16 bytes.
+    if unsafe { getentropy(bytes.as_mut_ptr(), bytes.len()) } != 0 {
+        bytes = [0x5a; 16];
+    }
+    let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    [word(0), word(4), word(8), word(12)]
 }
 
 /// Reactor entry point: runs static constructors once, before any other export.
@@ -285,7 +299,8 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
         let started = guest.ctx.with(|ctx| -> Result<Result<Persistent<Promise<'static>>, String>, String> {
             let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
             let setup: Function = internals.get("setup").map_err(|e| e.to_string())?;
-            if let Err(e) = setup.call::<_, ()>((input.context,)) {
+            let seed = random_seed().to_vec();
+            if let Err(e) = setup.call::<_, ()>((input.context, seed)) {
                 return Err(format!("setup: {}", describe_exception(&ctx, e)));
             }
             let wrapped = format!("(async () => {{\n{}\n}})()", input.code);

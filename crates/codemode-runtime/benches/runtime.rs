@@ -1,1 +1,81 @@
-fn main(){}
+//! Runtime benchmarks (docs/benchmarks.md): fresh VM from the image vs from scratch, a trivial
+//! cell, and snapshot + restore of a suspended VM.
+
+use std::time::Duration;
+
+use codemode_bridge::Delivery;
+use codemode_runtime::{AbortHandle, FreshVm, LegBudget, Runtime, VmLimits};
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+
+fn budget() -> LegBudget {
+    LegBudget::new(Duration::from_secs(10), AbortHandle::new())
+}
+
+fn benches(c: &mut Criterion) {
+    let rt = Runtime::global().expect("runtime");
+    let limits = VmLimits::default();
+    let ctx = r#"{"tools":[]}"#;
+
+    // Runs on a leg-sized thread, as the facade does.
+    let mut group = c.benchmark_group("fresh_vm");
+    group.bench_function("image", |b| {
+        b.iter(|| rt.fresh_vm_with(&limits, FreshVm::Image).unwrap())
+    });
+    group.bench_function("init", |b| {
+        b.iter(|| rt.fresh_vm_with(&limits, FreshVm::Init).unwrap())
+    });
+    group.finish();
+
+    c.bench_function("trivial_cell", |b| {
+        b.iter(|| {
+            let mut vm = rt.fresh_vm(&limits).unwrap();
+            vm.start("return 1 + 2", ctx, &limits, &budget()).unwrap()
+        })
+    });
+
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    vm.start("const v = await tools.call('x', {}); return v;", ctx, &limits, &budget())
+        .unwrap();
+    let snapshot = vm.snapshot().unwrap();
+    println!(
+        "snapshot: {} bytes stored, {} bytes of memory",
+        snapshot.stored_bytes(),
+        snapshot.memory_bytes()
+    );
+    let mut group = c.benchmark_group("snapshot");
+    group.bench_function("take", |b| b.iter(|| vm.snapshot().unwrap()));
+    group.bench_function("restore_and_deliver", |b| {
+        b.iter(|| {
+            let mut vm = rt.restore(&snapshot, &limits).unwrap();
+            vm.deliver(
+                &Delivery {
+                    id: "bridge:call:1".into(),
+                    outcome: Ok(json!(1)),
+                },
+                &budget(),
+            )
+            .unwrap()
+        })
+    });
+    group.finish();
+}
+
+fn run_on_leg_thread(c: &mut Criterion) {
+    // Benchmarks call guest code; give them a leg-sized stack like the facade does.
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(codemode_runtime::LEG_THREAD_STACK_BYTES)
+            .spawn_scoped(s, || benches(c))
+            .unwrap()
+            .join()
+            .unwrap()
+    });
+}
+
+criterion_group! {
+    name = group;
+    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3));
+    targets = run_on_leg_thread
+}
+criterion_main!(group);

@@ -207,3 +207,14 @@ fn image_and_init_give_the_same_guest() {
         assert_eq!(r.state, GuestState::Completed { value: json!([1, "object", "object", "undefined"]) });
     }
 }
+
+#[test]
+fn math_random_is_seeded_per_vm() {
+    let a = completed("return Math.random()");
+    let b = completed("return Math.random()");
+    assert_ne!(a, b);
+    assert_eq!(
+        completed("const xs = Array.from({length: 1000}, () => Math.random()); return [xs.every((x) => x >= 0 && x < 1), new Set(xs).size, Object.keys(Math).length, Math.random.name]"),
+        json!([true, 1000, 0, "random"])
+    );
+}
