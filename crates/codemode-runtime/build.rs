@@ -62,7 +62,13 @@ fn build_guest(guest_dir: &Path, manifest_dir: &Path) -> Vec<u8> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(guest_dir)
-        .args(["build", "--release", "--locked", "--target", "wasm32-wasip1"])
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "wasm32-wasip1",
+        ])
         .arg("--target-dir")
         .arg(&target_dir);
     // The outer build's settings must not leak into the guest build.
@@ -86,7 +92,9 @@ fn build_guest(guest_dir: &Path, manifest_dir: &Path) -> Vec<u8> {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().unwrap_or_else(|e| panic!("cannot run cargo: {e}\n{SETUP_HINT}"));
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cargo: {e}\n{SETUP_HINT}"));
     if !status.success() {
         panic!("building the codemode guest failed (see the output above).\n{SETUP_HINT}");
     }

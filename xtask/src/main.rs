@@ -40,7 +40,9 @@ fn root() -> PathBuf {
 
 fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("+ {cmd:?}");
-    let status = cmd.status().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -70,11 +72,16 @@ fn setup() -> Result<(), String> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == "wasm32-wasip1"))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == "wasm32-wasip1")
+        })
         .unwrap_or(false);
     if !installed {
-        run(Command::new("rustup").args(["target", "add", "wasm32-wasip1"]))
-            .map_err(|e| format!("{e}\nInstall the target with: rustup target add wasm32-wasip1"))?;
+        run(Command::new("rustup").args(["target", "add", "wasm32-wasip1"])).map_err(|e| {
+            format!("{e}\nInstall the target with: rustup target add wasm32-wasip1")
+        })?;
     }
     let missing_c = !have("clang-16", "--version")
         || !have("llvm-ar-16", "--version")
@@ -127,7 +134,9 @@ fn demo() -> Result<(), String> {
         }
     }
     println!("\n=== codemode exec -e 'return 1+2'");
-    run(Command::new(&bin).current_dir(root()).args(["exec", "-e", "return 1+2"]))?;
+    run(Command::new(&bin)
+        .current_dir(root())
+        .args(["exec", "-e", "return 1+2"]))?;
     if failed > 0 {
         return Err(format!("{failed} example(s) did not complete"));
     }

@@ -192,7 +192,11 @@ impl GuestReport {
             "protocol_error" => {
                 return Err(ProtocolError::Rejected(raw.error.unwrap_or_default()));
             }
-            other => return Err(ProtocolError::Malformed(format!("unknown status {other:?}"))),
+            other => {
+                return Err(ProtocolError::Malformed(format!(
+                    "unknown status {other:?}"
+                )))
+            }
         };
         let mut requests = Vec::with_capacity(raw.requests.len());
         for r in raw.requests {
@@ -334,7 +338,10 @@ mod tests {
 
     #[test]
     fn bridge_ids() {
-        assert!(valid_bridge_id("bridge:callValue:1", BridgeMethod::CallValue));
+        assert!(valid_bridge_id(
+            "bridge:callValue:1",
+            BridgeMethod::CallValue
+        ));
         assert!(valid_bridge_id("bridge:call:120", BridgeMethod::Call));
         assert!(!valid_bridge_id("bridge:call:0", BridgeMethod::Call));
         assert!(!valid_bridge_id("bridge:call:01", BridgeMethod::Call));
@@ -372,7 +379,10 @@ mod tests {
             GuestReport::parse(br#"{"status":"pending","requests":[{"id":"bridge:call:1","method":"callValue","args":"[]"}]}"#),
             Err(ProtocolError::InvalidId)
         );
-        assert!(matches!(GuestReport::parse(b"not json"), Err(ProtocolError::Malformed(_))));
+        assert!(matches!(
+            GuestReport::parse(b"not json"),
+            Err(ProtocolError::Malformed(_))
+        ));
         assert_eq!(
             GuestReport::parse(br#"{"status":"protocol_error","error":"boom"}"#),
             Err(ProtocolError::Rejected("boom".into()))

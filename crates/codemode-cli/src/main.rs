@@ -26,7 +26,11 @@ use codemode_runtime::AbortHandle;
 use serde_json::{json, Value};
 
 #[derive(Parser)]
-#[command(name = "codemode", version, about = "Code mode for LLM agents: run JavaScript or TypeScript that calls tools, in a QuickJS-in-wasm sandbox.")]
+#[command(
+    name = "codemode",
+    version,
+    about = "Code mode for LLM agents: run JavaScript or TypeScript that calls tools, in a QuickJS-in-wasm sandbox."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -47,7 +51,12 @@ struct ExecArgs {
     /// Program file (`.ts` runs as TypeScript), or `-` for standard input.
     file: Option<PathBuf>,
     /// Program text instead of a file.
-    #[arg(short = 'e', long = "eval", value_name = "CODE", conflicts_with = "file")]
+    #[arg(
+        short = 'e',
+        long = "eval",
+        value_name = "CODE",
+        conflicts_with = "file"
+    )]
     code: Option<String>,
     /// Source language: javascript (default) or typescript.
     #[arg(long)]
@@ -140,7 +149,10 @@ fn load_config(path: Option<&Path>, agent: Option<&str>) -> Result<ConfigReport,
     match path {
         Some(path) => codemode_config::load_config_file(path, agent)
             .map_err(|e| Failure::Usage(e.to_string())),
-        None => Ok(ConfigReport::from_root(&json!({"tools": {"codeMode": true}}), agent)),
+        None => Ok(ConfigReport::from_root(
+            &json!({"tools": {"codeMode": true}}),
+            agent,
+        )),
     }
 }
 
@@ -154,7 +166,10 @@ fn catalog(args: CatalogArgs) -> Result<ExitCode, Failure> {
     let text = std::fs::read_to_string(&args.tools)
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.tools.display())))?;
     let view = if let Some(query) = args.search {
-        CatalogView::Search { query, limit: args.limit }
+        CatalogView::Search {
+            query,
+            limit: args.limit,
+        }
     } else if let Some(id) = args.describe {
         CatalogView::Describe { id }
     } else if args.index {
@@ -185,7 +200,10 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         (None, Some(path)) => {
             let code = std::fs::read_to_string(path)
                 .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-            (code, path.extension().is_some_and(|e| e == "ts" || e == "mts"))
+            (
+                code,
+                path.extension().is_some_and(|e| e == "ts" || e == "mts"),
+            )
         }
         (None, None) => {
             return Err(Failure::Usage(
@@ -193,10 +211,14 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
             ))
         }
     };
-    let language = args
-        .language
-        .clone()
-        .unwrap_or_else(|| if from_ts_file { "typescript" } else { "javascript" }.to_string());
+    let language = args.language.clone().unwrap_or_else(|| {
+        if from_ts_file {
+            "typescript"
+        } else {
+            "javascript"
+        }
+        .to_string()
+    });
 
     let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
     for warning in &report.warnings {
@@ -212,7 +234,8 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         report.config = resolved.config;
     }
     if report.config.enabled == Enabled::Off {
-        let result = json!({"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"});
+        let result =
+            json!({"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"});
         println!("{result}");
         return Ok(ExitCode::from(1));
     }
@@ -249,7 +272,9 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
             if started.elapsed() >= wall_clock {
                 break;
             }
-            result = code_mode.wait(&env.scope, &json!({"runId": run_id}), &abort).await;
+            result = code_mode
+                .wait(&env.scope, &json!({"runId": run_id}), &abort)
+                .await;
             output.extend(result.output().iter().cloned());
         }
         Ok::<_, Failure>((result, output))
@@ -268,7 +293,10 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
     Ok(match result {
         CodeModeResult::Completed { .. } => ExitCode::SUCCESS,
         CodeModeResult::Waiting { .. } => {
-            eprintln!("codemode: the run was still waiting after --wall-clock-ms {}", args.wall_clock_ms);
+            eprintln!(
+                "codemode: the run was still waiting after --wall-clock-ms {}",
+                args.wall_clock_ms
+            );
             ExitCode::from(1)
         }
         CodeModeResult::Failed { .. } => ExitCode::from(1),

@@ -153,11 +153,18 @@ fn string_arg<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, String
 /// Resolves `rel` under `root`, refusing absolute paths and anything that leaves the root.
 fn resolve(root: &Path, rel: &str) -> Result<(PathBuf, String), String> {
     let rel_path = Path::new(rel);
-    if rel_path.is_absolute() || rel_path.components().any(|c| matches!(c, Component::Prefix(_))) {
-        return Err(format!("path must be relative to the workspace root: {rel}"));
+    if rel_path.is_absolute()
+        || rel_path
+            .components()
+            .any(|c| matches!(c, Component::Prefix(_)))
+    {
+        return Err(format!(
+            "path must be relative to the workspace root: {rel}"
+        ));
     }
     let joined = root.join(rel_path);
-    let resolved = fs::canonicalize(&joined).map_err(|_| format!("no such file or directory: {rel}"))?;
+    let resolved =
+        fs::canonicalize(&joined).map_err(|_| format!("no such file or directory: {rel}"))?;
     if !resolved.starts_with(root) {
         return Err(format!("path is outside the workspace root: {rel}"));
     }
@@ -165,7 +172,14 @@ fn resolve(root: &Path, rel: &str) -> Result<(PathBuf, String), String> {
         .strip_prefix(root)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Ok((resolved, if shown.is_empty() { ".".to_string() } else { shown }))
+    Ok((
+        resolved,
+        if shown.is_empty() {
+            ".".to_string()
+        } else {
+            shown
+        },
+    ))
 }
 
 fn read(root: &Path, input: &Value) -> Result<Value, String> {
@@ -192,7 +206,9 @@ fn read(root: &Path, input: &Value) -> Result<Value, String> {
         }
         Err(_) => return Err(format!("not a UTF-8 text file: {rel}")),
     };
-    Ok(json!({"kind": "text", "path": shown, "content": content, "bytes": meta.len(), "truncated": truncated}))
+    Ok(
+        json!({"kind": "text", "path": shown, "content": content, "bytes": meta.len(), "truncated": truncated}),
+    )
 }
 
 fn kind_of(ft: fs::FileType) -> &'static str {
@@ -216,8 +232,16 @@ fn list(root: &Path, input: &Value) -> Result<Value, String> {
         .filter_map(Result::ok)
         .filter_map(|e| {
             let ft = e.file_type().ok()?;
-            let bytes = if ft.is_file() { e.metadata().map(|m| m.len()).unwrap_or(0) } else { 0 };
-            Some((e.file_name().to_string_lossy().into_owned(), kind_of(ft), bytes))
+            let bytes = if ft.is_file() {
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            } else {
+                0
+            };
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                kind_of(ft),
+                bytes,
+            ))
         })
         .collect();
     names.sort();
@@ -247,9 +271,13 @@ fn grep(root: &Path, input: &Value) -> Result<Value, String> {
     let mut visited = 0usize;
     let mut stack = vec![start];
     while let Some(path) = stack.pop() {
-        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
         if meta.is_dir() {
-            let Ok(rd) = fs::read_dir(&path) else { continue };
+            let Ok(rd) = fs::read_dir(&path) else {
+                continue;
+            };
             let mut children: Vec<PathBuf> = rd
                 .filter_map(Result::ok)
                 .filter(|e| {
@@ -272,7 +300,9 @@ fn grep(root: &Path, input: &Value) -> Result<Value, String> {
             truncated = true;
             break;
         }
-        let Ok(text) = fs::read_to_string(&path) else { continue };
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
         let shown = path
             .strip_prefix(root)
             .map(|p| p.to_string_lossy().into_owned())
@@ -321,7 +351,10 @@ mod tests {
             read(&root, &json!({"path": "escape/passwd"})).unwrap_err(),
             "path is outside the workspace root: escape/passwd"
         );
-        assert_eq!(read(&root, &json!({"path": 3})).unwrap_err(), "path must be a string.");
+        assert_eq!(
+            read(&root, &json!({"path": 3})).unwrap_err(),
+            "path must be a string."
+        );
         assert_eq!(
             list(&root, &json!({})).unwrap(),
             json!({"path": ".", "entries": [

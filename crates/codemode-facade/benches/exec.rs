@@ -22,9 +22,18 @@ impl ToolExecutor for Echo {
 fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let cm = CodeMode::new(Runtime::global().unwrap());
-    let catalog = Catalog::build(vec![ToolSpec::core("echo", "Echo the input.")], &SearchLimits::default()).unwrap();
+    let catalog = Catalog::build(
+        vec![ToolSpec::core("echo", "Echo the input.")],
+        &SearchLimits::default(),
+    )
+    .unwrap();
     let config = codemode_config::resolve(&json!(true)).config;
-    let env = RunEnv::new(config, Arc::new(catalog), Arc::new(Echo), RunScope::default());
+    let env = RunEnv::new(
+        config,
+        Arc::new(catalog),
+        Arc::new(Echo),
+        RunScope::default(),
+    );
     let abort = AbortHandle::new();
 
     let trivial = json!({"code": "return 1 + 2"});

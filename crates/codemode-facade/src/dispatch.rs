@@ -98,19 +98,21 @@ impl Dispatcher {
                     bridge_id: request.id.clone(),
                     code_mode_run_id: run_id,
                 };
-                let result =
-                    match tokio::time::timeout(self.tool_timeout, self.executor.execute(call))
-                        .await
-                    {
-                        Ok(outcome) => outcome?,
-                        Err(_) => {
-                            return Err(format!(
-                                "Tool \"{}\" did not finish within {} ms.",
-                                entry.id(),
-                                self.tool_timeout.as_millis()
-                            ))
-                        }
-                    };
+                let result = match tokio::time::timeout(
+                    self.tool_timeout,
+                    self.executor.execute(call),
+                )
+                .await
+                {
+                    Ok(outcome) => outcome?,
+                    Err(_) => {
+                        return Err(format!(
+                            "Tool \"{}\" did not finish within {} ms.",
+                            entry.id(),
+                            self.tool_timeout.as_millis()
+                        ))
+                    }
+                };
                 let details = result.get("details");
                 if entry.output_schema().is_some() {
                     entry.validate_output(details.unwrap_or(&Value::Null))?;

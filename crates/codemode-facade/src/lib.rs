@@ -174,7 +174,12 @@ impl CodeMode {
 
     /// Runs one `wait` (behaviour.md §5.3). `caller` is the scope of the agent run calling it;
     /// `input` is `{runId}` (or `{run_id}`).
-    pub async fn wait(&self, caller: &RunScope, input: &Value, abort: &AbortHandle) -> CodeModeResult {
+    pub async fn wait(
+        &self,
+        caller: &RunScope,
+        input: &Value,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
         self.purge_expired();
         let run_id = input
             .get("runId")
@@ -236,11 +241,11 @@ impl CodeMode {
                 result
             }
             run::Outcome::Park => match run.park(run_id) {
-                Ok(result) => {
+                run::Parking::Parked(result) => {
                     *slot = Some(run);
                     result
                 }
-                Err(result) => {
+                run::Parking::Failed(result) => {
                     drop(slot);
                     self.remove(run_id);
                     result
@@ -250,7 +255,12 @@ impl CodeMode {
     }
 
     /// After the first leg of an `exec`: settle, then finish or park under a new `runId`.
-    async fn settle_new(&self, mut run: Run, deadline: Instant, abort: &AbortHandle) -> CodeModeResult {
+    async fn settle_new(
+        &self,
+        mut run: Run,
+        deadline: Instant,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
         match run.settle(&self.runtime, deadline, abort).await {
             run::Outcome::Done(result) => result,
             run::Outcome::Park => {
@@ -259,14 +269,14 @@ impl CodeMode {
                 }
                 let id = format!("cm_{}", uuid::Uuid::new_v4());
                 match run.park(&id) {
-                    Ok(result) => {
+                    run::Parking::Parked(result) => {
                         let parked = Arc::new(Parked::new(run.env.scope.clone(), run));
                         if let Ok(mut runs) = self.runs.lock() {
                             runs.insert(id, parked);
                         }
                         result
                     }
-                    Err(result) => result,
+                    run::Parking::Failed(result) => result,
                 }
             }
         }

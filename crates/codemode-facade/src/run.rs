@@ -51,6 +51,14 @@ pub(crate) enum Readiness {
     Aborted,
 }
 
+/// What [`Run::park`] did.
+pub(crate) enum Parking {
+    /// Parked; the `waiting` result.
+    Parked(CodeModeResult),
+    /// Could not park; the failure result (the run is over).
+    Failed(CodeModeResult),
+}
+
 pub(crate) enum Outcome {
     Done(CodeModeResult),
     Park,
@@ -98,7 +106,9 @@ fn map_vm_error(e: &VmError) -> (ErrorCode, String) {
     match e {
         VmError::Timeout => (ErrorCode::Timeout, TIMEOUT_EXCEEDED.into()),
         VmError::Aborted => (ErrorCode::Aborted, EXECUTION_ABORTED.into()),
-        VmError::Trap(_) | VmError::Unavailable(_) => (ErrorCode::RuntimeUnavailable, e.to_string()),
+        VmError::Trap(_) | VmError::Unavailable(_) => {
+            (ErrorCode::RuntimeUnavailable, e.to_string())
+        }
         VmError::Protocol(_) | VmError::Poisoned(_) | VmError::UnknownRequest(_) => {
             (ErrorCode::InternalError, e.to_string())
         }
@@ -127,7 +137,12 @@ pub(crate) fn refusal(env: &RunEnv, message: String) -> CodeModeResult {
 }
 
 /// A failure with the env's telemetry and no run.
-pub(crate) fn failure(env: &RunEnv, code: ErrorCode, message: &str, replay_safe: bool) -> CodeModeResult {
+pub(crate) fn failure(
+    env: &RunEnv,
+    code: ErrorCode,
+    message: &str,
+    replay_safe: bool,
+) -> CodeModeResult {
     CodeModeResult::Failed {
         error: message.to_string(),
         code: Some(code),
@@ -157,7 +172,9 @@ pub(crate) fn bare_refusal(message: &str) -> CodeModeResult {
 
 /// UTF-8 length of `JSON.stringify(v)`.
 fn json_len<T: serde::Serialize>(v: &T) -> u64 {
-    serde_json::to_vec(v).map(|b| b.len() as u64).unwrap_or(u64::MAX)
+    serde_json::to_vec(v)
+        .map(|b| b.len() as u64)
+        .unwrap_or(u64::MAX)
 }
 
 impl Run {
@@ -205,11 +222,13 @@ impl Run {
         };
         let runtime = runtime.clone();
         let javascript = javascript.to_string();
-        let leg = run_leg(move || -> Result<(Vm, Result<GuestReport, VmError>), String> {
-            let mut vm = runtime.fresh_vm(&limits).map_err(|e| e.to_string())?;
-            let report = vm.start(&javascript, &context, &limits, &budget);
-            Ok((vm, report))
-        })
+        let leg = run_leg(
+            move || -> Result<(Vm, Result<GuestReport, VmError>), String> {
+                let mut vm = runtime.fresh_vm(&limits).map_err(|e| e.to_string())?;
+                let report = vm.start(&javascript, &context, &limits, &budget);
+                Ok((vm, report))
+            },
+        )
         .await;
         match leg {
             Err(panic) => self.error = Some((ErrorCode::InternalError, panic.to_string())),
@@ -269,10 +288,10 @@ impl Run {
             if abort.is_aborted() {
                 return Outcome::Done(self.fail(ErrorCode::Aborted, EXECUTION_ABORTED));
             }
-            if let Err(result) = self.check_output_limit(None) {
+            if let Some(result) = self.output_limit_failure(None) {
                 return Outcome::Done(result);
             }
-            if let Err(result) = self.check_snapshot_limit() {
+            if let Some(result) = self.snapshot_limit_failure() {
                 return Outcome::Done(result);
             }
             self.dispatch_new();
@@ -327,7 +346,9 @@ impl Run {
     /// Starts host work for pending requests that have not started (creation order).
     fn dispatch_new(&mut self) {
         for request in &self.pending {
-            if self.tasks.contains_key(&request.id) || self.arrived.iter().any(|(id, _)| *id == request.id) {
+            if self.tasks.contains_key(&request.id)
+                || self.arrived.iter().any(|(id, _)| *id == request.id)
+            {
                 continue;
             }
             let handle = self
@@ -377,9 +398,14 @@ impl Run {
     }
 
     /// Restores the parked snapshot into a fresh VM (for `wait`).
-    pub(crate) async fn restore(&mut self, runtime: &Arc<Runtime>) -> Result<(), Box<CodeModeResult>> {
+    pub(crate) async fn restore(
+        &mut self,
+        runtime: &Arc<Runtime>,
+    ) -> Result<(), Box<CodeModeResult>> {
         let Some(snapshot) = self.snapshot.clone() else {
-            return Err(Box::new(self.fail(ErrorCode::InternalError, "code mode snapshot is missing")));
+            return Err(Box::new(
+                self.fail(ErrorCode::InternalError, "code mode snapshot is missing"),
+            ));
         };
         let limits = limits(&self.env);
         let runtime = runtime.clone();
@@ -394,16 +420,19 @@ impl Run {
                 let (code, message) = map_vm_error(&e);
                 Err(Box::new(self.fail(code, &message)))
             }
-            Err(panic) => Err(Box::new(self.fail(ErrorCode::InternalError, &panic.to_string()))),
+            Err(panic) => Err(Box::new(
+                self.fail(ErrorCode::InternalError, &panic.to_string()),
+            )),
         }
     }
 
     /// Parks the run under `run_id` (behaviour.md §5.3): replay-safety, snapshot and output
     /// checks, then the snapshot replaces the VM and pending work starts in the background.
-    pub(crate) fn park(&mut self, run_id: &str) -> Result<CodeModeResult, CodeModeResult> {
+    /// Returns the `waiting` result, or the failure that prevented parking.
+    pub(crate) fn park(&mut self, run_id: &str) -> Parking {
         self.run_id = Some(run_id.to_string());
         if self.restart_safe && self.pending.iter().any(|p| !self.replay_safe(p)) {
-            return Err(self.fail(ErrorCode::InvalidInput, RESTART_SAFE_SIDE_EFFECTS));
+            return Parking::Failed(self.fail(ErrorCode::InvalidInput, RESTART_SAFE_SIDE_EFFECTS));
         }
         let snapshot = match (self.snapshot.take(), self.vm.as_mut()) {
             (Some(s), _) => s,
@@ -411,22 +440,29 @@ impl Run {
                 Ok(s) => s,
                 Err(e) => {
                     let (code, message) = map_vm_error(&e);
-                    return Err(self.fail(code, &message));
+                    return Parking::Failed(self.fail(code, &message));
                 }
             },
             (None, None) => {
-                return Err(self.fail(ErrorCode::InternalError, "code mode VM is missing"));
+                return Parking::Failed(
+                    self.fail(ErrorCode::InternalError, "code mode VM is missing"),
+                );
             }
         };
         if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes {
-            return Err(self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED));
+            return Parking::Failed(
+                self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED),
+            );
         }
-        self.check_output_limit(None)?;
+        if let Some(result) = self.output_limit_failure(None) {
+            return Parking::Failed(result);
+        }
         self.snapshot = Some(snapshot);
         self.vm = None;
-        self.expires_at = Instant::now() + Duration::from_secs(self.env.config.snapshot_ttl_seconds);
+        self.expires_at =
+            Instant::now() + Duration::from_secs(self.env.config.snapshot_ttl_seconds);
         self.dispatch_new();
-        Ok(self.waiting_result(run_id.to_string()))
+        Parking::Parked(self.waiting_result(run_id.to_string()))
     }
 
     fn replay_safe(&self, request: &PendingRequest) -> bool {
@@ -434,8 +470,12 @@ impl Run {
             BridgeMethod::Search | BridgeMethod::Describe | BridgeMethod::Yield => true,
             BridgeMethod::Namespace | BridgeMethod::Nodes => false,
             BridgeMethod::Call | BridgeMethod::CallValue => {
-                let read_only: Vec<&str> =
-                    self.env.read_only_core_tools.iter().map(String::as_str).collect();
+                let read_only: Vec<&str> = self
+                    .env
+                    .read_only_core_tools
+                    .iter()
+                    .map(String::as_str)
+                    .collect();
                 request
                     .args
                     .get("id")
@@ -452,11 +492,12 @@ impl Run {
             .iter()
             .filter(|p| !self.arrived.iter().any(|(id, _)| *id == p.id))
             .collect();
-        let reason = if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {
-            WaitReason::Yield
-        } else {
-            WaitReason::PendingTools
-        };
+        let reason =
+            if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {
+                WaitReason::Yield
+            } else {
+                WaitReason::PendingTools
+            };
         let pending_tool_calls = unsettled
             .iter()
             .map(|p| PendingToolCall {
@@ -474,8 +515,9 @@ impl Run {
         }
     }
 
-    /// Output-limit check (behaviour.md §5.5) for this result's entries, plus `value` when given.
-    fn check_output_limit(&mut self, value: Option<&Value>) -> Result<(), CodeModeResult> {
+    /// Output-limit check (behaviour.md §5.5) for this result's entries, plus `value` when given:
+    /// the failure result when over the limit.
+    fn output_limit_failure(&mut self, value: Option<&Value>) -> Option<CodeModeResult> {
         let mut measure = if self.output.is_empty() {
             0
         } else {
@@ -486,30 +528,28 @@ impl Run {
         }
         if measure > self.env.config.max_output_bytes {
             self.output.clear();
-            return Err(self.fail(ErrorCode::OutputLimitExceeded, OUTPUT_LIMIT_EXCEEDED));
+            return Some(self.fail(ErrorCode::OutputLimitExceeded, OUTPUT_LIMIT_EXCEEDED));
         }
-        Ok(())
+        None
     }
 
     /// Snapshot-limit check before auto-draining (behaviour.md §5.6). The snapshot is only taken
     /// when the memory in use could compress beyond the limit.
-    fn check_snapshot_limit(&mut self) -> Result<(), CodeModeResult> {
+    fn snapshot_limit_failure(&mut self) -> Option<CodeModeResult> {
         let max = self.env.config.max_snapshot_bytes;
-        let Some(vm) = self.vm.as_mut() else {
-            return Ok(());
-        };
+        let vm = self.vm.as_mut()?;
         if vm.snapshot_bound() <= max {
-            return Ok(());
+            return None;
         }
         match vm.snapshot() {
             Ok(s) if s.stored_bytes() as u64 <= max => {
                 self.snapshot = Some(s);
-                Ok(())
+                None
             }
-            Ok(_) => Err(self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED)),
+            Ok(_) => Some(self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED)),
             Err(e) => {
                 let (code, message) = map_vm_error(&e);
-                Err(self.fail(code, &message))
+                Some(self.fail(code, &message))
             }
         }
     }
@@ -518,7 +558,7 @@ impl Run {
     fn finish(&mut self) -> CodeModeResult {
         match self.main.take() {
             Some(Ok(value)) => {
-                if let Err(result) = self.check_output_limit(Some(&value)) {
+                if let Some(result) = self.output_limit_failure(Some(&value)) {
                     return result;
                 }
                 CodeModeResult::Completed {

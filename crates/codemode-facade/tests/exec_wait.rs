@@ -28,17 +28,26 @@ impl ToolExecutor for Exec {
     fn execute(&self, call: ToolCall) -> ToolFuture {
         let this = self.0.clone();
         Box::pin(async move {
-            this.calls.lock().unwrap().push((call.tool_name.clone(), call.input.clone()));
+            this.calls
+                .lock()
+                .unwrap()
+                .push((call.tool_name.clone(), call.input.clone()));
             let now = this.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             this.max_in_flight.fetch_max(now, Ordering::SeqCst);
-            let delay = this.delays.get(&call.tool_name).copied().unwrap_or_default();
+            let delay = this
+                .delays
+                .get(&call.tool_name)
+                .copied()
+                .unwrap_or_default();
             tokio::time::sleep(delay).await;
             this.in_flight.fetch_sub(1, Ordering::SeqCst);
             if call.tool_name == "fail" {
                 return Err("fast failure".to_string());
             }
             let details = json!({"name": call.tool_name, "input": call.input});
-            Ok(json!({"content": [{"type": "text", "text": details.to_string()}], "details": details}))
+            Ok(
+                json!({"content": [{"type": "text", "text": details.to_string()}], "details": details}),
+            )
         })
     }
 }
@@ -62,7 +71,9 @@ fn harness_with(config: Value, delays: &[(&str, u64)], extra: Vec<ToolSpec>) -> 
     let config = codemode_config::resolve(&config).config;
     let mut specs = vec![
         ToolSpec::plugin("fake-code-mode", "fake_create_ticket", "Create a ticket.")
-            .with_parameters(json!({"type": "object", "properties": {"value": {"type": "string"}}})),
+            .with_parameters(
+                json!({"type": "object", "properties": {"value": {"type": "string"}}}),
+            ),
         ToolSpec::core("slow", "A slow tool."),
         ToolSpec::core("fail", "Always fails."),
         ToolSpec::core("read", "Read text."),
@@ -74,7 +85,10 @@ fn harness_with(config: Value, delays: &[(&str, u64)], extra: Vec<ToolSpec>) -> 
     };
     let catalog = Arc::new(Catalog::build(specs, &limits).unwrap());
     let fixture = Arc::new(Fixture {
-        delays: delays.iter().map(|(n, ms)| (n.to_string(), Duration::from_millis(*ms))).collect(),
+        delays: delays
+            .iter()
+            .map(|(n, ms)| (n.to_string(), Duration::from_millis(*ms)))
+            .collect(),
         ..Fixture::default()
     });
     let env = RunEnv::new(config, catalog, Arc::new(Exec(fixture.clone())), scope());
@@ -91,10 +105,14 @@ fn harness() -> Harness {
 
 impl Harness {
     async fn exec(&self, code: &str) -> CodeModeResult {
-        self.cm.exec(&self.env, &json!({"code": code}), &AbortHandle::new()).await
+        self.cm
+            .exec(&self.env, &json!({"code": code}), &AbortHandle::new())
+            .await
     }
     async fn wait(&self, run_id: &str) -> CodeModeResult {
-        self.cm.wait(&scope(), &json!({"runId": run_id}), &AbortHandle::new()).await
+        self.cm
+            .wait(&scope(), &json!({"runId": run_id}), &AbortHandle::new())
+            .await
     }
     fn calls(&self) -> usize {
         self.fixture.calls.lock().unwrap().len()
@@ -104,24 +122,48 @@ impl Harness {
 fn value(r: &CodeModeResult) -> &Value {
     match r {
         CodeModeResult::Completed { value, .. } => value,
-        other => panic!("expected completed, got {}", serde_json::to_string_pretty(other).unwrap()),
+        other => panic!(
+            "expected completed, got {}",
+            serde_json::to_string_pretty(other).unwrap()
+        ),
     }
 }
 
 fn failure(r: &CodeModeResult) -> (&str, ErrorCode) {
     match r {
         CodeModeResult::Failed { error, code, .. } => (error.as_str(), code.unwrap()),
-        other => panic!("expected failed, got {}", serde_json::to_string_pretty(other).unwrap()),
+        other => panic!(
+            "expected failed, got {}",
+            serde_json::to_string_pretty(other).unwrap()
+        ),
     }
 }
 
 #[tokio::test]
 async fn command_alias_and_mismatch() {
     let h = harness();
-    let r = h.cm.exec(&h.env, &json!({"command": "return 7;"}), &AbortHandle::new()).await;
+    let r =
+        h.cm.exec(
+            &h.env,
+            &json!({"command": "return 7;"}),
+            &AbortHandle::new(),
+        )
+        .await;
     assert_eq!(value(&r), &json!(7));
-    let r = h.cm.exec(&h.env, &json!({"code": "return 1;", "command": "return 2;"}), &AbortHandle::new()).await;
-    assert_eq!(failure(&r), ("code and command must match when both are provided.", ErrorCode::InvalidInput));
+    let r =
+        h.cm.exec(
+            &h.env,
+            &json!({"code": "return 1;", "command": "return 2;"}),
+            &AbortHandle::new(),
+        )
+        .await;
+    assert_eq!(
+        failure(&r),
+        (
+            "code and command must match when both are provided.",
+            ErrorCode::InvalidInput
+        )
+    );
     assert_eq!(h.cm.parked_runs(), 0);
 }
 
@@ -157,8 +199,16 @@ text("created");
 return called;"#,
         )
         .await;
-    assert_eq!(value(&r), &json!({"name": "fake_create_ticket", "input": {"value": "ship"}}));
-    assert_eq!(r.output(), &[codemode_bridge::OutputItem::Text { text: "created".into() }]);
+    assert_eq!(
+        value(&r),
+        &json!({"name": "fake_create_ticket", "input": {"value": "ship"}})
+    );
+    assert_eq!(
+        r.output(),
+        &[codemode_bridge::OutputItem::Text {
+            text: "created".into()
+        }]
+    );
     let t = r.telemetry();
     assert_eq!((t.search_count, t.describe_count, t.call_count), (1, 0, 1));
     assert_eq!(h.calls(), 1);
@@ -178,7 +228,10 @@ return { named: await tools.fake_create_ticket(input), value: await tools.callVa
     let expected = json!({"name": "fake_create_ticket", "input": {"value": "ship"}});
     assert_eq!(v["named"], expected);
     assert_eq!(v["value"], expected);
-    assert_eq!(v["envelope"]["tool"]["id"], json!("openclaw:fake-code-mode:fake_create_ticket"));
+    assert_eq!(
+        v["envelope"]["tool"]["id"],
+        json!("openclaw:fake-code-mode:fake_create_ticket")
+    );
     assert_eq!(v["envelope"]["tool"]["name"], json!("fake_create_ticket"));
     assert_eq!(v["envelope"]["result"]["details"], expected);
     assert_eq!(r.telemetry().call_count, 3);
@@ -187,7 +240,11 @@ return { named: await tools.fake_create_ticket(input), value: await tools.callVa
 
 #[tokio::test]
 async fn sequential_calls_drain_in_one_exec_e23() {
-    let h = harness_with(json!({"enabled": true, "maxPendingToolCalls": 2}), &[], vec![]);
+    let h = harness_with(
+        json!({"enabled": true, "maxPendingToolCalls": 2}),
+        &[],
+        vec![],
+    );
     let r = h
         .exec(
             r#"const out = [];
@@ -210,16 +267,30 @@ async fn promise_all_dispatches_concurrently() {
     assert_eq!(value(&r), &json!([1, 2, 3]));
     assert_eq!(h.fixture.max_in_flight.load(Ordering::SeqCst), 3);
     // Three 200 ms calls in parallel, not 600 ms in sequence.
-    assert!(started.elapsed() < Duration::from_millis(590), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(590),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
 async fn pending_cap_fails_before_dispatch() {
-    let h = harness_with(json!({"enabled": true, "maxPendingToolCalls": 2}), &[], vec![]);
+    let h = harness_with(
+        json!({"enabled": true, "maxPendingToolCalls": 2}),
+        &[],
+        vec![],
+    );
     let r = h
         .exec("return await Promise.all([1, 2, 3].map((n) => tools.callValue('slow', { n })));")
         .await;
-    assert_eq!(failure(&r), ("too many pending code mode tool calls", ErrorCode::InvalidInput));
+    assert_eq!(
+        failure(&r),
+        (
+            "too many pending code mode tool calls",
+            ErrorCode::InvalidInput
+        )
+    );
     assert_eq!(h.calls(), 0);
 }
 
@@ -228,7 +299,11 @@ async fn unknown_tool_messages_e24_e25() {
     let h = harness_with(
         json!(true),
         &[],
-        vec![ToolSpec::plugin("files", "write", "Write a file to the workspace")],
+        vec![ToolSpec::plugin(
+            "files",
+            "write",
+            "Write a file to the workspace",
+        )],
     );
     let r = h.exec(r#"try { await tools.call("file_write", { path: "a.txt" }); } catch (e) { return e.message; }"#).await;
     assert_eq!(
@@ -242,51 +317,121 @@ async fn unknown_tool_messages_e24_e25() {
 
 #[tokio::test]
 async fn slow_call_waits_then_wait_completes() {
-    let h = harness_with(json!({"enabled": true, "timeoutMs": 300}), &[("slow", 700)], vec![]);
+    let h = harness_with(
+        json!({"enabled": true, "timeoutMs": 300}),
+        &[("slow", 700)],
+        vec![],
+    );
     let r = h.exec("text('before'); const v = await tools.callValue('slow', { n: 1 }); text('after'); return v.input.n + 1;").await;
-    let CodeModeResult::Waiting { run_id, reason, pending_tool_calls, output, .. } = &r else {
+    let CodeModeResult::Waiting {
+        run_id,
+        reason,
+        pending_tool_calls,
+        output,
+        ..
+    } = &r
+    else {
         panic!("expected waiting: {r:?}");
     };
     assert!(run_id.starts_with("cm_") && run_id.len() == 39, "{run_id}");
     assert_eq!(*reason, WaitReason::PendingTools);
-    assert_eq!(serde_json::to_value(pending_tool_calls).unwrap(), json!([{"id": "bridge:callValue:1", "method": "callValue"}]));
-    assert_eq!(output, &[codemode_bridge::OutputItem::Text { text: "before".into() }]);
+    assert_eq!(
+        serde_json::to_value(pending_tool_calls).unwrap(),
+        json!([{"id": "bridge:callValue:1", "method": "callValue"}])
+    );
+    assert_eq!(
+        output,
+        &[codemode_bridge::OutputItem::Text {
+            text: "before".into()
+        }]
+    );
     assert_eq!(h.cm.parked_runs(), 1);
 
     // A wait from another session is refused and the run stays stored.
-    let other = RunScope { session_id: Some("session-other".into()), session_key: Some("agent:main:other".into()), ..scope() };
-    let refused = h.cm.wait(&other, &json!({"runId": run_id}), &AbortHandle::new()).await;
-    assert_eq!(failure(&refused), ("code mode run belongs to a different session.", ErrorCode::InvalidInput));
-    let no_run = RunScope { run_id: None, ..scope() };
-    let refused = h.cm.wait(&no_run, &json!({"runId": run_id}), &AbortHandle::new()).await;
-    assert_eq!(failure(&refused), ("code mode run belongs to a different agent run.", ErrorCode::InvalidInput));
+    let other = RunScope {
+        session_id: Some("session-other".into()),
+        session_key: Some("agent:main:other".into()),
+        ..scope()
+    };
+    let refused =
+        h.cm.wait(&other, &json!({"runId": run_id}), &AbortHandle::new())
+            .await;
+    assert_eq!(
+        failure(&refused),
+        (
+            "code mode run belongs to a different session.",
+            ErrorCode::InvalidInput
+        )
+    );
+    let no_run = RunScope {
+        run_id: None,
+        ..scope()
+    };
+    let refused =
+        h.cm.wait(&no_run, &json!({"runId": run_id}), &AbortHandle::new())
+            .await;
+    assert_eq!(
+        failure(&refused),
+        (
+            "code mode run belongs to a different agent run.",
+            ErrorCode::InvalidInput
+        )
+    );
     assert_eq!(h.cm.parked_runs(), 1);
 
     // The first wait may come back waiting (same runId, no output) before the tool finishes.
     let mut last = h.wait(run_id).await;
-    while let CodeModeResult::Waiting { run_id: again, output, .. } = &last {
+    while let CodeModeResult::Waiting {
+        run_id: again,
+        output,
+        ..
+    } = &last
+    {
         assert_eq!(again, run_id);
         assert!(output.is_empty());
         last = h.wait(run_id).await;
     }
     assert_eq!(value(&last), &json!(2));
-    assert_eq!(last.output(), &[codemode_bridge::OutputItem::Text { text: "after".into() }]);
+    assert_eq!(
+        last.output(),
+        &[codemode_bridge::OutputItem::Text {
+            text: "after".into()
+        }]
+    );
     assert_eq!(h.calls(), 1);
     assert_eq!(h.cm.parked_runs(), 0);
     let gone = h.wait(run_id).await;
-    assert_eq!(failure(&gone), ("code mode run is unavailable or expired.", ErrorCode::InvalidInput));
+    assert_eq!(
+        failure(&gone),
+        (
+            "code mode run is unavailable or expired.",
+            ErrorCode::InvalidInput
+        )
+    );
 }
 
 #[tokio::test]
 async fn concurrent_wait_is_refused() {
-    let h = harness_with(json!({"enabled": true, "timeoutMs": 200}), &[("slow", 600)], vec![]);
-    let r = h.exec("return (await tools.callValue('slow', {})).name;").await;
+    let h = harness_with(
+        json!({"enabled": true, "timeoutMs": 200}),
+        &[("slow", 600)],
+        vec![],
+    );
+    let r = h
+        .exec("return (await tools.callValue('slow', {})).name;")
+        .await;
     let run_id = r.run_id().expect("waiting").to_string();
     let (a, b) = tokio::join!(h.wait(&run_id), async {
         tokio::time::sleep(Duration::from_millis(50)).await;
         h.wait(&run_id).await
     });
-    assert_eq!(failure(&b), ("code mode run is already being resumed.", ErrorCode::InvalidInput));
+    assert_eq!(
+        failure(&b),
+        (
+            "code mode run is already being resumed.",
+            ErrorCode::InvalidInput
+        )
+    );
     let mut last = a;
     while last.status() == "waiting" {
         last = h.wait(&run_id).await;
@@ -299,36 +444,70 @@ async fn wait_argument_errors() {
     let h = harness();
     for input in [json!({}), json!({"runId": "  "}), json!({"runId": 5})] {
         let r = h.cm.wait(&scope(), &input, &AbortHandle::new()).await;
-        assert_eq!(failure(&r), ("runId must be a non-empty string.", ErrorCode::InvalidInput));
+        assert_eq!(
+            failure(&r),
+            ("runId must be a non-empty string.", ErrorCode::InvalidInput)
+        );
     }
-    let r = h.cm.wait(&scope(), &json!({"run_id": "cm_nope"}), &AbortHandle::new()).await;
-    assert_eq!(failure(&r), ("code mode run is unavailable or expired.", ErrorCode::InvalidInput));
+    let r =
+        h.cm.wait(&scope(), &json!({"run_id": "cm_nope"}), &AbortHandle::new())
+            .await;
+    assert_eq!(
+        failure(&r),
+        (
+            "code mode run is unavailable or expired.",
+            ErrorCode::InvalidInput
+        )
+    );
 }
 
 #[tokio::test]
 async fn guest_failures_e35_e36_e37_e42() {
     let h = harness();
-    let r = h.exec("await new Promise(() => undefined); return 'never';").await;
-    assert_eq!(failure(&r), ("code mode promise is pending without host work", ErrorCode::InternalError));
+    let r = h
+        .exec("await new Promise(() => undefined); return 'never';")
+        .await;
+    assert_eq!(
+        failure(&r),
+        (
+            "code mode promise is pending without host work",
+            ErrorCode::InternalError
+        )
+    );
     assert_eq!(h.cm.parked_runs(), 0);
     let r = h.exec("const x = ;").await;
     let (e, code) = failure(&r);
     assert_eq!(code, ErrorCode::InternalError);
-    assert!(e.contains("SyntaxError") && e.contains("unexpected token") && !e.starts_with("at "), "{e}");
+    assert!(
+        e.contains("SyntaxError") && e.contains("unexpected token") && !e.starts_with("at "),
+        "{e}"
+    );
     let r = h.exec("return missingFn();").await;
     let (e, _) = failure(&r);
-    assert!(e.contains("ReferenceError") && e.contains("missingFn is not defined"), "{e}");
+    assert!(
+        e.contains("ReferenceError") && e.contains("missingFn is not defined"),
+        "{e}"
+    );
     let r = h.exec("text(\"before\"); throw new Error(\"boom\");").await;
     assert!(failure(&r).0.contains("Error: boom"));
-    assert_eq!(r.output(), &[codemode_bridge::OutputItem::Text { text: "before".into() }]);
+    assert_eq!(
+        r.output(),
+        &[codemode_bridge::OutputItem::Text {
+            text: "before".into()
+        }]
+    );
 }
 
 #[tokio::test]
 async fn module_access_and_globals_e34_e38_e40() {
     let h = harness();
-    let r = h.exec("return [typeof process, typeof module, typeof require];").await;
+    let r = h
+        .exec("return [typeof process, typeof module, typeof require];")
+        .await;
     assert_eq!(value(&r), &json!(["undefined", "undefined", "undefined"]));
-    let r = h.exec("return typeof globalThis.__openclawHostRequest;").await;
+    let r = h
+        .exec("return typeof globalThis.__openclawHostRequest;")
+        .await;
     assert_eq!(value(&r), &json!("undefined"));
     for code in [
         "const fs = require('node:fs'); return fs;",
@@ -337,28 +516,56 @@ async fn module_access_and_globals_e34_e38_e40() {
         "return process.getBuiltinModule('node:fs');",
     ] {
         let r = h.exec(code).await;
-        assert_eq!(failure(&r), ("code mode module access is disabled.", ErrorCode::InvalidInput), "{code}");
+        assert_eq!(
+            failure(&r),
+            (
+                "code mode module access is disabled.",
+                ErrorCode::InvalidInput
+            ),
+            "{code}"
+        );
     }
 }
 
 #[tokio::test]
 async fn limits_e41_e43() {
-    let h = harness_with(json!({"enabled": true, "maxOutputBytes": 1024}), &[], vec![]);
+    let h = harness_with(
+        json!({"enabled": true, "maxOutputBytes": 1024}),
+        &[],
+        vec![],
+    );
     let r = h.exec("return 'x'.repeat(2048);").await;
-    assert_eq!(failure(&r), ("code mode output limit exceeded", ErrorCode::OutputLimitExceeded));
+    assert_eq!(
+        failure(&r),
+        (
+            "code mode output limit exceeded",
+            ErrorCode::OutputLimitExceeded
+        )
+    );
     assert!(r.output().is_empty());
 
     let h = harness_with(json!({"enabled": true, "timeoutMs": 100}), &[], vec![]);
     let started = Instant::now();
     let r = h.exec("while (true) {}").await;
-    assert_eq!(failure(&r), ("code mode timeout exceeded", ErrorCode::Timeout));
-    assert!(started.elapsed() < Duration::from_millis(100 + 250 + 250), "{:?}", started.elapsed());
+    assert_eq!(
+        failure(&r),
+        ("code mode timeout exceeded", ErrorCode::Timeout)
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(100 + 250 + 250),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(value(&h.exec("return 'next'").await), &json!("next"));
 }
 
 #[tokio::test]
 async fn abort_fails_the_run() {
-    let h = harness_with(json!({"enabled": true, "timeoutMs": 5000}), &[("slow", 3000)], vec![]);
+    let h = harness_with(
+        json!({"enabled": true, "timeoutMs": 5000}),
+        &[("slow", 3000)],
+        vec![],
+    );
     let abort = AbortHandle::new();
     let trigger = abort.clone();
     tokio::spawn(async move {
@@ -366,8 +573,17 @@ async fn abort_fails_the_run() {
         trigger.abort();
     });
     let started = Instant::now();
-    let r = h.cm.exec(&h.env, &json!({"code": "return await tools.callValue('slow', {});"}), &abort).await;
-    assert_eq!(failure(&r), ("code mode execution aborted", ErrorCode::Aborted));
+    let r =
+        h.cm.exec(
+            &h.env,
+            &json!({"code": "return await tools.callValue('slow', {});"}),
+            &abort,
+        )
+        .await;
+    assert_eq!(
+        failure(&r),
+        ("code mode execution aborted", ErrorCode::Aborted)
+    );
     assert!(started.elapsed() < Duration::from_millis(1000));
     assert_eq!(h.cm.parked_runs(), 0);
 }
@@ -375,7 +591,9 @@ async fn abort_fails_the_run() {
 #[tokio::test]
 async fn detached_calls_are_drained_not_dropped() {
     let h = harness_with(json!(true), &[("slow", 100)], vec![]);
-    let r = h.exec("void tools.callValue('slow', { detached: true }); return 'main done';").await;
+    let r = h
+        .exec("void tools.callValue('slow', { detached: true }); return 'main done';")
+        .await;
     assert_eq!(value(&r), &json!("main done"));
     assert_eq!(h.calls(), 1);
     assert_eq!(h.fixture.in_flight.load(Ordering::SeqCst), 0);

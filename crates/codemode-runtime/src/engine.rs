@@ -224,4 +224,3 @@ impl Drop for Runtime {
         self.ticker_stop.store(true, Ordering::Relaxed);
     }
 }
-

@@ -24,10 +24,12 @@ mod snapshot;
 mod vm;
 mod worker;
 
-pub use engine::{FreshVm, Runtime, RuntimeError, RuntimeOptions, WallClock, GUEST_SHA256, GUEST_WASM};
+pub use engine::{
+    FreshVm, Runtime, RuntimeError, RuntimeOptions, WallClock, GUEST_SHA256, GUEST_WASM,
+};
 pub use snapshot::{Snapshot, SnapshotError, SNAPSHOT_FORMAT_VERSION};
 pub use vm::{
     AbortHandle, LegBudget, PendingRequest, Vm, VmError, VmLimits, HARD_DEADLINE_GRACE,
     SHADOW_STACK_BYTES,
 };
-pub use worker::{run_leg, LegPanic, LEG_THREAD_STACK_BYTES};
+pub use worker::{on_leg_stack, run_leg, LegPanic, LEG_THREAD_STACK_BYTES};

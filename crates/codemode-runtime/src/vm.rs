@@ -53,7 +53,9 @@ impl Default for VmLimits {
 
 impl VmLimits {
     fn linear_memory_cap(&self) -> usize {
-        let cap = self.memory_limit_bytes + self.memory_limit_bytes / 4 + SHADOW_STACK_BYTES
+        let cap = self.memory_limit_bytes
+            + self.memory_limit_bytes / 4
+            + SHADOW_STACK_BYTES
             + 32 * 1024 * 1024;
         cap.min((1u64 << 32) - 65536) as usize
     }
@@ -380,10 +382,7 @@ impl Vm {
     }
 
     /// A fresh VM from the runtime's post-initialisation image.
-    pub(crate) fn from_image(
-        runtime: &Runtime,
-        limits: &VmLimits,
-    ) -> Result<Vm, RuntimeError> {
+    pub(crate) fn from_image(runtime: &Runtime, limits: &VmLimits) -> Result<Vm, RuntimeError> {
         let mut vm = Vm::instantiate(runtime, limits)?;
         let image = &runtime.image;
         vm.load_memory(image.pages, image.stack_pointer, |dst| {
@@ -582,7 +581,7 @@ impl Vm {
             return Err(VmError::Poisoned(p.clone()));
         }
         self.arm(budget);
-        let result = crate::worker::on_leg_stack(|| self.call_raw(func, input))
+        let result = crate::on_leg_stack(|| self.call_raw(func, input))
             .unwrap_or_else(|p| Err(VmError::Trap(p.to_string())));
         let interrupted = self.store.data().interrupted;
         self.disarm();

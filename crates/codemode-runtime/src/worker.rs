@@ -51,11 +51,13 @@ thread_local! {
 }
 
 /// Runs `work` on a thread whose stack can hold `max_wasm_stack`: the current one when it is a
-/// leg thread, else a scoped helper thread. Guest code never runs on a small stack, whoever calls
-/// the synchronous [`crate::Vm`] API.
-pub(crate) fn on_leg_stack<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R, LegPanic> {
+/// leg thread, else a scoped helper thread that is marked as one (so `Vm` calls inside `work` run
+/// in place). Guest code never runs on a small stack, whoever calls the synchronous
+/// [`crate::Vm`] API. Errors: [`LegPanic`] when `work` panics or no thread can be started.
+pub fn on_leg_stack<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R, LegPanic> {
     if IN_LEG.with(|f| f.get()) {
-        return catch_unwind(AssertUnwindSafe(work)).map_err(|_| LegPanic("host code panicked".into()));
+        return catch_unwind(AssertUnwindSafe(work))
+            .map_err(|_| LegPanic("host code panicked".into()));
     }
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()

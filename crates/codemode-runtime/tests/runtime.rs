@@ -42,11 +42,23 @@ fn values_and_null() {
     assert_eq!(completed("return 1+2"), json!(3));
     assert_eq!(completed("1+2;"), json!(null));
     assert_eq!(completed("return undefined"), json!(null));
-    assert_eq!(completed("return {a: [1, 'x', null, true]}"), json!({"a": [1, "x", null, true]}));
-    assert_eq!(completed("const x = await Promise.resolve(41); return x + 1;"), json!(42));
-    assert_eq!(completed("return [typeof require, typeof process, typeof module]"), json!(["undefined", "undefined", "undefined"]));
+    assert_eq!(
+        completed("return {a: [1, 'x', null, true]}"),
+        json!({"a": [1, "x", null, true]})
+    );
+    assert_eq!(
+        completed("const x = await Promise.resolve(41); return x + 1;"),
+        json!(42)
+    );
+    assert_eq!(
+        completed("return [typeof require, typeof process, typeof module]"),
+        json!(["undefined", "undefined", "undefined"])
+    );
     assert_eq!(completed("return typeof eval"), json!("function"));
-    assert_eq!(completed("return new Date(0).getHours() + new Date(0).getTimezoneOffset()"), json!(0));
+    assert_eq!(
+        completed("return new Date(0).getHours() + new Date(0).getTimezoneOffset()"),
+        json!(0)
+    );
 }
 
 #[test]
@@ -56,7 +68,10 @@ fn errors() {
     let e = failed("const x = ;");
     assert!(e.starts_with("SyntaxError: unexpected token"), "{e}");
     let e = failed("return missingFn();");
-    assert!(e.starts_with("ReferenceError: missingFn is not defined"), "{e}");
+    assert!(
+        e.starts_with("ReferenceError: missingFn is not defined"),
+        "{e}"
+    );
     assert!(!e.starts_with("at "));
 }
 
@@ -103,10 +118,17 @@ fn abort_stops_the_guest() {
 #[test]
 fn memory_bomb_is_a_clean_failure() {
     let rt = runtime();
-    let limits = VmLimits { memory_limit_bytes: 8 * 1024 * 1024 };
+    let limits = VmLimits {
+        memory_limit_bytes: 8 * 1024 * 1024,
+    };
     let mut vm = rt.fresh_vm(&limits).unwrap();
     let r = vm
-        .start("const a = []; while (true) a.push('x'.repeat(1000) + a.length);", r#"{"tools":[]}"#, &limits, &budget(10000))
+        .start(
+            "const a = []; while (true) a.push('x'.repeat(1000) + a.length);",
+            r#"{"tools":[]}"#,
+            &limits,
+            &budget(10000),
+        )
         .unwrap();
     match r.state {
         GuestState::Failed { error } => assert!(error.contains("out of memory"), "{error}"),
@@ -130,24 +152,68 @@ fn bridge_requests_deliveries_and_output() {
         )
         .unwrap();
     assert_eq!(r.state, GuestState::Pending);
-    assert_eq!(r.output, vec![OutputItem::Text { text: "before".into() }]);
-    let ids: Vec<_> = r.requests.iter().map(|q| (q.id.as_str(), q.method, q.args.clone())).collect();
+    assert_eq!(
+        r.output,
+        vec![OutputItem::Text {
+            text: "before".into()
+        }]
+    );
+    let ids: Vec<_> = r
+        .requests
+        .iter()
+        .map(|q| (q.id.as_str(), q.method, q.args.clone()))
+        .collect();
     assert_eq!(
         ids,
         vec![
-            ("bridge:callValue:1", BridgeMethod::CallValue, json!({"id": "openclaw:core:echo", "input": {"v": 1}})),
-            ("bridge:callValue:2", BridgeMethod::CallValue, json!({"id": "openclaw:core:echo", "input": {"v": 2}})),
+            (
+                "bridge:callValue:1",
+                BridgeMethod::CallValue,
+                json!({"id": "openclaw:core:echo", "input": {"v": 1}})
+            ),
+            (
+                "bridge:callValue:2",
+                BridgeMethod::CallValue,
+                json!({"id": "openclaw:core:echo", "input": {"v": 2}})
+            ),
         ]
     );
     // Deliver out of order.
-    let r = vm.deliver(&Delivery { id: "bridge:callValue:2".into(), outcome: Ok(json!(20)) }, &budget(5000)).unwrap();
+    let r = vm
+        .deliver(
+            &Delivery {
+                id: "bridge:callValue:2".into(),
+                outcome: Ok(json!(20)),
+            },
+            &budget(5000),
+        )
+        .unwrap();
     assert_eq!(r.state, GuestState::Pending);
     assert_eq!(r.outstanding, 1);
-    let r = vm.deliver(&Delivery { id: "bridge:callValue:1".into(), outcome: Ok(json!(1)) }, &budget(5000)).unwrap();
+    let r = vm
+        .deliver(
+            &Delivery {
+                id: "bridge:callValue:1".into(),
+                outcome: Ok(json!(1)),
+            },
+            &budget(5000),
+        )
+        .unwrap();
     assert_eq!(r.state, GuestState::Completed { value: json!(21) });
-    assert_eq!(r.output, vec![OutputItem::Json { value: json!({"a": 1, "b": 20}) }]);
     assert_eq!(
-        vm.deliver(&Delivery { id: "bridge:callValue:1".into(), outcome: Ok(json!(1)) }, &budget(5000)),
+        r.output,
+        vec![OutputItem::Json {
+            value: json!({"a": 1, "b": 20})
+        }]
+    );
+    assert_eq!(
+        vm.deliver(
+            &Delivery {
+                id: "bridge:callValue:1".into(),
+                outcome: Ok(json!(1))
+            },
+            &budget(5000)
+        ),
         Err(VmError::UnknownRequest("bridge:callValue:1".into()))
     );
 }
@@ -174,12 +240,38 @@ fn snapshot_restores_twice_with_different_answers() {
     assert_eq!(snap.pending().len(), 1);
 
     let mut a = rt.restore(&snap, &limits).unwrap();
-    let ra = a.deliver(&Delivery { id: "bridge:call:1".into(), outcome: Ok(json!({"n": 1})) }, &budget(5000)).unwrap();
-    assert_eq!(ra.state, GuestState::Completed { value: json!(["kept", {"n": 1}]) });
+    let ra = a
+        .deliver(
+            &Delivery {
+                id: "bridge:call:1".into(),
+                outcome: Ok(json!({"n": 1})),
+            },
+            &budget(5000),
+        )
+        .unwrap();
+    assert_eq!(
+        ra.state,
+        GuestState::Completed {
+            value: json!(["kept", {"n": 1}])
+        }
+    );
 
     let mut b = rt.restore(&snap, &limits).unwrap();
-    let rb = b.deliver(&Delivery { id: "bridge:call:1".into(), outcome: Err("fast failure".into()) }, &budget(5000)).unwrap();
-    assert_eq!(rb.state, GuestState::Completed { value: json!(["kept", "fast failure"]) });
+    let rb = b
+        .deliver(
+            &Delivery {
+                id: "bridge:call:1".into(),
+                outcome: Err("fast failure".into()),
+            },
+            &budget(5000),
+        )
+        .unwrap();
+    assert_eq!(
+        rb.state,
+        GuestState::Completed {
+            value: json!(["kept", "fast failure"])
+        }
+    );
 
     // Corruption and format checks.
     let mut bad = bytes.clone();
@@ -189,7 +281,10 @@ fn snapshot_restores_twice_with_different_answers() {
     let mut other_guest = bytes.clone();
     other_guest[12] ^= 0xff;
     let other = Snapshot::from_bytes(&other_guest).unwrap();
-    assert!(matches!(rt.restore(&other, &limits), Err(VmError::Unavailable(_))));
+    assert!(matches!(
+        rt.restore(&other, &limits),
+        Err(VmError::Unavailable(_))
+    ));
     let mut garbled = bytes;
     let n = garbled.len();
     garbled[n - 10] ^= 0xff;
@@ -201,10 +296,25 @@ fn snapshot_restores_twice_with_different_answers() {
 fn image_and_init_give_the_same_guest() {
     let rt = runtime();
     let limits = VmLimits::default();
-    for how in [codemode_runtime::FreshVm::Image, codemode_runtime::FreshVm::Init] {
+    for how in [
+        codemode_runtime::FreshVm::Image,
+        codemode_runtime::FreshVm::Init,
+    ] {
         let mut vm = rt.fresh_vm_with(&limits, how).unwrap();
-        let r = vm.start("return [1, typeof tools, typeof ALL_TOOLS, typeof __cm]", r#"{"tools":[]}"#, &limits, &budget(5000)).unwrap();
-        assert_eq!(r.state, GuestState::Completed { value: json!([1, "object", "object", "undefined"]) });
+        let r = vm
+            .start(
+                "return [1, typeof tools, typeof ALL_TOOLS, typeof __cm]",
+                r#"{"tools":[]}"#,
+                &limits,
+                &budget(5000),
+            )
+            .unwrap();
+        assert_eq!(
+            r.state,
+            GuestState::Completed {
+                value: json!([1, "object", "object", "undefined"])
+            }
+        );
     }
 }
 
