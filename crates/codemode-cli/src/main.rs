@@ -1,29 +1,34 @@
 //! `codemode`: run code-mode programs from a shell.
 //!
 //! - `codemode exec [FILE | -e CODE | -]` runs one program against the built-in workspace tools
-//!   (`read`, `list`, `grep` under `--root`) and prints the result as JSON; `waiting` results are
-//!   followed with `wait` until the run completes or `--wall-clock-ms` passes.
+//!   (`read`, `list`, `grep` under `--root`) or the static tools of `--tools FILE`, and prints
+//!   the result as JSON; `waiting` results are followed with `wait` until the run completes or
+//!   `--wall-clock-ms` passes.
+//! - `codemode session` reads `{"tool": "exec" | "wait", "args": {…}}` lines on stdin and writes
+//!   one result line each on stdout, keeping parked runs across lines.
 //! - `codemode config [--config FILE] [--agent ID]` prints the resolved `tools.codeMode` and the
 //!   warnings for every ignored or clamped value.
 //! - `codemode catalog --tools FILE …` shows what the model would see of a tool list.
 //!
 //! Exit status: 0 completed (or a successful inspection), 1 failed, 2 bad usage.
 
+mod host;
+mod session;
+mod static_tools;
 mod tools;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use codemode_catalog::cli::CatalogView;
-use codemode_catalog::{Catalog, SearchLimits};
-use codemode_config::{ConfigReport, Enabled};
-use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
+use codemode_catalog::SearchLimits;
+use codemode_facade::{CodeMode, CodeModeResult};
 use codemode_runtime::AbortHandle;
-use serde_json::{json, Value};
+use host::HostArgs;
+use serde_json::json;
 
 #[derive(Parser)]
 #[command(
@@ -40,6 +45,8 @@ struct Cli {
 enum Command {
     /// Run one program and print its result as JSON.
     Exec(ExecArgs),
+    /// Drive exec/wait over JSON lines: one request per stdin line, one result per stdout line.
+    Session(SessionArgs),
     /// Print the resolved tools.codeMode config and its warnings as JSON.
     Config(ConfigArgs),
     /// Show a tool list as the model and guest would see it.
@@ -61,24 +68,20 @@ struct ExecArgs {
     /// Source language: javascript (default) or typescript.
     #[arg(long)]
     language: Option<String>,
-    /// Workspace root the built-in tools may read (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// The cell's timeoutMs: budget of each exec/wait call in ms (clamped to 100-60000).
-    #[arg(long, value_name = "N")]
-    timeout_ms: Option<u64>,
     /// Stop following a waiting run after this many ms in total.
     #[arg(long, value_name = "N", default_value_t = 60_000)]
     wall_clock_ms: u64,
-    /// Config file in the spec's shape: {"tools": {"codeMode": …}, "agents": {"list": […]}}.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Agent id whose per-agent override applies.
-    #[arg(long, value_name = "ID")]
-    agent: Option<String>,
     /// Pretty-print the result.
     #[arg(long)]
     pretty: bool,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+#[derive(Args)]
+struct SessionArgs {
+    #[command(flatten)]
+    host: HostArgs,
 }
 
 #[derive(Args)]
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Exec(args) => exec(args),
+        Command::Session(args) => session::run(&args.host),
         Command::Config(args) => config(args),
         Command::Catalog(args) => catalog(args),
     };
@@ -140,24 +144,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// Why a subcommand stopped early; `main` prints the message as one stderr line.
 enum Failure {
+    /// Bad usage (arguments, unreadable or invalid files): exit 2.
     Usage(String),
+    /// The command could not run (runtime, I/O): exit 1.
     Run(String),
 }
 
-fn load_config(path: Option<&Path>, agent: Option<&str>) -> Result<ConfigReport, Failure> {
-    match path {
-        Some(path) => codemode_config::load_config_file(path, agent)
-            .map_err(|e| Failure::Usage(e.to_string())),
-        None => Ok(ConfigReport::from_root(
-            &json!({"tools": {"codeMode": true}}),
-            agent,
-        )),
-    }
-}
-
 fn config(args: ConfigArgs) -> Result<ExitCode, Failure> {
-    let report = load_config(args.config.as_deref(), args.agent.as_deref())?;
+    let report = host::load_config(args.config.as_deref(), args.agent.as_deref())?;
     println!("{}", report.to_json_pretty());
     Ok(ExitCode::SUCCESS)
 }
@@ -220,46 +216,11 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         .to_string()
     });
 
-    let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
-    for warning in &report.warnings {
-        eprintln!("codemode: config: {}", warning.message);
-    }
-    if let Some(ms) = args.timeout_ms {
-        let mut value = serde_json::to_value(&report.config).unwrap_or(Value::Null);
-        value["timeoutMs"] = json!(ms);
-        let resolved = codemode_config::resolve(&value);
-        for warning in &resolved.warnings {
-            eprintln!("codemode: --timeout-ms: {}", warning.message);
-        }
-        report.config = resolved.config;
-    }
-    if report.config.enabled == Enabled::Off {
-        let result =
-            json!({"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"});
-        println!("{result}");
+    let Some(env) = host::run_env(&args.host)? else {
+        println!("{}", host::disabled_result());
         return Ok(ExitCode::from(1));
-    }
-
-    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
-    let executor = tools::WorkspaceTools::new(&root)
-        .map_err(|e| Failure::Usage(format!("--root {}: {e}", root.display())))?;
-    let limits = SearchLimits {
-        max_search_limit: report.config.max_search_limit as u32,
-        search_default_limit: report.config.search_default_limit as u32,
     };
-    let catalog = Catalog::build(tools::specs(), &limits)
-        .map_err(|e| Failure::Run(format!("catalog: {e}")))?;
-    let env = RunEnv::new(
-        report.config.clone(),
-        Arc::new(catalog),
-        Arc::new(executor),
-        Default::default(),
-    );
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Run(format!("cannot start the async runtime: {e}")))?;
+    let runtime = host::async_runtime()?;
     let input = json!({"code": code, "language": language});
     let wall_clock = Duration::from_millis(args.wall_clock_ms);
     let result = runtime.block_on(async move {

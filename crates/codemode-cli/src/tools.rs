@@ -136,10 +136,16 @@ impl ToolExecutor for WorkspaceTools {
             })
             .await
             .map_err(|e| format!("tool task failed: {e}"))??;
-            let text = serde_json::to_string(&details).unwrap_or_default();
-            Ok(json!({"content": [{"type": "text", "text": text}], "details": details}))
+            Ok(tool_result(details))
         })
     }
+}
+
+/// The tool-result shape every CLI tool returns: `{content: [{type: "text", text: <JSON of
+/// details>}], details}`.
+pub fn tool_result(details: Value) -> Value {
+    let text = serde_json::to_string(&details).unwrap_or_default();
+    json!({"content": [{"type": "text", "text": text}], "details": details})
 }
 
 fn string_arg<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, String> {

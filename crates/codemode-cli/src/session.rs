@@ -1,0 +1,224 @@
+//! `codemode session`: `exec` and `wait` over JSON lines, so any host can drive code mode
+//! without linking Rust.
+//!
+//! Each non-blank stdin line is one request, `{"tool": "exec", "args": {…}}` or `{"tool": "wait",
+//! "args": {"runId": …}}`; `args` go unchanged to [`CodeMode::exec`] / [`CodeMode::wait`]. Each
+//! request gets exactly one stdout line, the spec's result object
+//! ([`codemode_facade::CodeModeResult::to_json`]), flushed at once. Requests run one at a time in
+//! input order; one [`CodeMode`] serves the whole session, so a `waiting` run from one line can be
+//! resumed by `wait` on a later one, and parked runs keep their tool calls running between lines.
+//! A malformed line gets `{"status": "failed", "error": <message>, "code": "invalid_input"}` and
+//! the session goes on. End of input ends the session (exit 0) and drops every parked run.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use codemode_facade::{CodeMode, RunEnv};
+use codemode_runtime::AbortHandle;
+use serde_json::{json, Value};
+
+use crate::host::{self, HostArgs};
+use crate::static_tools::kind_of;
+use crate::Failure;
+
+/// One request line, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// `{"tool": "exec", "args": {…}}`: the `exec` arguments.
+    Exec(Value),
+    /// `{"tool": "wait", "args": {…}}`: the `wait` arguments.
+    Wait(Value),
+}
+
+/// Parses one request line; `Err` is the message of the `invalid_input` reply.
+pub fn parse_request(line: &str) -> Result<Request, String> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| format!("line is not valid JSON: {e}"))?;
+    let Value::Object(mut map) = value else {
+        return Err(format!(
+            "line must be a JSON object {{\"tool\": \"exec\" | \"wait\", \"args\": {{…}}}}, got {}",
+            kind_of(&value)
+        ));
+    };
+    let tool = map.remove("tool");
+    let args = map.remove("args");
+    if let Some(key) = map.keys().next() {
+        return Err(format!(
+            "unknown key {key:?} in line: only \"tool\" and \"args\" are allowed"
+        ));
+    }
+    let tool = match tool {
+        None => return Err("missing \"tool\": expected \"exec\" or \"wait\"".into()),
+        Some(Value::String(tool)) => tool,
+        Some(other) => {
+            return Err(format!(
+                "\"tool\" must be \"exec\" or \"wait\", got {}",
+                kind_of(&other)
+            ))
+        }
+    };
+    if tool != "exec" && tool != "wait" {
+        return Err(format!(
+            "unknown tool {tool:?}: expected \"exec\" or \"wait\""
+        ));
+    }
+    let args = match args {
+        None => return Err(format!("missing \"args\": the {tool} arguments object")),
+        Some(args @ Value::Object(_)) => args,
+        Some(other) => {
+            return Err(format!(
+                "\"args\" must be an object, got {}",
+                kind_of(&other)
+            ))
+        }
+    };
+    Ok(if tool == "exec" {
+        Request::Exec(args)
+    } else {
+        Request::Wait(args)
+    })
+}
+
+/// The reply to a malformed line.
+pub fn invalid_line(message: &str) -> Value {
+    json!({"status": "failed", "error": message, "code": "invalid_input"})
+}
+
+/// The state kept across lines: the code-mode front and its environment (`None` when the config
+/// disables code mode, so every request gets the disabled result).
+pub struct Session {
+    front: Option<(CodeMode, RunEnv)>,
+}
+
+impl Session {
+    /// Answers one non-blank line with the JSON to print.
+    pub async fn handle(&self, line: &str) -> Value {
+        let request = match parse_request(line) {
+            Ok(request) => request,
+            Err(message) => return invalid_line(&message),
+        };
+        let Some((code_mode, env)) = &self.front else {
+            return host::disabled_result();
+        };
+        let abort = AbortHandle::new();
+        let result = match &request {
+            Request::Exec(args) => code_mode.exec(env, args, &abort).await,
+            Request::Wait(args) => code_mode.wait(&env.scope, args, &abort).await,
+        };
+        result.to_json()
+    }
+
+    /// Drops every parked run and cancels its pending tool calls.
+    pub fn close(&self) {
+        if let Some((code_mode, _)) = &self.front {
+            code_mode.clear();
+        }
+    }
+}
+
+/// Runs the session on stdin/stdout until end of input.
+pub fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
+    let env = host::run_env(args)?;
+    let runtime = host::async_runtime()?;
+    let front = match env {
+        Some(env) => {
+            let code_mode = runtime
+                .block_on(async { CodeMode::with_global_runtime() })
+                .map_err(|e| Failure::Run(e.to_string()))?;
+            Some((code_mode, env))
+        }
+        None => None,
+    };
+    let session = Session { front };
+    let outcome = serve(&session, &runtime);
+    session.close();
+    runtime.shutdown_background();
+    outcome
+}
+
+/// The read–answer loop.
+fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCode, Failure> {
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let stdout = std::io::stdout();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = input
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Failure::Run(format!("cannot read standard input: {e}")))?;
+        if read == 0 {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let reply = match std::str::from_utf8(&line) {
+            Ok(text) if text.trim().is_empty() => continue,
+            Ok(text) => runtime.block_on(session.handle(text)),
+            Err(_) => invalid_line("line is not valid UTF-8"),
+        };
+        let mut out = stdout.lock();
+        writeln!(out, "{reply}")
+            .and_then(|()| out.flush())
+            .map_err(|e| Failure::Run(format!("cannot write standard output: {e}")))?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(line: &str) -> String {
+        parse_request(line).unwrap_err()
+    }
+
+    #[test]
+    fn parses_requests() {
+        assert_eq!(
+            parse_request(r#"{"tool": "exec", "args": {"code": "return 1"}}"#),
+            Ok(Request::Exec(json!({"code": "return 1"})))
+        );
+        assert_eq!(
+            parse_request("{\"args\": {\"runId\": \"cm_x\"}, \"tool\": \"wait\"}\r\n"),
+            Ok(Request::Wait(json!({"runId": "cm_x"})))
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_lines() {
+        assert_eq!(
+            err("{"),
+            "line is not valid JSON: EOF while parsing an object at line 1 column 1"
+        );
+        assert_eq!(
+            err("[1]"),
+            "line must be a JSON object {\"tool\": \"exec\" | \"wait\", \"args\": {…}}, got an array"
+        );
+        assert_eq!(
+            err(r#"{"args": {}}"#),
+            "missing \"tool\": expected \"exec\" or \"wait\""
+        );
+        assert_eq!(
+            err(r#"{"tool": 1, "args": {}}"#),
+            "\"tool\" must be \"exec\" or \"wait\", got a number"
+        );
+        assert_eq!(
+            err(r#"{"tool": "run", "args": {}}"#),
+            "unknown tool \"run\": expected \"exec\" or \"wait\""
+        );
+        assert_eq!(
+            err(r#"{"tool": "wait"}"#),
+            "missing \"args\": the wait arguments object"
+        );
+        assert_eq!(
+            err(r#"{"tool": "exec", "args": "return 1"}"#),
+            "\"args\" must be an object, got a string"
+        );
+        assert_eq!(
+            err(r#"{"tool": "exec", "args": {}, "id": 7}"#),
+            "unknown key \"id\" in line: only \"tool\" and \"args\" are allowed"
+        );
+        assert_eq!(
+            invalid_line("x"),
+            json!({"status": "failed", "error": "x", "code": "invalid_input"})
+        );
+    }
+}

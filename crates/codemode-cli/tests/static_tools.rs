@@ -1,0 +1,300 @@
+//! `codemode exec` against the built binary: built-in tools and static tools from `--tools FILE`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The static tools every test here uses.
+const TOOLS: &str = r#"[
+    {"name": "fixed", "description": "Always the same answer.", "result": {"answer": 42}},
+    {"name": "fails", "error": "the service is down"},
+    {"name": "echo", "description": "Returns its input.", "echo": true,
+     "parameters": {"type": "object"}},
+    {"name": "slow", "result": "done", "delayMs": 1000}
+]"#;
+
+fn write_tools(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("tools.json");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn codemode(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs `codemode exec --tools <TOOLS> -e CODE EXTRA…` and returns (exit code, stdout JSON).
+fn exec_static(code: &str, extra: &[&str]) -> (i32, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = write_tools(dir.path(), TOOLS);
+    let mut args = vec!["exec", "--tools", tools.to_str().unwrap(), "-e", code];
+    args.extend_from_slice(extra);
+    let out = codemode(&args);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {stdout:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), value)
+}
+
+/// Telemetry of a run over [`TOOLS`] with `calls` tool calls.
+fn telemetry(calls: u64) -> Value {
+    json!({
+        "catalogSize": 4,
+        "sources": {"openclaw": 4, "mcp": 0, "client": 0},
+        "searchCount": 0,
+        "describeCount": 0,
+        "callCount": calls,
+        "visibleTools": ["exec", "wait"]
+    })
+}
+
+#[test]
+fn eval_returns_three_with_builtin_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = codemode(&[
+        "exec",
+        "--root",
+        dir.path().to_str().unwrap(),
+        "-e",
+        "return 1+2",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({
+            "status": "completed",
+            "value": 3,
+            "output": [],
+            "replaySafe": false,
+            "telemetry": {
+                "catalogSize": 3,
+                "sources": {"openclaw": 3, "mcp": 0, "client": 0},
+                "searchCount": 0,
+                "describeCount": 0,
+                "callCount": 0,
+                "visibleTools": ["exec", "wait"]
+            }
+        })
+    );
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+}
+
+#[test]
+fn result_tool_returns_its_details() {
+    let (code, result) = exec_static(
+        r#"const whole = await tools.call("openclaw:core:fixed", {});
+           const value = await tools.fixed({});
+           return {whole, value, ids: ALL_TOOLS.map((t) => t.id)};"#,
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        result,
+        json!({
+            "status": "completed",
+            "value": {
+                "whole": {
+                    "tool": {
+                        "id": "openclaw:core:fixed",
+                        "name": "fixed",
+                        "description": "Always the same answer.",
+                        "source": "openclaw",
+                        "sourceName": "core",
+                        "input": "unknown"
+                    },
+                    "result": {
+                        "content": [{"type": "text", "text": "{\"answer\":42}"}],
+                        "details": {"answer": 42}
+                    }
+                },
+                "value": {"answer": 42},
+                "ids": [
+                    "openclaw:core:echo",
+                    "openclaw:core:fails",
+                    "openclaw:core:fixed",
+                    "openclaw:core:slow"
+                ]
+            },
+            "output": [],
+            "replaySafe": false,
+            "telemetry": telemetry(2)
+        })
+    );
+}
+
+#[test]
+fn error_tool_rejects_with_its_message() {
+    let (code, result) = exec_static(
+        r#"try { await tools.fails({}); return "resolved"; }
+           catch (e) { return [e instanceof Error, e.message]; }"#,
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        result,
+        json!({
+            "status": "completed",
+            "value": [true, "the service is down"],
+            "output": [],
+            "replaySafe": false,
+            "telemetry": telemetry(1)
+        })
+    );
+
+    let (code, result) = exec_static(r#"await tools.fails({}); return "resolved";"#, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(result["status"], json!("failed"));
+    assert_eq!(result["code"], json!("internal_error"));
+    assert_eq!(result["error"], json!("Error: the service is down"));
+}
+
+#[test]
+fn echo_tool_returns_its_input() {
+    let (code, result) = exec_static(
+        r#"return await tools.echo({a: 1, b: [true, null, "x"], c: undefined});"#,
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        result,
+        json!({
+            "status": "completed",
+            "value": {"input": {"a": 1, "b": [true, null, "x"]}},
+            "output": [],
+            "replaySafe": false,
+            "telemetry": telemetry(1)
+        })
+    );
+}
+
+#[test]
+fn delayed_tool_parks_the_run() {
+    // --wall-clock-ms 0: print the first result, the `waiting` one, without following it.
+    let (code, result) = exec_static(
+        r#"text("start"); const v = await tools.slow({}); text("end"); return v;"#,
+        &["--timeout-ms", "100", "--wall-clock-ms", "0"],
+    );
+    assert_eq!(code, 1);
+    let run_id = result["runId"].as_str().unwrap().to_string();
+    assert!(run_id.starts_with("cm_") && run_id.len() == 39, "{run_id}");
+    assert_eq!(
+        result,
+        json!({
+            "status": "waiting",
+            "runId": run_id,
+            "reason": "pending_tools",
+            "pendingToolCalls": [{"id": "bridge:callValue:1", "method": "callValue"}],
+            "replaySafe": false,
+            "output": [{"type": "text", "text": "start"}],
+            "telemetry": telemetry(1)
+        })
+    );
+}
+
+#[test]
+fn delayed_tool_completes_through_the_wait_loop() {
+    let started = Instant::now();
+    let (code, result) = exec_static(
+        r#"text("start"); const v = await tools.slow({}); text("end"); return v;"#,
+        &["--timeout-ms", "100"],
+    );
+    assert!(started.elapsed() >= Duration::from_millis(1000));
+    assert_eq!(code, 0);
+    assert_eq!(
+        result,
+        json!({
+            "status": "completed",
+            "value": "done",
+            "output": [{"type": "text", "text": "start"}, {"type": "text", "text": "end"}],
+            "replaySafe": false,
+            "telemetry": telemetry(1)
+        })
+    );
+}
+
+/// Runs `codemode exec --tools FILE -e 'return 1'` on a file with `text`; returns (exit code,
+/// stdout, stderr).
+fn exec_with_file(text: &str) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = write_tools(dir.path(), text);
+    let out = codemode(&["exec", "--tools", tools.to_str().unwrap(), "-e", "return 1"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let prefix = format!("codemode: --tools {}: ", tools.display());
+    let message = stderr
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("stderr {stderr:?} does not start with {prefix:?}"))
+        .to_string();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        message,
+    )
+}
+
+#[test]
+fn bad_tools_files_are_usage_errors() {
+    let cases = [
+        (
+            r#"{"name": "a", "result": 1}"#,
+            "expected a JSON array of tools, got an object\n",
+        ),
+        (
+            "[",
+            "not valid JSON: EOF while parsing a list at line 1 column 1\n",
+        ),
+        (
+            r#"[{"name": "a", "description": "x"}]"#,
+            "tool #0 (\"a\"): needs one of \"result\", \"error\" or \"echo\"\n",
+        ),
+        (
+            r#"[{"name": "a", "result": 1}, {"name": "b", "result": 1, "error": "no"}]"#,
+            "tool #1 (\"b\"): has \"result\" and \"error\"; give exactly one of \"result\", \"error\" or \"echo\"\n",
+        ),
+        (
+            r#"[{"name": "a", "result": 1, "delayMs": -5}]"#,
+            "tool #0 (\"a\"): \"delayMs\" must be a non-negative integer (milliseconds), got -5\n",
+        ),
+        (
+            r#"[{"name": "a", "result": 1, "delayMs": 2.5}]"#,
+            "tool #0 (\"a\"): \"delayMs\" must be a non-negative integer (milliseconds), got 2.5\n",
+        ),
+        (
+            r#"[{"name": "a", "echo": "yes"}]"#,
+            "tool #0 (\"a\"): \"echo\" must be true, got \"yes\"\n",
+        ),
+        (
+            r#"[{"name": "a", "result": 1}, {"name": "a", "error": "x"}]"#,
+            "duplicate catalog id \"openclaw:core:a\": tool #0 (core tool \"a\") and tool #1 (core tool \"a\") both map to it\n",
+        ),
+    ];
+    for (file, expected) in cases {
+        let (code, stdout, message) = exec_with_file(file);
+        assert_eq!((code, stdout.as_str(), message.as_str()), (2, "", expected));
+    }
+}
+
+#[test]
+fn missing_tools_file_is_a_usage_error() {
+    let out = codemode(&[
+        "exec",
+        "--tools",
+        "/nonexistent/tools.json",
+        "-e",
+        "return 1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "codemode: --tools /nonexistent/tools.json: No such file or directory (os error 2)\n"
+    );
+    assert!(out.stdout.is_empty());
+}
