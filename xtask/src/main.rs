@@ -110,7 +110,7 @@ fn setup() -> Result<(), String> {
 }
 
 fn demo() -> Result<(), String> {
-    run(cargo().args(["build", "--quiet", "-p", "codemode-cli"]))?;
+    run(cargo().args(["build", "-p", "codemode-cli"]))?;
     let bin = root().join("target/debug/codemode");
     let mut examples: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
         .map_err(|e| format!("examples/: {e}"))?

@@ -291,6 +291,12 @@ pub struct ToolCall {
     pub scope: RunScope,
     /// The bridge id of the guest request (`bridge:callValue:3`).
     pub bridge_id: String,
+    /// The nested call's own tool-call id, `tool_search_code:<parent>:<tool name>:<seq>`
+    /// (behaviour.md §3.5): `<parent>` is the original `exec` tool-call id, sanitised, and `<seq>`
+    /// counts the run's nested calls from 1, across `wait`s.
+    pub tool_call_id: String,
+    /// The original `exec` tool-call id, when the host gave one.
+    pub parent_tool_call_id: Option<String>,
     /// The code-mode run id once the run has parked (`cm_<uuid>`), else `None`.
     pub code_mode_run_id: Option<String>,
 }
@@ -308,19 +314,6 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send 
 pub trait ToolExecutor: Send + Sync + 'static {
     /// Starts one tool call.
     fn execute(&self, call: ToolCall) -> ToolFuture;
-}
-
-/// A static description of a tool offered to the catalog (a subset of the catalog crate's spec
-/// for hosts that only need core tools).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolDefinition {
-    /// Registered tool name.
-    pub name: String,
-    /// Human-readable description.
-    pub description: String,
-    /// JSON Schema of the input.
-    #[serde(default)]
-    pub parameters: Value,
 }
 
 /// Counts per method, handy for telemetry and tests.
@@ -406,6 +399,51 @@ mod tests {
         assert_eq!(
             String::from_utf8(e.to_guest_input()).unwrap(),
             r#"{"id":"bridge:call:2","ok":false,"error":"fast failure"}"#
+        );
+    }
+}
+
+/// The nested tool-call id `tool_search_code:<parent>:<tool name>:<seq>` (behaviour.md §3.5):
+/// `parent` has every run of characters outside `[A-Za-z0-9_.:-]` replaced by `_` and is cut to
+/// 120 characters.
+pub fn nested_tool_call_id(parent: &str, tool_name: &str, seq: u64) -> String {
+    let mut clean = String::with_capacity(parent.len().min(120));
+    let mut in_bad_run = false;
+    for c in parent.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-') {
+            clean.push(c);
+            in_bad_run = false;
+        } else if !in_bad_run {
+            clean.push('_');
+            in_bad_run = true;
+        }
+    }
+    let clean: String = clean.chars().take(120).collect();
+    format!("tool_search_code:{clean}:{tool_name}:{seq}")
+}
+
+#[cfg(test)]
+mod nested_id_tests {
+    use super::nested_tool_call_id;
+
+    #[test]
+    fn sanitised_and_cut() {
+        assert_eq!(
+            nested_tool_call_id("call_1", "read", 3),
+            "tool_search_code:call_1:read:3"
+        );
+        assert_eq!(
+            nested_tool_call_id("a b\u{e9}/c", "x", 1),
+            "tool_search_code:a_b_c:x:1"
+        );
+        assert_eq!(
+            nested_tool_call_id("a  /b", "x", 1),
+            "tool_search_code:a_b:x:1"
+        );
+        let long = "z".repeat(300);
+        assert_eq!(
+            nested_tool_call_id(&long, "t", 2),
+            format!("tool_search_code:{}:t:2", "z".repeat(120))
         );
     }
 }

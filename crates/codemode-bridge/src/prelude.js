@@ -183,10 +183,55 @@
     defineProperty(Math, "random", { value: random, writable: true, enumerable: false, configurable: true });
   }
 
-  // Installs the run's globals from the host's run context: {tools: [compact catalog entries]}.
+  // The read-only `API` virtual files (behaviour.md §7.4): [{path, description, bytes, content}].
+  function makeApi(files) {
+    const list = function list(prefix) {
+      return new PromiseCtor((resolve) => {
+        let p = typeof prefix === "string" ? prefix.trim() : "";
+        while (p.endsWith("/")) p = p.slice(0, -1);
+        const out = [];
+        for (let i = 0; i < files.length; i++) {
+          const f = files[i];
+          if (p === "" || f.path === p || f.path.startsWith(p + "/")) {
+            out.push({ path: f.path, description: f.description, bytes: f.bytes });
+          }
+        }
+        resolve({ files: out });
+      });
+    };
+    const read = function read(path) {
+      return new PromiseCtor((resolve, rej) => {
+        let p = typeof path === "string" ? path : "";
+        if (p.startsWith("/")) p = p.slice(1);
+        const segments = p.split("/");
+        if (p === "" || segments.some((s) => s === "" || s === "." || s === "..")) {
+          rej(new ErrorCtor("invalid API file path"));
+          return;
+        }
+        for (let i = 0; i < files.length; i++) {
+          const f = files[i];
+          if (f.path === p) {
+            resolve({ path: f.path, content: f.content, description: f.description, bytes: f.bytes });
+            return;
+          }
+        }
+        rej(new ErrorCtor("Unknown API file: " + p));
+      });
+    };
+    return freeze({ list, read });
+  }
+
+  function yieldControl(reason) {
+    // Resolves with the bridge value {status: "yielded", reason} (behaviour.md §5.10).
+    return request("yield", { reason: reason === undefined ? null : reason });
+  }
+
+  // Installs the run's globals from the host's run context:
+  // {tools: [compact catalog entries], apiFiles: [{path, description, bytes, content}]}.
   function setup(contextJson, seed) {
     seedRandom(seed);
     const context = parse(contextJson);
+    const apiFiles = isArray(context.apiFiles) ? context.apiFiles : [];
     const entries = isArray(context.tools) ? context.tools : [];
     const allTools = deepFreeze(entries);
     const api = create(null);
@@ -240,6 +285,9 @@
     define("tools", freeze(toolsObject));
     define("text", text);
     define("json", json);
+    define("yield_control", yieldControl);
+    define("API", makeApi(apiFiles));
+    define("namespaces", freeze(create(null)));
   }
 
   return freeze({

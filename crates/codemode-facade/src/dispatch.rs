@@ -21,6 +21,8 @@ pub(crate) struct Counters {
     pub(crate) search: AtomicU64,
     pub(crate) describe: AtomicU64,
     pub(crate) call: AtomicU64,
+    /// Nested tool calls started, for `tool_search_code:<parent>:<name>:<seq>` ids.
+    pub(crate) nested: AtomicU64,
 }
 
 /// What a dispatched request needs from its run.
@@ -29,6 +31,7 @@ pub(crate) struct Dispatcher {
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) executor: Arc<dyn ToolExecutor>,
     pub(crate) scope: RunScope,
+    pub(crate) parent_tool_call_id: Option<String>,
     pub(crate) counters: Arc<Counters>,
     /// Upper bound on one tool call: a run cannot be resumed after its snapshot TTL anyway.
     pub(crate) tool_timeout: Duration,
@@ -90,7 +93,11 @@ impl Dispatcher {
                     Some(Value::Null) | None => json!({}),
                     Some(v) => v.clone(),
                 };
+                let seq = self.counters.nested.fetch_add(1, Ordering::Relaxed) + 1;
+                let parent = self.parent_tool_call_id.as_deref().unwrap_or("exec");
                 let call = ToolCall {
+                    tool_call_id: codemode_bridge::nested_tool_call_id(parent, entry.name(), seq),
+                    parent_tool_call_id: self.parent_tool_call_id.clone(),
                     tool_id: entry.id().to_string(),
                     tool_name: entry.name().to_string(),
                     input,
@@ -123,7 +130,11 @@ impl Dispatcher {
                     Ok(json!({"tool": entry.compact(), "result": result}))
                 }
             }
-            BridgeMethod::Namespace | BridgeMethod::Nodes | BridgeMethod::Yield => {
+            BridgeMethod::Yield => Ok(json!({
+                "status": "yielded",
+                "reason": args.get("reason").cloned().unwrap_or(Value::Null),
+            })),
+            BridgeMethod::Namespace | BridgeMethod::Nodes => {
                 Err("unsupported code mode bridge method".into())
             }
         }

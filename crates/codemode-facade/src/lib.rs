@@ -16,8 +16,7 @@ mod dispatch;
 mod result;
 mod run;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{RunScope, ToolExecutor};
@@ -28,7 +27,8 @@ use serde_json::Value;
 
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
 
-use run::{Parked, Run};
+use codemode_snapshot::{Owner, SnapshotStore};
+use run::Run;
 
 /// `code mode run is unavailable or expired.` (behaviour.md §5.3).
 pub const RUN_UNAVAILABLE: &str = "code mode run is unavailable or expired.";
@@ -54,12 +54,14 @@ pub const EXECUTION_ABORTED: &str = "code mode execution aborted";
 pub const OUTPUT_LIMIT_EXCEEDED: &str = "code mode output limit exceeded";
 /// `code mode snapshot limit exceeded` (behaviour.md §5.6).
 pub const SNAPSHOT_LIMIT_EXCEEDED: &str = "code mode snapshot limit exceeded";
+/// `restart-safe code mode cannot call namespace tools.` (behaviour.md §5.2).
+pub const RESTART_SAFE_NAMESPACE: &str = "restart-safe code mode cannot call namespace tools.";
 /// `restart-safe code mode cannot call side-effecting tools.` (behaviour.md §5.2).
 pub const RESTART_SAFE_SIDE_EFFECTS: &str =
     "restart-safe code mode cannot call side-effecting tools.";
 
 /// At most this many runs are parked per process (behaviour.md §5.4).
-pub const MAX_SUSPENDED_RUNS: usize = 64;
+pub use codemode_snapshot::MAX_SUSPENDED_RUNS;
 
 /// Everything one `exec` needs from the host. The catalog, config and executor are captured
 /// when a run parks, so `wait` uses the same ones (behaviour.md §5.3 "Parking").
@@ -79,6 +81,9 @@ pub struct RunEnv {
     pub read_only_core_tools: Vec<String>,
     /// The host forces restart-safe tools (the effective `restartSafe` is this or the input's).
     pub force_restart_safe: bool,
+    /// The model's tool-call id of this `exec`; nested calls are named after it
+    /// (`tool_search_code:<parent>:<tool>:<seq>`, behaviour.md §3.5), also after `wait`s.
+    pub parent_tool_call_id: Option<String>,
 }
 
 impl RunEnv {
@@ -101,22 +106,36 @@ impl RunEnv {
                 .map(|s| s.to_string())
                 .collect(),
             force_restart_safe: false,
+            parent_tool_call_id: None,
         }
     }
 }
 
-/// The per-process code-mode front: runtime plus the map of parked runs (never persisted).
+/// `code mode run expiry is unavailable.` (behaviour.md §5.3).
+pub const RUN_EXPIRY_UNAVAILABLE: &str = "code mode run expiry is unavailable.";
+
+fn owner(scope: &RunScope) -> Owner {
+    Owner {
+        run_id: scope.run_id.clone(),
+        session_id: scope.session_id.clone(),
+        session_key: scope.session_key.clone(),
+        agent_id: scope.agent_id.clone(),
+    }
+}
+
+/// The per-process code-mode front: runtime plus the store of parked runs (in memory only,
+/// never persisted; `codemode-snapshot`).
 pub struct CodeMode {
     runtime: Arc<Runtime>,
-    runs: Arc<Mutex<HashMap<String, Arc<Parked>>>>,
+    runs: SnapshotStore<Run>,
 }
 
 impl CodeMode {
-    /// A front over `runtime`.
+    /// A front over `runtime` with the spec's cap of [`MAX_SUSPENDED_RUNS`] parked runs.
     pub fn new(runtime: Arc<Runtime>) -> Self {
         CodeMode {
             runtime,
-            runs: Arc::new(Mutex::new(HashMap::new())),
+            runs: SnapshotStore::new(MAX_SUSPENDED_RUNS),
         }
     }
 
@@ -131,23 +150,26 @@ impl CodeMode {
         &self.runtime
     }
 
-    /// Number of parked runs.
+    /// Number of parked runs (including one being resumed).
     pub fn parked_runs(&self) -> usize {
-        self.runs.lock().map(|r| r.len()).unwrap_or(0)
+        self.runs.len()
+    }
+
+    /// Suspended-run slots held by running cells that may park (behaviour.md §5.4).
+    pub fn reserved_slots(&self) -> usize {
+        self.runs.reserved()
     }
 
     /// Drops every parked run and cancels its pending tool calls (host shutdown or session end).
     pub fn clear(&self) {
-        if let Ok(mut runs) = self.runs.lock() {
-            runs.clear();
-        }
+        self.runs.clear();
     }
 
     /// Runs one `exec` (behaviour.md §5.2). `input` is the model's argument object
     /// (`{code | command, language?, restartSafe?}`); `abort` cancels the call.
     pub async fn exec(&self, env: &RunEnv, input: &Value, abort: &AbortHandle) -> CodeModeResult {
         let started = Instant::now();
-        self.purge_expired();
+        self.runs.purge_expired();
         let env = Arc::new(env.clone());
         let languages: Vec<codemode_ts::Language> = env
             .config
@@ -157,19 +179,43 @@ impl CodeMode {
             .collect();
         let prepared = match codemode_ts::prepare_exec(input, &languages) {
             Ok(p) => p,
-            Err(rejection) => {
-                return run::refusal(&env, rejection.message());
-            }
+            Err(rejection) => return run::refusal(&env, rejection.message()),
         };
         if abort.is_aborted() {
             return run::failure(&env, ErrorCode::Aborted, EXECUTION_ABORTED, false);
         }
         let deadline = started + Duration::from_millis(env.config.timeout_ms);
         let restart_safe = env.force_restart_safe || prepared.restart_safe;
-        let mut run = Run::new(env, restart_safe);
+        let mut run = Run::new(env, restart_safe, self.runs.clone());
         run.start(&self.runtime, &prepared.javascript, deadline, abort)
             .await;
-        self.settle_new(run, deadline, abort).await
+        match run.settle(deadline, abort).await {
+            run::Outcome::Done(result) => result,
+            run::Outcome::Park => {
+                // The cap is checked first (a slot reserved before auto-draining is reused).
+                let slot = match run.take_reservation() {
+                    Some(slot) => slot,
+                    None => match self.runs.reserve() {
+                        Ok(slot) => slot,
+                        Err(e) => return run.fail(ErrorCode::InvalidInput, &e.to_string()),
+                    },
+                };
+                let id = format!("cm_{}", uuid::Uuid::new_v4());
+                let result = match run.park(&id) {
+                    run::Parking::Parked(result) => result,
+                    run::Parking::Failed(result) => return result,
+                };
+                let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds);
+                let scope = owner(&run.env.scope);
+                match slot.park(id, scope, ttl, run) {
+                    Ok(()) => result,
+                    Err(rejected) => {
+                        let mut run = rejected.value;
+                        run.fail(ErrorCode::InternalError, RUN_EXPIRY_UNAVAILABLE)
+                    }
+                }
+            }
+        }
     }
 
     /// Runs one `wait` (behaviour.md §5.3). `caller` is the scope of the agent run calling it;
@@ -180,7 +226,7 @@ impl CodeMode {
         input: &Value,
         abort: &AbortHandle,
     ) -> CodeModeResult {
-        self.purge_expired();
+        self.runs.purge_expired();
         let run_id = input
             .get("runId")
             .or_else(|| input.get("run_id"))
@@ -190,109 +236,48 @@ impl CodeMode {
         if run_id.is_empty() {
             return run::bare_refusal(RUN_ID_REQUIRED);
         }
-        let parked = match self.runs.lock() {
-            Ok(runs) => runs.get(run_id).cloned(),
-            Err(_) => None,
+        // Scope checks and the in-flight guard, in the spec's order; refusals leave the run as is.
+        let mut guard = match self.runs.resume(run_id, &owner(caller)) {
+            Ok(guard) => guard,
+            Err(e) => return run::bare_refusal(&e.to_string()),
         };
-        let Some(parked) = parked else {
-            return run::bare_refusal(RUN_UNAVAILABLE);
-        };
-        let owner = &parked.owner;
-        if owner.run_id.is_some() && owner.run_id != caller.run_id {
-            return run::bare_refusal(RUN_OTHER_AGENT_RUN);
-        }
-        let same = |o: &Option<String>, c: &Option<String>| o.is_none() || o == c;
-        if !(same(&owner.session_id, &caller.session_id)
-            && same(&owner.session_key, &caller.session_key)
-            && same(&owner.agent_id, &caller.agent_id))
-        {
-            return run::bare_refusal(RUN_OTHER_SESSION);
-        }
-        let Ok(mut slot) = parked.run.try_lock() else {
-            return run::bare_refusal(RUN_ALREADY_RESUMING);
-        };
-        let Some(mut run) = slot.take() else {
-            return run::bare_refusal(RUN_UNAVAILABLE);
-        };
-        let deadline = Instant::now() + Duration::from_millis(run.env.config.timeout_ms);
-        match run.wait_ready(deadline, abort).await {
+        let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms);
+        match guard.wait_ready(deadline, abort).await {
             run::Readiness::Aborted => {
-                self.remove(run_id);
-                return run.fail(ErrorCode::Aborted, EXECUTION_ABORTED);
+                return guard.finish().fail(ErrorCode::Aborted, EXECUTION_ABORTED);
             }
-            run::Readiness::NotReady => {
-                let result = run.waiting_result(run_id.to_string());
-                *slot = Some(run);
-                return result;
-            }
+            // Dropping the guard keeps the run parked with its expiry unchanged.
+            run::Readiness::NotReady => return guard.waiting_result(run_id.to_string()),
             run::Readiness::Ready => {}
         }
-        if let Err(result) = run.restore(&self.runtime).await {
-            drop(slot);
-            self.remove(run_id);
+        if let Err(result) = guard.restore(&self.runtime).await {
+            guard.finish();
             return *result;
         }
-        // The slot stays locked while the run settles: a concurrent `wait` is refused with
-        // "already being resumed" and the run stays stored.
-        match run.settle(&self.runtime, deadline, abort).await {
+        // Resume: deliver what settled (in settlement order), then continue the settle loop.
+        guard.deliver_arrived(deadline, abort).await;
+        match guard.settle(deadline, abort).await {
             run::Outcome::Done(result) => {
-                drop(slot);
-                self.remove(run_id);
+                guard.finish();
                 result
             }
-            run::Outcome::Park => match run.park(run_id) {
-                run::Parking::Parked(result) => {
-                    *slot = Some(run);
-                    result
-                }
-                run::Parking::Failed(result) => {
-                    drop(slot);
-                    self.remove(run_id);
-                    result
-                }
-            },
-        }
-    }
-
-    /// After the first leg of an `exec`: settle, then finish or park under a new `runId`.
-    async fn settle_new(
-        &self,
-        mut run: Run,
-        deadline: Instant,
-        abort: &AbortHandle,
-    ) -> CodeModeResult {
-        match run.settle(&self.runtime, deadline, abort).await {
-            run::Outcome::Done(result) => result,
             run::Outcome::Park => {
-                if self.parked_runs() >= MAX_SUSPENDED_RUNS {
-                    return run.fail(ErrorCode::InvalidInput, TOO_MANY_SUSPENDED);
-                }
-                let id = format!("cm_{}", uuid::Uuid::new_v4());
-                match run.park(&id) {
-                    run::Parking::Parked(result) => {
-                        let parked = Arc::new(Parked::new(run.env.scope.clone(), run));
-                        if let Ok(mut runs) = self.runs.lock() {
-                            runs.insert(id, parked);
-                        }
-                        result
+                let result = match guard.park(run_id) {
+                    run::Parking::Parked(result) => result,
+                    run::Parking::Failed(result) => {
+                        guard.finish();
+                        return result;
                     }
-                    run::Parking::Failed(result) => result,
+                };
+                let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds);
+                match guard.repark(ttl) {
+                    Ok(()) => result,
+                    Err(rejected) => rejected
+                        .value
+                        .finish()
+                        .fail(ErrorCode::InternalError, RUN_EXPIRY_UNAVAILABLE),
                 }
             }
-        }
-    }
-
-    fn remove(&self, run_id: &str) {
-        if let Ok(mut runs) = self.runs.lock() {
-            runs.remove(run_id);
-        }
-    }
-
-    /// Removes parked runs whose expiry has passed (their pending calls are cancelled on drop).
-    fn purge_expired(&self) {
-        let now = Instant::now();
-        if let Ok(mut runs) = self.runs.lock() {
-            runs.retain(|_, parked| !parked.expired(now));
         }
     }
 }

@@ -6,10 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{BridgeMethod, Delivery, GuestReport, GuestState, OutputItem, RunScope};
+use codemode_bridge::{BridgeMethod, Delivery, GuestReport, GuestState, OutputItem};
 use codemode_runtime::{
     run_leg, AbortHandle, LegBudget, PendingRequest, Runtime, Snapshot, Vm, VmError, VmLimits,
 };
+use codemode_snapshot::{Reservation, SnapshotStore};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
@@ -18,32 +19,9 @@ use crate::dispatch::{Counters, Dispatcher, Settled};
 use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
 use crate::{
     RunEnv, EXECUTION_ABORTED, OUTPUT_LIMIT_EXCEEDED, PENDING_WITHOUT_HOST_WORK,
-    RESTART_SAFE_SIDE_EFFECTS, SNAPSHOT_LIMIT_EXCEEDED, TIMEOUT_EXCEEDED, TOO_MANY_PENDING,
+    RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS, SNAPSHOT_LIMIT_EXCEEDED, TIMEOUT_EXCEEDED,
+    TOO_MANY_PENDING,
 };
-
-/// A parked run in the process map. The mutex is held by the `wait` resuming it, which is how a
-/// second `wait` learns the run is already being resumed while the run stays stored.
-pub(crate) struct Parked {
-    pub(crate) owner: RunScope,
-    pub(crate) run: tokio::sync::Mutex<Option<Run>>,
-}
-
-impl Parked {
-    pub(crate) fn new(owner: RunScope, run: Run) -> Self {
-        Parked {
-            owner,
-            run: tokio::sync::Mutex::new(Some(run)),
-        }
-    }
-
-    /// Expired when not being resumed and its expiry has passed.
-    pub(crate) fn expired(&self, now: Instant) -> bool {
-        match self.run.try_lock() {
-            Ok(slot) => slot.as_ref().is_none_or(|run| run.expires_at <= now),
-            Err(_) => false,
-        }
-    }
-}
 
 pub(crate) enum Readiness {
     Ready,
@@ -84,8 +62,10 @@ pub(crate) struct Run {
     snapshot: Option<Snapshot>,
     /// A failure that ends the run at the next step of the settle loop.
     error: Option<(ErrorCode, String)>,
-    pub(crate) expires_at: Instant,
     run_id: Option<String>,
+    /// The store parked runs go to, and the slot reserved before auto-draining (§5.4).
+    store: SnapshotStore<Run>,
+    reservation: Option<Reservation<Run>>,
 }
 
 impl Drop for Run {
@@ -178,17 +158,19 @@ fn json_len<T: serde::Serialize>(v: &T) -> u64 {
 }
 
 impl Run {
-    pub(crate) fn new(env: Arc<RunEnv>, restart_safe: bool) -> Run {
+    pub(crate) fn new(env: Arc<RunEnv>, restart_safe: bool, store: SnapshotStore<Run>) -> Run {
         let (tx, rx) = unbounded_channel();
         let dispatcher = Dispatcher {
             catalog: env.catalog.clone(),
             executor: env.executor.clone(),
             scope: env.scope.clone(),
+            parent_tool_call_id: env.parent_tool_call_id.clone(),
             counters: Arc::new(Counters::default()),
             tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds),
         };
         Run {
-            expires_at: Instant::now(),
+            store,
+            reservation: None,
             env,
             restart_safe,
             dispatcher,
@@ -215,7 +197,7 @@ impl Run {
         abort: &AbortHandle,
     ) {
         let limits = limits(&self.env);
-        let context = json!({"tools": self.env.catalog.all_tools()}).to_string();
+        let context = json!({"tools": self.env.catalog.all_tools(), "apiFiles": []}).to_string();
         let budget = LegBudget {
             soft_deadline: deadline,
             abort: abort.clone(),
@@ -263,14 +245,13 @@ impl Run {
         self.snapshot = None;
     }
 
+    /// The slot reserved while auto-draining, for parking a new run.
+    pub(crate) fn take_reservation(&mut self) -> Option<Reservation<Run>> {
+        self.reservation.take()
+    }
+
     /// Settle loop (behaviour.md §5.2) over the live VM.
-    pub(crate) async fn settle(
-        &mut self,
-        runtime: &Arc<Runtime>,
-        deadline: Instant,
-        abort: &AbortHandle,
-    ) -> Outcome {
-        let _ = runtime;
+    pub(crate) async fn settle(&mut self, deadline: Instant, abort: &AbortHandle) -> Outcome {
         let config = self.env.config.clone();
         loop {
             if let Some((code, message)) = self.error.take() {
@@ -282,7 +263,22 @@ impl Run {
             if self.pending.len() as u64 > config.max_pending_tool_calls {
                 return Outcome::Done(self.fail(ErrorCode::InvalidInput, TOO_MANY_PENDING));
             }
-            if self.restart_safe || Instant::now() >= deadline {
+            if self.pending.iter().any(|p| p.method == BridgeMethod::Yield) {
+                return Outcome::Park;
+            }
+            if self.restart_safe {
+                if self
+                    .pending
+                    .iter()
+                    .all(|p| p.method == BridgeMethod::Namespace)
+                {
+                    return Outcome::Done(
+                        self.fail(ErrorCode::InvalidInput, RESTART_SAFE_NAMESPACE),
+                    );
+                }
+                return Outcome::Park;
+            }
+            if Instant::now() >= deadline {
                 return Outcome::Park;
             }
             if abort.is_aborted() {
@@ -293,6 +289,16 @@ impl Run {
             }
             if let Some(result) = self.snapshot_limit_failure() {
                 return Outcome::Done(result);
+            }
+            // A new run reserves its suspended-run slot before any host work starts, so work
+            // that outlives the deadline can always park (a resumed run keeps its own slot).
+            if self.run_id.is_none() && self.reservation.is_none() {
+                match self.store.reserve() {
+                    Ok(slot) => self.reservation = Some(slot),
+                    Err(e) => {
+                        return Outcome::Done(self.fail(ErrorCode::InvalidInput, &e.to_string()))
+                    }
+                }
             }
             self.dispatch_new();
             match self.wait_ready(deadline, abort).await {
@@ -311,7 +317,7 @@ impl Run {
     }
 
     /// Delivers every settled request, in the order they settled, on a leg thread.
-    async fn deliver_arrived(&mut self, deadline: Instant, abort: &AbortHandle) {
+    pub(crate) async fn deliver_arrived(&mut self, deadline: Instant, abort: &AbortHandle) {
         let Some(mut vm) = self.vm.take() else {
             self.error = Some((ErrorCode::InternalError, "code mode VM is missing".into()));
             return;
@@ -459,8 +465,6 @@ impl Run {
         }
         self.snapshot = Some(snapshot);
         self.vm = None;
-        self.expires_at =
-            Instant::now() + Duration::from_secs(self.env.config.snapshot_ttl_seconds);
         self.dispatch_new();
         Parking::Parked(self.waiting_result(run_id.to_string()))
     }
@@ -487,10 +491,13 @@ impl Run {
 
     /// The `waiting` result: unsettled requests, output since the previous result.
     pub(crate) fn waiting_result(&mut self, run_id: String) -> CodeModeResult {
+        // A yield is settled from the start but still listed until delivered (behaviour.md §5.10).
         let unsettled: Vec<&PendingRequest> = self
             .pending
             .iter()
-            .filter(|p| !self.arrived.iter().any(|(id, _)| *id == p.id))
+            .filter(|p| {
+                p.method == BridgeMethod::Yield || !self.arrived.iter().any(|(id, _)| *id == p.id)
+            })
             .collect();
         let reason =
             if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {

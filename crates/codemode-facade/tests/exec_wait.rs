@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 #[derive(Default)]
 struct Fixture {
     calls: Mutex<Vec<(String, Value)>>,
+    call_ids: Mutex<Vec<String>>,
     delays: HashMap<String, Duration>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
@@ -32,6 +33,10 @@ impl ToolExecutor for Exec {
                 .lock()
                 .unwrap()
                 .push((call.tool_name.clone(), call.input.clone()));
+            this.call_ids
+                .lock()
+                .unwrap()
+                .push(call.tool_call_id.clone());
             let now = this.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             this.max_in_flight.fetch_max(now, Ordering::SeqCst);
             let delay = this
@@ -608,4 +613,199 @@ async fn race_winner_is_the_first_to_settle() {
     assert_eq!(value(&r), &json!("fake_create_ticket"));
     // The loser ran to completion before the run completed.
     assert_eq!(h.calls(), 2);
+}
+
+#[tokio::test]
+async fn yield_control_parks_and_resumes_e29() {
+    let h = harness();
+    let r = h
+        .cm
+        .exec(
+            &h.env,
+            &json!({"code": "text(\"before\"); const y = await yield_control(\"pause\"); text(\"after\"); return [\"done\", y];", "restartSafe": true}),
+            &AbortHandle::new(),
+        )
+        .await;
+    let j = r.to_json();
+    assert_eq!(j["status"], json!("waiting"));
+    assert_eq!(j["reason"], json!("yield"));
+    assert_eq!(j["replaySafe"], json!(true));
+    assert_eq!(
+        j["pendingToolCalls"],
+        json!([{"id": "bridge:yield:1", "method": "yield"}])
+    );
+    assert_eq!(j["output"], json!([{"type": "text", "text": "before"}]));
+    let done = h.wait(r.run_id().unwrap()).await.to_json();
+    assert_eq!(done["status"], json!("completed"));
+    assert_eq!(
+        done["value"],
+        json!(["done", {"status": "yielded", "reason": "pause"}])
+    );
+    assert_eq!(done["replaySafe"], json!(true));
+    assert_eq!(done["output"], json!([{"type": "text", "text": "after"}]));
+}
+
+#[tokio::test]
+async fn restart_safe_rejects_side_effects_before_execution() {
+    let h = harness();
+    let input = json!({"code": "return await tools.callValue('fake_create_ticket', {value: 'x'});", "restartSafe": true});
+    let r = h.cm.exec(&h.env, &input, &AbortHandle::new()).await;
+    assert_eq!(
+        failure(&r),
+        (
+            "restart-safe code mode cannot call side-effecting tools.",
+            ErrorCode::InvalidInput
+        )
+    );
+    assert_eq!(h.calls(), 0);
+    assert_eq!(h.cm.parked_runs(), 0);
+    // A read-only core tool is replay-safe: the run parks (no auto-drain) and wait completes it.
+    let input = json!({"code": "return (await tools.callValue('openclaw:core:read', {path: 'x'})).name;", "restartSafe": true});
+    let r = h.cm.exec(&h.env, &input, &AbortHandle::new()).await;
+    assert_eq!(r.status(), "waiting");
+    let mut last = h.wait(r.run_id().unwrap()).await;
+    while last.status() == "waiting" {
+        last = h.wait(r.run_id().unwrap()).await;
+    }
+    assert_eq!(value(&last), &json!("read"));
+}
+
+#[tokio::test]
+async fn api_files_namespaces_and_internals() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"const listed = await API.list("mcp/");
+let unknown, invalid;
+try { await API.read("mcp/github.d.ts"); } catch (e) { unknown = e.message; }
+try { await API.read("mcp/../x"); } catch (e) { invalid = e.message; }
+return [listed, unknown, invalid, Object.keys(namespaces), Object.isFrozen(tools), Object.isFrozen(ALL_TOOLS),
+        typeof __cm, typeof native, Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith("__"))];"#,
+        )
+        .await;
+    assert_eq!(
+        value(&r),
+        &json!([{"files": []}, "Unknown API file: mcp/github.d.ts", "invalid API file path", [], true, true, "undefined", "undefined", []])
+    );
+}
+
+#[tokio::test]
+async fn argument_type_errors() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"const out = [];
+for (const f of [() => tools.describe(1), () => tools.call(2), () => tools.callValue(null), () => tools.search({q: 1})]) {
+  try { await f(); out.push("no error"); } catch (e) { out.push(e.message); }
+}
+return out;"#,
+        )
+        .await;
+    assert_eq!(
+        value(&r),
+        &json!([
+            "describe id must be a string.",
+            "call id must be a string.",
+            "callValue id must be a string.",
+            "search query must be a string."
+        ])
+    );
+}
+
+#[tokio::test]
+async fn nested_call_ids_follow_the_parent_across_waits() {
+    let mut h = harness_with(
+        json!({"enabled": true, "timeoutMs": 200}),
+        &[("slow", 400)],
+        vec![],
+    );
+    h.env.parent_tool_call_id = Some("call abc/1".into());
+    let r = h.exec("await tools.callValue('fake_create_ticket', {}); await tools.callValue('slow', {}); return await tools.callValue('fake_create_ticket', {});").await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    let mut last = h.wait(&run_id).await;
+    while last.status() == "waiting" {
+        last = h.wait(&run_id).await;
+    }
+    assert_eq!(last.status(), "completed");
+    assert_eq!(
+        *h.fixture.call_ids.lock().unwrap(),
+        vec![
+            "tool_search_code:call_abc_1:fake_create_ticket:1".to_string(),
+            "tool_search_code:call_abc_1:slow:2".to_string(),
+            "tool_search_code:call_abc_1:fake_create_ticket:3".to_string(),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn twelve_concurrent_execs() {
+    let h = Arc::new(harness_with(json!(true), &[("slow", 50)], vec![]));
+    let mut handles = Vec::new();
+    for i in 0..12 {
+        let h = h.clone();
+        handles.push(tokio::spawn(async move {
+            let code = format!("const v = await tools.callValue('slow', {{ i: {i} }}); text('run {i}'); return v.input.i * 2;");
+            h.exec(&code).await
+        }));
+    }
+    for (i, handle) in handles.into_iter().enumerate() {
+        let r = handle.await.unwrap();
+        assert_eq!(value(&r), &json!(i * 2));
+        assert_eq!(
+            r.output(),
+            &[codemode_bridge::OutputItem::Text {
+                text: format!("run {i}")
+            }]
+        );
+    }
+    assert_eq!(h.calls(), 12);
+    assert_eq!(h.cm.parked_runs(), 0);
+}
+
+#[tokio::test]
+async fn failures_leave_no_run_and_the_next_exec_is_healthy() {
+    let h = harness_with(
+        json!({"enabled": true, "timeoutMs": 150, "maxOutputBytes": 1024, "maxPendingToolCalls": 2}),
+        &[],
+        vec![],
+    );
+    for code in [
+        "while (true) {}",
+        "return 'x'.repeat(5000)",
+        "throw new Error('x')",
+        "return await Promise.all([1,2,3].map(() => tools.callValue('slow', {})))",
+        "const a = []; while (true) a.push(new Array(100000).fill(1));",
+        "function f() { return f() } return f()",
+        "await new Promise(() => {})",
+    ] {
+        let r = h.exec(code).await;
+        assert_eq!(r.status(), "failed", "{code}: {}", r.to_json());
+        assert_eq!(h.cm.parked_runs(), 0, "{code}");
+        assert_eq!(
+            value(&h.exec("return 'healthy'").await),
+            &json!("healthy"),
+            "after {code}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn output_over_limit_stops_before_the_next_call() {
+    let h = harness_with(
+        json!({"enabled": true, "maxOutputBytes": 1024}),
+        &[],
+        vec![],
+    );
+    let r = h
+        .exec("text('x'.repeat(2000)); return await tools.callValue('fake_create_ticket', {});")
+        .await;
+    assert_eq!(
+        failure(&r),
+        (
+            "code mode output limit exceeded",
+            ErrorCode::OutputLimitExceeded
+        )
+    );
+    assert!(r.output().is_empty());
+    assert_eq!(h.calls(), 0);
 }

@@ -494,7 +494,12 @@ impl Vm {
         let pending = self.pending.clone();
         let counters = self.counters.clone();
         let (pages, stack_pointer, data) = self.capture()?;
-        let compressed = zstd::bulk::compress(data, 1)
+        // Level 1 with zstd's content checksum, so a corrupted snapshot fails to restore.
+        let compressed = zstd::bulk::Compressor::new(1)
+            .and_then(|mut c| {
+                c.include_checksum(true)?;
+                c.compress(data)
+            })
             .map_err(|e| VmError::Protocol(format!("cannot compress snapshot: {e}")))?;
         Ok(Snapshot {
             guest_sha256,
