@@ -809,3 +809,166 @@ async fn output_over_limit_stops_before_the_next_call() {
     assert!(r.output().is_empty());
     assert_eq!(h.calls(), 0);
 }
+
+#[tokio::test]
+async fn expired_runs_are_unavailable_and_removed_e30() {
+    let h = harness_with(
+        json!({"enabled": true, "timeoutMs": 100, "snapshotTtlSeconds": 1}),
+        &[("slow", 5000)],
+        vec![],
+    );
+    let r = h.exec("return await tools.callValue('slow', {});").await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    assert_eq!(h.cm.parked_runs(), 1);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let gone = h.wait(&run_id).await;
+    assert_eq!(
+        failure(&gone),
+        (
+            "code mode run is unavailable or expired.",
+            ErrorCode::InvalidInput
+        )
+    );
+    assert_eq!(h.cm.parked_runs(), 0);
+}
+
+#[tokio::test]
+async fn owner_scope_with_agent_id_e32() {
+    let mut h = harness();
+    h.env.scope.agent_id = Some("owner".into());
+    let r = h
+        .exec("await yield_control(\"pause\"); return \"owner-secret\";")
+        .await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    let owner = RunScope {
+        agent_id: Some("owner".into()),
+        ..scope()
+    };
+    for (caller, message) in [
+        (
+            RunScope {
+                run_id: None,
+                ..owner.clone()
+            },
+            "code mode run belongs to a different agent run.",
+        ),
+        (
+            RunScope {
+                session_id: None,
+                ..owner.clone()
+            },
+            "code mode run belongs to a different session.",
+        ),
+        (
+            RunScope {
+                session_key: None,
+                ..owner.clone()
+            },
+            "code mode run belongs to a different session.",
+        ),
+        (
+            RunScope {
+                agent_id: None,
+                ..owner.clone()
+            },
+            "code mode run belongs to a different session.",
+        ),
+    ] {
+        let refused =
+            h.cm.wait(&caller, &json!({"runId": run_id}), &AbortHandle::new())
+                .await;
+        assert_eq!(failure(&refused), (message, ErrorCode::InvalidInput));
+        assert_eq!(h.cm.parked_runs(), 1);
+    }
+    let done =
+        h.cm.wait(&owner, &json!({"runId": run_id}), &AbortHandle::new())
+            .await;
+    assert_eq!(value(&done), &json!("owner-secret"));
+}
+
+#[tokio::test]
+async fn runs_do_not_survive_a_host_restart() {
+    let h = harness_with(
+        json!({"enabled": true, "timeoutMs": 100}),
+        &[("slow", 5000)],
+        vec![],
+    );
+    let r = h.exec("return await tools.callValue('slow', {});").await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    // A new front in the same process stands for a restarted host: the store is in-process only.
+    let restarted = CodeMode::new(Runtime::global().unwrap());
+    let gone = restarted
+        .wait(&scope(), &json!({"runId": run_id}), &AbortHandle::new())
+        .await;
+    assert_eq!(
+        failure(&gone),
+        (
+            "code mode run is unavailable or expired.",
+            ErrorCode::InvalidInput
+        )
+    );
+    h.cm.clear();
+    assert_eq!(h.cm.parked_runs(), 0);
+}
+
+#[tokio::test]
+async fn aborted_wait_disposes_the_run() {
+    let fast = harness_with(
+        json!({"enabled": true, "timeoutMs": 100}),
+        &[("slow", 10_000)],
+        vec![],
+    );
+    let r = fast.exec("return await tools.callValue('slow', {});").await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    let abort = AbortHandle::new();
+    let trigger = abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        trigger.abort();
+    });
+    let r = fast
+        .cm
+        .wait(&scope(), &json!({"runId": run_id}), &abort)
+        .await;
+    assert_eq!(
+        failure(&r),
+        ("code mode execution aborted", ErrorCode::Aborted)
+    );
+    assert_eq!(fast.cm.parked_runs(), 0);
+}
+
+#[tokio::test]
+async fn too_many_suspended_runs() {
+    let h = harness_with(
+        json!({"enabled": true, "timeoutMs": 100}),
+        &[("slow", 10_000)],
+        vec![],
+    );
+    for _ in 0..64 {
+        assert_eq!(
+            h.exec("await yield_control(); return 1;").await.status(),
+            "waiting"
+        );
+    }
+    assert_eq!(h.cm.parked_runs(), 64);
+    let r = h.exec("await yield_control(); return 1;").await;
+    assert_eq!(
+        failure(&r),
+        (
+            "too many suspended code mode runs.",
+            ErrorCode::InvalidInput
+        )
+    );
+    // A run that would auto-drain reserves its slot first and is refused before its tool runs.
+    let r = h.exec("return await tools.callValue('slow', {});").await;
+    assert_eq!(
+        failure(&r),
+        (
+            "too many suspended code mode runs.",
+            ErrorCode::InvalidInput
+        )
+    );
+    assert_eq!(h.calls(), 0);
+    h.cm.clear();
+    assert_eq!(value(&h.exec("return 'ok'").await), &json!("ok"));
+}

@@ -84,7 +84,7 @@ pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) pre: InstancePre<HostState>,
     pub(crate) options: RuntimeOptions,
-    pub(crate) image: Image,
+    pub(crate) image: Arc<Image>,
     pub(crate) guest_sha256: [u8; 32],
     ticker_stop: Arc<AtomicBool>,
     setup_time: Duration,
@@ -171,12 +171,12 @@ impl Runtime {
             engine,
             pre,
             options,
-            image: Image::default(),
+            image: Arc::new(Image::default()),
             guest_sha256,
             ticker_stop,
             setup_time: Duration::ZERO,
         };
-        runtime.image = vm::take_image(&runtime)?;
+        runtime.image = Arc::new(vm::take_image(&runtime)?);
         runtime.setup_time = started.elapsed();
         Ok(Arc::new(runtime))
     }

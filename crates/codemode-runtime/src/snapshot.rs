@@ -8,19 +8,24 @@ use serde::{Deserialize, Serialize};
 use crate::vm::PendingRequest;
 
 /// Version of the byte format written by [`Snapshot::to_bytes`]; bumped on any layout change.
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 1;
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 8] = b"CMSNAP\0\0";
-/// magic, version, sha256, stack pointer, base, pages, data length, host-table length.
-const HEADER_BYTES: usize = 8 + 4 + 32 + 4 + 4 + 8 + 8 + 4;
+/// magic, version, guest sha256, image sha256, stack pointer, base, pages, data length,
+/// host-table length.
+const HEADER_BYTES: usize = 8 + 4 + 32 + 32 + 4 + 4 + 8 + 8 + 4;
 
-/// A suspended VM: linear memory from the top of the shadow stack up (zstd level 1, trailing
+/// A suspended VM: linear memory from the top of the shadow stack up, stored as a delta (XOR)
+/// against the runtime's post-initialisation image and compressed with zstd level 1 (trailing
 /// zeros beyond the initial memory dropped), `__stack_pointer`, and the host-side table of pending
-/// bridge requests and id counters. Restorable any number of times with
+/// bridge requests and id counters. The image differs per process (QuickJS seeds itself from the
+/// clock while it is made), so a snapshot is restorable in the process that took it, matching the
+/// spec's in-process-only run store. Restorable any number of times with
 /// [`crate::Runtime::restore`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     pub(crate) guest_sha256: [u8; 32],
+    pub(crate) image_sha256: [u8; 32],
     pub(crate) stack_pointer: u32,
     pub(crate) base: u32,
     pub(crate) pages: u64,
@@ -42,6 +47,9 @@ pub enum SnapshotError {
     /// Written by a different guest module.
     #[error("code mode snapshot was taken with a different guest module")]
     GuestMismatch,
+    /// Taken against a different post-initialisation image (another process).
+    #[error("code mode snapshot was taken against a different VM image")]
+    ImageMismatch,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -76,7 +84,7 @@ impl Snapshot {
     }
 
     /// Serialises to the versioned format: a fixed little-endian header (magic `CMSNAP\0\0`,
-    /// version, guest SHA-256, stack pointer, base, pages, memory length, host-table length), the
+    /// version, guest SHA-256, image SHA-256, stack pointer, base, pages, memory length, host-table length), the
     /// host table as JSON, then the zstd-compressed memory.
     pub fn to_bytes(&self) -> Vec<u8> {
         let table = self.host_table();
@@ -84,6 +92,7 @@ impl Snapshot {
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&self.guest_sha256);
+        out.extend_from_slice(&self.image_sha256);
         out.extend_from_slice(&self.stack_pointer.to_le_bytes());
         out.extend_from_slice(&self.base.to_le_bytes());
         out.extend_from_slice(&self.pages.to_le_bytes());
@@ -110,11 +119,13 @@ impl Snapshot {
         }
         let mut guest_sha256 = [0u8; 32];
         guest_sha256.copy_from_slice(&bytes[12..44]);
-        let stack_pointer = u32_at(44);
-        let base = u32_at(48);
-        let pages = u64_at(52);
-        let data_len = u64_at(60);
-        let table_len = u32_at(68) as usize;
+        let mut image_sha256 = [0u8; 32];
+        image_sha256.copy_from_slice(&bytes[44..76]);
+        let stack_pointer = u32_at(76);
+        let base = u32_at(80);
+        let pages = u64_at(84);
+        let data_len = u64_at(92);
+        let table_len = u32_at(100) as usize;
         if pages > 65536 || data_len > pages * 65536 {
             return Err(corrupt("memory size out of range"));
         }
@@ -126,6 +137,7 @@ impl Snapshot {
             .map_err(|e| SnapshotError::Corrupt(format!("host table: {e}")))?;
         Ok(Snapshot {
             guest_sha256,
+            image_sha256,
             stack_pointer,
             base,
             pages,

@@ -9,6 +9,7 @@ use codemode_bridge::{
     BridgeMethod, Delivery, GuestReport, ProtocolError, PRELUDE, USER_SCRIPT_NAME,
 };
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use wasmtime::{
     Caller, Global, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder, Trap, TypedFunc,
     UpdateDeadline,
@@ -147,7 +148,9 @@ pub enum VmError {
 impl From<SnapshotError> for VmError {
     fn from(e: SnapshotError) -> Self {
         match e {
-            SnapshotError::GuestMismatch => VmError::Unavailable(e.to_string()),
+            SnapshotError::GuestMismatch | SnapshotError::ImageMismatch => {
+                VmError::Unavailable(e.to_string())
+            }
             other => VmError::Protocol(other.to_string()),
         }
     }
@@ -211,6 +214,17 @@ pub(crate) struct Image {
     pub(crate) stack_pointer: u32,
     pub(crate) pages: u64,
     pub(crate) data: Vec<u8>,
+    /// SHA-256 of `data`: snapshots are stored as a delta against this image and record it.
+    pub(crate) sha256: [u8; 32],
+}
+
+/// `data[i] ^= image[i]` over their common length: turns memory into a delta against the image
+/// (mostly zeros for an idle run, which zstd stores in almost nothing) and back.
+fn xor_with_image(data: &mut [u8], image: &[u8]) {
+    let n = data.len().min(image.len());
+    for (d, i) in data[..n].iter_mut().zip(&image[..n]) {
+        *d ^= *i;
+    }
 }
 
 struct Exports {
@@ -229,6 +243,8 @@ struct Exports {
 /// ([`crate::run_leg`]) to run it. Dropping it frees its pool slot.
 pub struct Vm {
     guest_sha256: [u8; 32],
+    /// The image snapshots are a delta against (empty while the image itself is being taken).
+    image: Arc<Image>,
     /// Bytes of linear memory right after instantiation (beyond them a fresh instance is zero).
     initial_bytes: usize,
     store: Store<HostState>,
@@ -341,6 +357,7 @@ impl Vm {
         let initial_bytes = exports.memory.data_size(&store);
         Ok(Vm {
             guest_sha256: runtime.guest_sha256,
+            image: runtime.image.clone(),
             initial_bytes,
             store,
             exports,
@@ -401,18 +418,23 @@ impl Vm {
         if snapshot.guest_sha256 != runtime.guest_sha256 {
             return Err(SnapshotError::GuestMismatch.into());
         }
+        if snapshot.image_sha256 != runtime.image.sha256 {
+            return Err(SnapshotError::ImageMismatch.into());
+        }
         let mut vm =
             Vm::instantiate(runtime, limits).map_err(|e| VmError::Unavailable(e.to_string()))?;
         if snapshot.base != vm.base {
             return Err(VmError::Protocol("snapshot memory layout mismatch".into()));
         }
         let data_len = snapshot.data_len;
+        let image = runtime.image.clone();
         vm.load_memory(snapshot.pages, snapshot.stack_pointer, |dst| {
             let written = zstd::bulk::decompress_to_buffer(&snapshot.compressed, dst)
                 .map_err(|e| VmError::Protocol(format!("corrupt snapshot: {e}")))?;
             if written as u64 != data_len {
                 return Err(VmError::Protocol("corrupt snapshot: short memory".into()));
             }
+            xor_with_image(&mut dst[..written], &image.data);
             Ok(())
         })?;
         vm.pending = snapshot.pending.clone();
@@ -475,10 +497,12 @@ impl Vm {
         let mut data = data.to_vec();
         let full = (pages as usize * 65536).saturating_sub(self.base as usize);
         data.resize(full, 0);
+        let sha256 = Sha256::digest(&data).into();
         Ok(Image {
             stack_pointer,
             pages,
             data,
+            sha256,
         })
     }
 
@@ -490,23 +514,27 @@ impl Vm {
             return Err(VmError::Poisoned(p.clone()));
         }
         let guest_sha256 = self.guest_sha256;
+        let image = self.image.clone();
         let base = self.base;
         let pending = self.pending.clone();
         let counters = self.counters.clone();
         let (pages, stack_pointer, data) = self.capture()?;
+        let mut delta = data.to_vec();
+        xor_with_image(&mut delta, &image.data);
         // Level 1 with zstd's content checksum, so a corrupted snapshot fails to restore.
         let compressed = zstd::bulk::Compressor::new(1)
             .and_then(|mut c| {
                 c.include_checksum(true)?;
-                c.compress(data)
+                c.compress(&delta)
             })
             .map_err(|e| VmError::Protocol(format!("cannot compress snapshot: {e}")))?;
         Ok(Snapshot {
             guest_sha256,
+            image_sha256: image.sha256,
             stack_pointer,
             base,
             pages,
-            data_len: data.len() as u64,
+            data_len: delta.len() as u64,
             compressed,
             pending,
             counters,
