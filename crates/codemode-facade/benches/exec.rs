@@ -48,6 +48,32 @@ fn benches(c: &mut Criterion) {
             r
         })
     });
+    let hundred = json!({"code": "const r = await Promise.all(Array.from({ length: 100 }, (_, i) => tools.echo({ i }))); return r.length;"});
+    let env128 = RunEnv::new(
+        codemode_config::resolve(&json!({"enabled": true, "maxPendingToolCalls": 128})).config,
+        env.catalog.clone(),
+        env.executor.clone(),
+        RunScope::default(),
+    );
+    c.bench_function("exec_100_concurrent_calls", |b| {
+        b.iter(|| {
+            let r = rt.block_on(cm.exec(&env128, &hundred, &abort));
+            assert_eq!(r.status(), "completed");
+            r
+        })
+    });
+    let yielding = json!({"code": "await yield_control('pause'); return 1;"});
+    c.bench_function("park_and_wait_round_trip", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let parked = cm.exec(&env, &yielding, &abort).await;
+                let run_id = parked.run_id().expect("waiting").to_string();
+                let done = cm.wait(&env.scope, &json!({"runId": run_id}), &abort).await;
+                assert_eq!(done.status(), "completed");
+                done
+            })
+        })
+    });
     let ts = json!({"code": "const xs: number[] = [1, 2, 3]; return xs.map((x: number) => x * 2);", "language": "typescript"});
     c.bench_function("exec_typescript", |b| {
         b.iter(|| rt.block_on(cm.exec(&env, &ts, &abort)))

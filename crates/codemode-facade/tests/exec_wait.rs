@@ -972,3 +972,33 @@ async fn too_many_suspended_runs() {
     h.cm.clear();
     assert_eq!(value(&h.exec("return 'ok'").await), &json!("ok"));
 }
+
+#[tokio::test]
+async fn json_adapter_examples() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"text({a: 1}); text(undefined); text("plain"); json(new Error("x")); json(12n); json(undefined);
+const cyc = {}; cyc.self = cyc; json(cyc);
+json({d: new Date(0), m: new Map([[1, 2]]), f() {}, u: undefined, n: NaN, i: Infinity, t: {toJSON() { return "T"; }}});
+const e = new Error("boom"); e.self = e; json(e);
+return {big: 12n, nested: [undefined, () => 1]};"#,
+        )
+        .await;
+    assert_eq!(
+        r.to_json()["output"],
+        json!([
+            {"type": "text", "text": "{\"a\":1}"},
+            {"type": "text", "text": "null"},
+            {"type": "text", "text": "plain"},
+            {"type": "json", "value": {}},
+            {"type": "json", "value": "12"},
+            {"type": "json", "value": null},
+            {"type": "json", "value": "[object Object]"},
+            {"type": "json", "value": {"d": "1970-01-01T00:00:00.000Z", "m": {}, "n": null, "i": null, "t": "T"}},
+            {"type": "json", "value": {"name": "Error", "message": "boom"}}
+        ])
+    );
+    // Stringifying the value throws (BigInt), and it is not an Error: String(v).
+    assert_eq!(value(&r), &json!("[object Object]"));
+}
