@@ -129,6 +129,16 @@ unsafe fn take_input(ptr: *mut u8, len: u32) -> Vec<u8> {
     Vec::from_raw_parts(ptr, len as usize, len as usize)
 }
 
+/// Takes ownership of an input buffer and parses it; on failure, the protocol-error status.
+unsafe fn parse_input<T: serde::de::DeserializeOwned>(
+    ptr: *mut u8,
+    len: u32,
+    what: &str,
+) -> Result<T, i32> {
+    let bytes = take_input(ptr, len);
+    serde_json::from_slice(&bytes).map_err(|e| protocol_error(&format!("bad {what} input: {e}")))
+}
+
 fn set_report(status: i32, body: String) -> i32 {
     REPORT.with(|r| *r.borrow_mut() = body.into_bytes());
     status
@@ -162,10 +172,9 @@ struct InitInput {
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_init(ptr: *mut u8, len: u32) -> i32 {
-    let input = take_input(ptr, len);
-    let input: InitInput = match serde_json::from_slice(&input) {
+    let input: InitInput = match parse_input(ptr, len, "init") {
         Ok(v) => v,
-        Err(e) => return protocol_error(&format!("bad init input: {e}")),
+        Err(status) => return status,
     };
     if GUEST.with(|g| g.borrow().is_some()) {
         return protocol_error("already initialised");
@@ -281,10 +290,9 @@ struct StartInput {
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
-    let input = take_input(ptr, len);
-    let input: StartInput = match serde_json::from_slice(&input) {
+    let input: StartInput = match parse_input(ptr, len, "start") {
         Ok(v) => v,
-        Err(e) => return protocol_error(&format!("bad start input: {e}")),
+        Err(status) => return status,
     };
     GUEST.with(|g| {
         let mut g = g.borrow_mut();
@@ -351,10 +359,9 @@ struct DeliverInput {
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_deliver(ptr: *mut u8, len: u32) -> i32 {
-    let input = take_input(ptr, len);
-    let input: DeliverInput = match serde_json::from_slice(&input) {
+    let input: DeliverInput = match parse_input(ptr, len, "deliver") {
         Ok(v) => v,
-        Err(e) => return protocol_error(&format!("bad deliver input: {e}")),
+        Err(status) => return status,
     };
     GUEST.with(|g| {
         let mut g = g.borrow_mut();
