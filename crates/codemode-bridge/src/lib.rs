@@ -130,6 +130,12 @@ pub struct GuestReport {
     pub requests: Vec<BridgeRequest>,
     /// Output items appended during this step, in guest order.
     pub output: Vec<OutputItem>,
+    /// The step's output passed the run's `maxOutputBytes` inside the guest; its items were
+    /// dropped there (the result fails with `output_limit_exceeded`).
+    pub output_overflow: bool,
+    /// The step created more requests than the run's `maxPendingToolCalls`; their arguments were
+    /// dropped (the run fails with `too many pending code mode tool calls`).
+    pub request_overflow: bool,
 }
 
 /// A report the guest sent that does not follow the protocol. The host turns it into an
@@ -163,6 +169,10 @@ struct RawReport {
     requests: Vec<RawRequest>,
     #[serde(default)]
     output: Vec<OutputItem>,
+    #[serde(default, rename = "outputOverflow")]
+    output_overflow: bool,
+    #[serde(default, rename = "requestOverflow")]
+    request_overflow: bool,
 }
 
 #[derive(Deserialize)]
@@ -217,6 +227,8 @@ impl GuestReport {
             outstanding: raw.outstanding,
             requests,
             output: raw.output,
+            output_overflow: raw.output_overflow,
+            request_overflow: raw.request_overflow,
         })
     }
 }

@@ -33,6 +33,10 @@
   // stringifying throws, Errors become {name, message} and everything else String(v).
   function safe(v) {
     if (v === undefined) return null;
+    // Fast paths with the same result as the round trip.
+    const type = typeof v;
+    if (type === "string" || type === "boolean" || v === null) return v;
+    if (type === "number") return v - v === 0 ? v : null;
     let s;
     try {
       s = stringify(v);
@@ -64,8 +68,32 @@
     return parse(s);
   }
 
-  function request(method, args) {
-    const payload = stringify(safe(args));
+  // JSON text of the adapted value with lone-surrogate escapes (`\ud800`, which well-formed
+  // JSON.stringify emits only for lone surrogates) replaced by `\ufffd`, so the host always gets
+  // valid UTF-8 JSON.
+  const loneSurrogate = /(\\+)(ud[89a-f][0-9a-f]{2})/g;
+  const replace = String.prototype.replace;
+  const indexOf = String.prototype.indexOf;
+  const slice = String.prototype.slice;
+  function jsonText(v) {
+    const text = stringify(safe(v));
+    if (indexOf.call(text, "\\ud") === -1) return text;
+    return replace.call(text, loneSurrogate, (m, bs, u) => (bs.length % 2 === 1 ? bs + "ufffd" : m));
+  }
+
+  // Bridge envelopes are built as text, so user `toJSON` on Object.prototype cannot rewrite them.
+  // `fields` is a list of [key, value] pairs; each value goes through the JSON adapter.
+  function envelope(fields) {
+    let out = "{";
+    for (let i = 0; i < fields.length; i++) {
+      if (i > 0) out += ",";
+      out += stringify(fields[i][0]) + ":" + jsonText(fields[i][1]);
+    }
+    return out + "}";
+  }
+
+  function request(method, fields) {
+    const payload = envelope(fields);
     const id = requestNative(method, payload);
     return new PromiseCtor((resolve, rej) => {
       pending[id] = { resolve, reject: rej };
@@ -94,15 +122,29 @@
 
   function text(value) {
     const t = typeof value === "string" ? value : stringify(safe(value));
-    outputNative(stringify({ type: "text", text: t }));
+    outputNative(envelope([["type", "text"], ["text", t]]));
   }
 
   function json(value) {
-    outputNative(stringify({ type: "json", value: safe(value) }));
+    outputNative(envelope([["type", "json"], ["value", value]]));
+  }
+
+  // Error texts are cut to this many UTF-16 units (a guest could throw a 30 MB message), and made
+  // well-formed so they convert to host UTF-8.
+  const MAX_ERROR_CHARS = 16384;
+  const toWellFormed = String.prototype.toWellFormed;
+  function clip(text) {
+    let out = text;
+    if (out.length > MAX_ERROR_CHARS) out = slice.call(out, 0, MAX_ERROR_CHARS) + " … (truncated)";
+    return toWellFormed.call(out);
   }
 
   // "<Name>: <message>" plus QuickJS backtrace frames (behaviour.md §5.8). Never starts with "at ".
   function formatError(e) {
+    return clip(formatErrorText(e));
+  }
+
+  function formatErrorText(e) {
     try {
       if (e !== null && typeof e === "object" && (e instanceof ErrorCtor || typeof e.message === "string")) {
         let name = "Error";
@@ -135,7 +177,7 @@
   }
 
   function finish(value) {
-    return stringify(safe(value));
+    return jsonText(value);
   }
 
   function entryId(id, what) {
@@ -223,7 +265,7 @@
 
   function yieldControl(reason) {
     // Resolves with the bridge value {status: "yielded", reason} (behaviour.md §5.10).
-    return request("yield", { reason: reason === undefined ? null : reason });
+    return request("yield", [["reason", reason === undefined ? null : reason]]);
   }
 
   // Installs the run's globals from the host's run context:
@@ -237,25 +279,30 @@
     const api = create(null);
     api.search = function search(query, options) {
       const limit = options !== null && typeof options === "object" ? options.limit : undefined;
-      return request("search", { query: query === undefined ? null : query, limit });
+      const fields = [["query", query === undefined ? null : query]];
+      if (limit !== undefined) fields.push(["limit", limit]);
+      return request("search", fields);
     };
     api.describe = function describe(id) {
       try {
-        return request("describe", { id: entryId(id, "describe") });
+        return request("describe", [["id", entryId(id, "describe")]]);
       } catch (e) {
         return reject(e);
       }
     };
     api.call = function call(id, input) {
       try {
-        return request("call", { id: entryId(id, "call"), input: input === undefined ? {} : input });
+        return request("call", [["id", entryId(id, "call")], ["input", input === undefined ? {} : input]]);
       } catch (e) {
         return reject(e);
       }
     };
     api.callValue = function callValue(id, input) {
       try {
-        return request("callValue", { id: entryId(id, "callValue"), input: input === undefined ? {} : input });
+        return request("callValue", [
+          ["id", entryId(id, "callValue")],
+          ["input", input === undefined ? {} : input],
+        ]);
       } catch (e) {
         return reject(e);
       }

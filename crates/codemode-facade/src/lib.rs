@@ -15,6 +15,7 @@
 mod dispatch;
 mod result;
 mod run;
+mod surface;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +27,7 @@ use codemode_runtime::{AbortHandle, Runtime, RuntimeError};
 use serde_json::Value;
 
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
+pub use surface::*;
 
 use codemode_snapshot::{Owner, SnapshotStore};
 use run::Run;
@@ -185,6 +187,10 @@ impl CodeMode {
             return run::failure(&env, ErrorCode::Aborted, EXECUTION_ABORTED, false);
         }
         let deadline = started + Duration::from_millis(env.config.timeout_ms);
+        // Preparation counts against the cell's deadline (behaviour.md §4.4).
+        if Instant::now() >= deadline {
+            return run::failure(&env, ErrorCode::Timeout, TIMEOUT_EXCEEDED, false);
+        }
         let restart_safe = env.force_restart_safe || prepared.restart_safe;
         let mut run = Run::new(env, restart_safe, self.runs.clone());
         run.start(&self.runtime, &prepared.javascript, deadline, abort)

@@ -79,6 +79,8 @@ impl Drop for Run {
 fn limits(env: &RunEnv) -> VmLimits {
     VmLimits {
         memory_limit_bytes: env.config.memory_limit_bytes,
+        max_output_bytes: env.config.max_output_bytes,
+        max_requests: env.config.max_pending_tool_calls,
     }
 }
 
@@ -224,6 +226,18 @@ impl Run {
         for report in reports {
             match report {
                 Ok(report) => {
+                    if report.request_overflow {
+                        self.error = Some((ErrorCode::InvalidInput, TOO_MANY_PENDING.into()));
+                        self.vm = None;
+                        return;
+                    }
+                    if report.output_overflow {
+                        self.output.clear();
+                        self.error =
+                            Some((ErrorCode::OutputLimitExceeded, OUTPUT_LIMIT_EXCEEDED.into()));
+                        self.vm = None;
+                        return;
+                    }
                     self.output.extend(report.output);
                     if self.main.is_none() {
                         match report.state {

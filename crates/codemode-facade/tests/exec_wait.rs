@@ -1002,3 +1002,66 @@ return {big: 12n, nested: [undefined, () => 1]};"#,
     // Stringifying the value throws (BigInt), and it is not an Error: String(v).
     assert_eq!(value(&r), &json!("[object Object]"));
 }
+
+#[tokio::test]
+async fn hostile_values_stay_clean_results() {
+    let h = harness();
+    // Lone surrogates become U+FFFD instead of breaking the bridge.
+    let r = h.exec(r#"text("a\ud800b"); json(["\udc00"]); return {"\ud800": "x\udfff", ok: (await tools.callValue("fake_create_ticket", {value: "p\ud800"})).input.value};"#).await;
+    assert_eq!(
+        value(&r),
+        &json!({"\u{fffd}": "x\u{fffd}", "ok": "p\u{fffd}"})
+    );
+    assert_eq!(
+        r.to_json()["output"],
+        json!([{"type": "text", "text": "a\u{fffd}b"}, {"type": "json", "value": ["\u{fffd}"]}])
+    );
+    let r = h.exec(r#"throw new Error("bad \ud800 message")"#).await;
+    assert!(
+        failure(&r).0.starts_with("Error: bad \u{fffd} message"),
+        "{}",
+        failure(&r).0
+    );
+    // Object.prototype.toJSON cannot rewrite bridge envelopes.
+    let r = h.exec(r#"Object.prototype.toJSON = function () { return "x"; }; text("hi"); return (await tools.callValue("fake_create_ticket", {value: 1})).name;"#).await;
+    assert_eq!(value(&r), &json!("fake_create_ticket"));
+    assert_eq!(
+        r.to_json()["output"],
+        json!([{"type": "text", "text": "hi"}])
+    );
+    // Huge error messages are cut.
+    let r = h.exec(r#"throw new Error("x".repeat(5e6))"#).await;
+    let (e, code) = failure(&r);
+    assert_eq!(code, ErrorCode::InternalError);
+    assert!(
+        e.len() < 17_000 && e.ends_with(" … (truncated)"),
+        "{}",
+        e.len()
+    );
+}
+
+#[tokio::test]
+async fn floods_fail_inside_the_guest_with_spec_codes() {
+    let h = harness();
+    let r = h
+        .exec(r#"const s = "x".repeat(2e5); for (let i = 0; i < 40; i++) text(s); return 1;"#)
+        .await;
+    assert_eq!(
+        failure(&r),
+        (
+            "code mode output limit exceeded",
+            ErrorCode::OutputLimitExceeded
+        )
+    );
+    assert!(r.output().is_empty());
+    let r = h.exec(r#"for (let i = 0; i < 100000; i++) tools.callValue("slow", {}).catch(() => {}); return 1;"#).await;
+    assert_eq!(
+        failure(&r),
+        (
+            "too many pending code mode tool calls",
+            ErrorCode::InvalidInput
+        )
+    );
+    assert_eq!(h.calls(), 0);
+    assert_eq!(value(&h.exec("return 'healthy'").await), &json!("healthy"));
+}

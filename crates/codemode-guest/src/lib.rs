@@ -75,6 +75,15 @@ struct Outbox {
     requests: Vec<String>,
     /// JSON output items created since the last report.
     output: Vec<String>,
+    /// Bytes of `output`; past `max_output_bytes` items are dropped and the step reports an
+    /// output overflow (the host's limit would fail the result anyway).
+    output_bytes: u64,
+    max_output_bytes: u64,
+    output_overflow: bool,
+    /// Past `max_requests` requests in one step, args are dropped and the step reports a request
+    /// overflow (the host's pending cap would fail the run anyway).
+    max_requests: u64,
+    request_overflow: bool,
 }
 
 thread_local! {
@@ -232,6 +241,11 @@ fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs:
         let n = o.counters.entry(method.clone()).or_insert(0);
         *n += 1;
         let id = format!("bridge:{method}:{n}");
+        if o.request_overflow || o.requests.len() as u64 >= o.max_requests {
+            o.request_overflow = true;
+            o.requests.clear();
+            return Some(id);
+        }
         let entry = format!(
             "{{\"id\":{},\"method\":{},\"args\":{}}}",
             json_string(&id),
@@ -248,7 +262,19 @@ fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs:
 }
 
 fn native_output(item: String) {
-    OUTBOX.with(|o| o.borrow_mut().output.push(item));
+    OUTBOX.with(|o| {
+        let mut o = o.borrow_mut();
+        if o.output_overflow {
+            return;
+        }
+        o.output_bytes += item.len() as u64;
+        if o.output_bytes > o.max_output_bytes {
+            o.output_overflow = true;
+            o.output.clear();
+            return;
+        }
+        o.output.push(item);
+    });
 }
 
 fn throw_error(ctx: &Ctx<'_>, message: &str) -> rquickjs::Error {
@@ -281,6 +307,10 @@ struct StartInput {
     /// JSON text handed to the prelude's `setup` (catalog entries and run options).
     context: String,
     memory_limit_bytes: u64,
+    /// The run's `maxOutputBytes`.
+    max_output_bytes: u64,
+    /// Most bridge requests one step may create (the run's `maxPendingToolCalls`).
+    max_requests: u64,
 }
 
 /// Installs the run's globals and evaluates the wrapped user code.
@@ -303,6 +333,11 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
             return protocol_error("already started");
         }
         guest.rt.set_memory_limit(input.memory_limit_bytes as usize);
+        OUTBOX.with(|o| {
+            let mut o = o.borrow_mut();
+            o.max_output_bytes = input.max_output_bytes;
+            o.max_requests = input.max_requests;
+        });
         let internals = guest.internals.clone();
         let started = guest.ctx.with(|ctx| -> Result<Result<Persistent<Promise<'static>>, String>, String> {
             let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
@@ -476,13 +511,20 @@ fn finish_failed(_guest: &mut Guest, error: String) -> i32 {
     set_report(STATUS_FAILED, body)
 }
 
-/// `"requests":[...],"output":[...]`, emptying the outbox.
+/// `"requests":[...],"output":[...]` plus overflow flags, emptying the outbox for the next step.
 fn take_outbox() -> String {
     OUTBOX.with(|o| {
         let mut o = o.borrow_mut();
         let requests = std::mem::take(&mut o.requests).join(",");
         let output = std::mem::take(&mut o.output).join(",");
-        format!("\"requests\":[{requests}],\"output\":[{output}]")
+        let flags = format!(
+            "\"outputOverflow\":{},\"requestOverflow\":{}",
+            o.output_overflow, o.request_overflow
+        );
+        o.output_bytes = 0;
+        o.output_overflow = false;
+        o.request_overflow = false;
+        format!("\"requests\":[{requests}],\"output\":[{output}],{flags}")
     })
 }
 

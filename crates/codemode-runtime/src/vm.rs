@@ -42,12 +42,21 @@ pub struct VmLimits {
     /// guest error. The wasmtime `StoreLimits` backstop on linear memory sits above it:
     /// heap × 1.25 + shadow stack + 32 MiB, at most 4 GiB.
     pub memory_limit_bytes: u64,
+    /// Output bytes one step may buffer in the guest (`maxOutputBytes`); past it the step
+    /// reports [`GuestReport::output_overflow`] instead of holding the output.
+    pub max_output_bytes: u64,
+    /// Bridge requests one step may create (`maxPendingToolCalls`); past it the step reports
+    /// [`GuestReport::request_overflow`].
+    pub max_requests: u64,
 }
 
 impl Default for VmLimits {
+    /// The spec's defaults: 64 MiB heap, 64 KiB output, 16 requests.
     fn default() -> Self {
         VmLimits {
             memory_limit_bytes: 64 * 1024 * 1024,
+            max_output_bytes: 65_536,
+            max_requests: 16,
         }
     }
 }
@@ -283,6 +292,8 @@ struct StartInput<'a> {
     filename: &'a str,
     context: &'a str,
     memory_limit_bytes: u64,
+    max_output_bytes: u64,
+    max_requests: u64,
 }
 
 impl Vm {
@@ -584,6 +595,8 @@ impl Vm {
             filename: USER_SCRIPT_NAME,
             context: context_json,
             memory_limit_bytes: limits.memory_limit_bytes,
+            max_output_bytes: limits.max_output_bytes,
+            max_requests: limits.max_requests,
         })
         .map_err(|e| VmError::Protocol(e.to_string()))?;
         let start = self.exports.start.clone();
@@ -640,6 +653,11 @@ impl Vm {
         };
         if let Some(index) = delivered {
             self.pending.remove(index);
+        }
+        if report.request_overflow {
+            // The guest dropped the arguments of the excess requests: the run cannot go on.
+            self.poisoned = Some("too many bridge requests in one step".into());
+            return Ok(report);
         }
         for request in &report.requests {
             let n: u64 = request
@@ -751,12 +769,24 @@ impl Vm {
         if state.abort.as_ref().is_some_and(|a| a.is_aborted()) {
             return VmError::Aborted;
         }
+        // Only the trap itself: the wasm backtrace names guest internals and can be long.
         match e.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => VmError::Timeout,
             Some(Trap::StackOverflow) => VmError::Trap(
                 "RangeError: Maximum call stack size exceeded (native stack exhausted)".into(),
             ),
-            _ => VmError::Trap(format!("{e:#}")),
+            Some(trap) => VmError::Trap(format!("wasm trap: {trap}")),
+            None => {
+                let text = e.to_string();
+                let first = text
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect();
+                VmError::Trap(first)
+            }
         }
     }
 }

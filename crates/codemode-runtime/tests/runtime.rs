@@ -120,6 +120,7 @@ fn memory_bomb_is_a_clean_failure() {
     let rt = runtime();
     let limits = VmLimits {
         memory_limit_bytes: 8 * 1024 * 1024,
+        ..VmLimits::default()
     };
     let mut vm = rt.fresh_vm(&limits).unwrap();
     let r = vm
