@@ -50,6 +50,8 @@ fn specs() -> Vec<ToolSpec> {
                     server_name: format!("server-{}", i % 11),
                     safe_server_name: format!("server_{}", i % 11),
                     plugin_id: None,
+                    tool_name: None,
+                    operation: Default::default(),
                 },
                 _ => ToolOrigin::Client {
                     owner: Some("app".into()),

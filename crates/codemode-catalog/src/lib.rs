@@ -9,7 +9,8 @@
 //! ([`Catalog::conveniences`]), the `exec` description's quick index ([`Catalog::quick_index`]),
 //! output validation ([`Entry::validate_output`]) and replay safety
 //! ([`Catalog::is_replay_safe`]). [`cli`] renders the same views for the `codemode catalog`
-//! subcommand.
+//! subcommand. [`mcp`] models the `MCP` namespace, `$api`, the `API` `.d.ts` files and the
+//! namespace prompt (behaviour.md §7) over the catalog's MCP entries.
 //!
 //! Spec: code-mode.md "Tool catalog", "Guest runtime API", "Declared output contracts", "Tool
 //! names and collisions"; behaviour.md §2.5, §3, §9. Lengths are UTF-16 code units and string
@@ -40,6 +41,7 @@ mod entry;
 pub mod hint;
 pub mod index;
 pub mod js;
+pub mod mcp;
 mod spec;
 
 pub use catalog::{
@@ -54,4 +56,8 @@ pub use contract::{
 pub use entry::{CompactEntry, DescribedEntry, Source};
 pub use hint::{input_hint, output_hint};
 pub use index::QUICK_INDEX_MAX_CHARS;
-pub use spec::{CatalogMode, ControlKind, ToolOrigin, ToolSpec};
+pub use mcp::{
+    api_list, api_read, namespace_prompt, ApiFile, McpMethod, McpNamespace, McpServer,
+    NamespaceAction,
+};
+pub use spec::{CatalogMode, ControlKind, McpOperation, ToolOrigin, ToolSpec};

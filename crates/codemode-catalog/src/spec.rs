@@ -96,7 +96,8 @@ impl ToolSpec {
         )
     }
 
-    /// An MCP tool whose server name is also its safe server name (`mcp:<server>:<name>`).
+    /// An MCP tool whose server name is also its safe server name (`mcp:<server>:<name>`),
+    /// without MCP metadata (so it is cataloged but not in the `MCP` namespace).
     pub fn mcp(
         server: impl Into<String>,
         name: impl Into<String>,
@@ -110,6 +111,43 @@ impl ToolSpec {
                 server_name: server.clone(),
                 safe_server_name: server,
                 plugin_id: None,
+                tool_name: None,
+                operation: McpOperation::Tool,
+            },
+        )
+    }
+
+    /// An MCP server tool with MCP metadata, registered as `<server>__<tool_name>` the way the
+    /// MCP bridge does (id `mcp:<server>:<server>__<tool_name>`, behaviour.md §3.1), operation
+    /// `tool`; it is reachable as `MCP.<server>.<toolIdentifier>` (§7.2).
+    pub fn mcp_tool(
+        server: impl Into<String>,
+        tool_name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        ToolSpec::mcp_operation(server, McpOperation::Tool, tool_name, description)
+    }
+
+    /// An MCP entry with MCP metadata for any operation, registered as `<server>__<tool_name>`.
+    /// For the resource and prompt operations the bridge's raw name is conventionally the
+    /// operation itself (`resources_read`, …), as in behaviour.md E28.
+    pub fn mcp_operation(
+        server: impl Into<String>,
+        operation: McpOperation,
+        tool_name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        let server = server.into();
+        let tool_name = tool_name.into();
+        ToolSpec::new(
+            format!("{server}__{tool_name}"),
+            description,
+            ToolOrigin::Mcp {
+                server_name: server.clone(),
+                safe_server_name: server,
+                plugin_id: None,
+                tool_name: Some(tool_name),
+                operation,
             },
         )
     }
@@ -176,7 +214,8 @@ impl ToolSpec {
 ///
 /// JSON form (tools file): `{"kind": "core"}`,
 /// `{"kind": "plugin", "pluginId": "browser", "bundled": true, "replaySafe": false}`,
-/// `{"kind": "mcp", "serverName": "GitHub", "safeServerName": "github", "pluginId": "bundle-mcp"}`,
+/// `{"kind": "mcp", "serverName": "GitHub", "safeServerName": "github", "pluginId": "bundle-mcp",
+/// "toolName": "create_issue", "operation": "tool"}`,
 /// `{"kind": "client", "owner": "app"}`; optional fields default to `false` / absent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(
@@ -216,6 +255,14 @@ pub enum ToolOrigin {
         /// The plugin that bridged the server, the id owner when the safe name is blank.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         plugin_id: Option<String>,
+        /// The raw MCP tool name (e.g. `create_issue` for the registered `github__create_issue`).
+        /// `Some` means the entry carries MCP metadata and enters the `MCP` namespace
+        /// (behaviour.md §7.1); `None` keeps it out of the namespace.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_name: Option<String>,
+        /// What the entry does on its server (behaviour.md §7.1); `tool` by default.
+        #[serde(default, skip_serializing_if = "McpOperation::is_tool")]
+        operation: McpOperation,
     },
     /// A client-provided tool: `client:<owner>:<name>`, or `client:client:<name>` when the owner
     /// is absent or blank (behaviour.md D11), group 4. Never trusted.
@@ -250,6 +297,10 @@ enum OriginRepr {
         safe_server_name: String,
         #[serde(default)]
         plugin_id: Option<String>,
+        #[serde(default)]
+        tool_name: Option<String>,
+        #[serde(default)]
+        operation: McpOperation,
     },
     #[serde(rename_all = "camelCase")]
     Client {
@@ -275,12 +326,76 @@ impl From<OriginRepr> for ToolOrigin {
                 server_name,
                 safe_server_name,
                 plugin_id,
+                tool_name,
+                operation,
             } => ToolOrigin::Mcp {
                 server_name,
                 safe_server_name,
                 plugin_id,
+                tool_name,
+                operation,
             },
             OriginRepr::Client { owner } => ToolOrigin::Client { owner },
+        }
+    }
+}
+
+/// What an MCP catalog entry does on its server (behaviour.md §7.1), and so where it appears in
+/// the `MCP` namespace (§7.2). JSON form: `"tool"`, `"resources_list"`, `"resources_read"`,
+/// `"prompts_list"`, `"prompts_get"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpOperation {
+    /// A server tool: `MCP.<server>.<tool>`.
+    #[default]
+    Tool,
+    /// `resources/list`: `MCP.<server>.resources.list`.
+    ResourcesList,
+    /// `resources/read`: `MCP.<server>.resources.read`.
+    ResourcesRead,
+    /// `prompts/list`: `MCP.<server>.prompts.list`.
+    PromptsList,
+    /// `prompts/get`: `MCP.<server>.prompts.get`.
+    PromptsGet,
+}
+
+impl McpOperation {
+    /// The wire name: `tool`, `resources_list`, `resources_read`, `prompts_list`, `prompts_get`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpOperation::Tool => "tool",
+            McpOperation::ResourcesList => "resources_list",
+            McpOperation::ResourcesRead => "resources_read",
+            McpOperation::PromptsList => "prompts_list",
+            McpOperation::PromptsGet => "prompts_get",
+        }
+    }
+
+    /// True for [`McpOperation::Tool`] (serde helper).
+    pub fn is_tool(&self) -> bool {
+        *self == McpOperation::Tool
+    }
+
+    /// The fixed path below the server for the resource and prompt operations
+    /// (`["resources", "list"]`, …); `None` for `tool`, whose path is its identifier.
+    pub fn fixed_path(self) -> Option<[&'static str; 2]> {
+        match self {
+            McpOperation::Tool => None,
+            McpOperation::ResourcesList => Some(["resources", "list"]),
+            McpOperation::ResourcesRead => Some(["resources", "read"]),
+            McpOperation::PromptsList => Some(["prompts", "list"]),
+            McpOperation::PromptsGet => Some(["prompts", "get"]),
+        }
+    }
+
+    /// The declared result type in `.d.ts` files (behaviour.md §7.4).
+    pub fn result_type(self) -> &'static str {
+        match self {
+            McpOperation::Tool => "McpToolResult",
+            McpOperation::ResourcesList => "McpResourcesListResult",
+            McpOperation::ResourcesRead => "McpResourcesReadResult",
+            McpOperation::PromptsList => "McpPromptsListResult",
+            McpOperation::PromptsGet => "McpPromptsGetResult",
         }
     }
 }

@@ -34,6 +34,8 @@ fn mcp(server: &str, safe: &str, plugin_id: Option<&str>, name: &str) -> ToolSpe
             server_name: server.into(),
             safe_server_name: safe.into(),
             plugin_id: plugin_id.map(String::from),
+            tool_name: None,
+            operation: Default::default(),
         },
     )
 }

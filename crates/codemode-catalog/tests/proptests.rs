@@ -123,6 +123,8 @@ fn spec_strategy() -> impl Strategy<Value = ToolSpec> {
                     server_name: "srv".into(),
                     safe_server_name: "srv".into(),
                     plugin_id: None,
+                    tool_name: None,
+                    operation: Default::default(),
                 },
                 _ => ToolOrigin::Client {
                     owner: Some("app".into()),

@@ -187,6 +187,8 @@ fn e14_mcp_tools_never_reach_the_index() {
             server_name: "github".into(),
             safe_server_name: "github".into(),
             plugin_id: Some("bundle-mcp".into()),
+            tool_name: None,
+            operation: Default::default(),
         },
     )
     .with_parameters(
@@ -275,6 +277,8 @@ fn e26_mcp_entries_are_invisible_to_guest_views() {
             server_name: "github".into(),
             safe_server_name: "github".into(),
             plugin_id: None,
+            tool_name: None,
+            operation: Default::default(),
         },
     )]);
     assert_eq!(
