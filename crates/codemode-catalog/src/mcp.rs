@@ -6,6 +6,31 @@
 //! Scope: gateway servers only. Node-hosted servers (§7.1 "grouped by `(node id, server
 //! name)`", node labels, `<node-id fragment>_<safeServerName>` renames) are not modelled, because
 //! [`ToolOrigin::Mcp`] carries no node; every server is grouped by its safe server name.
+//!
+//! ```
+//! use codemode_catalog::{Catalog, McpNamespace, NamespaceAction, SearchLimits, ToolSpec};
+//! use serde_json::json;
+//!
+//! let tool = ToolSpec::mcp_tool("github", "create_issue", "Create a GitHub issue.")
+//!     .with_parameters(json!({"type": "object",
+//!         "properties": {"title": {"type": "string"}, "body": {"type": "string", "default": ""}},
+//!         "required": ["title"]}));
+//! let catalog = Catalog::build(vec![tool], &SearchLimits::default()).unwrap();
+//! let ns = McpNamespace::build(&catalog);
+//! let path = vec!["github".to_string(), "createIssue".to_string()];
+//! assert_eq!(
+//!     ns.request("mcp", &path, &[json!({"title": "Ship it"})]).unwrap(),
+//!     NamespaceAction::Call {
+//!         id: "mcp:github:github__create_issue".into(),
+//!         input: json!({"title": "Ship it", "body": ""}),
+//!     }
+//! );
+//! assert_eq!(
+//!     ns.request("mcp", &path, &[]).unwrap_err(),
+//!     "Missing required MCP namespace argument: title"
+//! );
+//! assert_eq!(ns.api_files()[1].path, "mcp/github.d.ts");
+//! ```
 
 use std::collections::{HashMap, HashSet};
 

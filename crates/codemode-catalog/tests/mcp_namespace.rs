@@ -813,3 +813,110 @@ fn realistic_server_snapshot() {
     assert_eq!(files[1].bytes, files[1].content.len());
     insta::assert_snapshot!("filesystem_server_dts", files[1].content);
 }
+
+#[test]
+fn tools_file_carries_mcp_metadata() {
+    let specs = codemode_catalog::cli::parse_tools_file(
+        r#"[{"name": "docs__resources_read", "description": "Read.",
+             "origin": {"kind": "mcp", "serverName": "Docs", "safeServerName": "docs",
+                        "toolName": "resources_read", "operation": "resources_read"}},
+            {"name": "docs__search", "description": "Search.",
+             "origin": {"kind": "mcp", "serverName": "Docs", "safeServerName": "docs",
+                        "toolName": "search"}},
+            {"name": "docs__plain", "description": "No metadata.",
+             "origin": {"kind": "mcp", "serverName": "Docs", "safeServerName": "docs"}}]"#,
+    )
+    .unwrap();
+    assert_eq!(specs[1], {
+        let mut s = ToolSpec::mcp_tool("docs", "search", "Search.");
+        if let codemode_catalog::ToolOrigin::Mcp { server_name, .. } = &mut s.origin {
+            *server_name = "Docs".into();
+        }
+        s
+    });
+    let back = serde_json::to_value(&specs[0].origin).unwrap();
+    assert_eq!(
+        back,
+        json!({"kind": "mcp", "serverName": "Docs", "safeServerName": "docs", "toolName": "resources_read", "operation": "resources_read"})
+    );
+    let ns = McpNamespace::build(&build(specs));
+    let paths: Vec<String> = ns
+        .callable_paths()
+        .into_iter()
+        .map(|(p, _)| p.join("."))
+        .collect();
+    assert_eq!(
+        paths,
+        ["$api", "docs.$api", "docs.resources.read", "docs.search"]
+    );
+    assert_eq!(ns.server_names(), vec![("docs", "Docs")]);
+    assert!(codemode_catalog::cli::parse_tools_file(
+        r#"[{"name": "x", "description": "", "origin": {"kind": "mcp", "operation": "resources_delete"}}]"#
+    )
+    .is_err());
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn schema() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(json!({"type": "string"})),
+            Just(json!({"type": "integer", "default": 1})),
+            Just(json!({"$ref": "#"})),
+            Just(json!({"enum": ["a", 1, null]})),
+            Just(json!(true)),
+            Just(json!(null)),
+            ".{0,12}".prop_map(|d| json!({"type": "string", "description": d})),
+        ];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::btree_map(".{0,8}", inner.clone(), 0..6).prop_map(|m| {
+                    let keys: Vec<String> = m.keys().take(2).cloned().collect();
+                    json!({"type": "object", "properties": m, "required": keys})
+                }),
+                inner
+                    .clone()
+                    .prop_map(|i| json!({"type": "array", "items": i})),
+                prop::collection::vec(inner, 0..10).prop_map(|v| json!({"anyOf": v})),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn any_names_and_schemas_render_and_route(
+            tools in prop::collection::vec((".{0,10}", ".{0,10}", schema(), ".{0,20}"), 1..8)
+        ) {
+            let mut seen = std::collections::HashSet::new();
+            let specs: Vec<ToolSpec> = tools
+                .into_iter()
+                .filter(|(server, tool, _, _)| seen.insert(format!("{server}__{tool}")) && !format!("{server}__{tool}").trim().is_empty())
+                .map(|(server, tool, schema, desc)| ToolSpec::mcp_tool(server, tool, desc).with_parameters(schema))
+                .collect();
+            let Ok(catalog) = Catalog::build(specs, &SearchLimits::default()) else { return Ok(()); };
+            let ns = McpNamespace::build(&catalog);
+            for f in ns.api_files() {
+                prop_assert_eq!(f.bytes, f.content.len());
+                prop_assert_eq!(api_read(&ns.api_files(), &f.path).unwrap().content.clone(), f.content.clone());
+            }
+            let mut ids = std::collections::HashSet::new();
+            for (path, id) in ns.callable_paths() {
+                for seg in &path {
+                    prop_assert!(seg == "$api" || codemode_catalog::js::is_identifier(seg), "{:?}", path);
+                }
+                match ns.request("mcp", &path, &[]) {
+                    Ok(NamespaceAction::Call { id: got, .. }) => {
+                        prop_assert_eq!(Some(got.as_str()), id);
+                        prop_assert!(ids.insert(got));
+                    }
+                    Ok(NamespaceAction::Api(v)) => prop_assert_eq!(&v["kind"], "mcp_api"),
+                    Err(e) => prop_assert!(e.starts_with("Missing required MCP namespace argument"), "{}", e),
+                }
+            }
+            prop_assert!(ns.prompt().is_some());
+        }
+    }
+}
