@@ -60,7 +60,7 @@ pub const EXEC_DESCRIPTION_LANGUAGE: &str = concat!(
 /// Description of `exec`'s `code` property (behaviour.md §2.2): under 320 characters, with the
 /// four required phrases and no mention of `API` files or MCP globals (E9).
 pub const EXEC_CODE_DESCRIPTION: &str = concat!(
-    "JavaScript or TypeScript source for one complete workflow. ",
+    "JavaScript or TypeScript source for one workflow. ",
     "Select exact ids from `ALL_TOOLS` or `tools.search`; never invent ids. ",
     "`tools.search` takes a query string, not an object. ",
     "Run dependent steps in order and never put dependent calls in Promise.all; return the final value. ",

@@ -516,6 +516,7 @@ fn tool_descriptions_never_appear() {
             "type": "object",
             "properties": {"ok": {"type": "boolean"}},
             "required": ["ok"],
+            "additionalProperties": false,
         })),
         mcp("github__create_issue"),
         ToolSpec::client(None, "select_file", "DESCRIPTION-OF-select_file"),
