@@ -263,6 +263,55 @@
     return freeze({ list, read });
   }
 
+  // The `MCP` namespace (behaviour.md §7): frozen null-prototype scopes whose leaves issue
+  // `namespace` requests with the path below `MCP` and the argument list (trailing `undefined`s
+  // dropped). `mcp` is {paths: [[segment, ...]], serverNames: [[identifier, serverName]]}.
+  function namespaceCall(path) {
+    return function (...args) {
+      while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
+      return request("namespace", [
+        ["namespace", "mcp"],
+        ["path", path],
+        ["args", args],
+      ]);
+    };
+  }
+
+  function freezeDeep(scope) {
+    const ks = keys(scope);
+    for (let i = 0; i < ks.length; i++) {
+      const v = scope[ks[i]];
+      if (v !== null && typeof v === "object") freezeDeep(v);
+    }
+    return freeze(scope);
+  }
+
+  function makeMcp(mcp) {
+    const paths = mcp !== null && typeof mcp === "object" && isArray(mcp.paths) ? mcp.paths : [];
+    if (paths.length === 0) return undefined;
+    const root = create(null);
+    const names = isArray(mcp.serverNames) ? mcp.serverNames : [];
+    for (let i = 0; i < names.length; i++) {
+      const scope = create(null);
+      defineProperty(scope, "$serverName", { value: names[i][1], enumerable: true });
+      defineProperty(root, names[i][0], { value: scope, enumerable: true });
+    }
+    for (let i = 0; i < paths.length; i++) {
+      const path = paths[i];
+      let target = root;
+      for (let j = 0; j < path.length - 1; j++) {
+        let next = target[path[j]];
+        if (next === undefined) {
+          next = create(null);
+          defineProperty(target, path[j], { value: next, enumerable: true });
+        }
+        target = next;
+      }
+      defineProperty(target, path[path.length - 1], { value: namespaceCall(path), enumerable: true });
+    }
+    return freezeDeep(root);
+  }
+
   function yieldControl(reason) {
     // Resolves with the bridge value {status: "yielded", reason} (behaviour.md §5.10).
     return request("yield", [["reason", reason === undefined ? null : reason]]);
@@ -334,7 +383,13 @@
     define("json", json);
     define("yield_control", yieldControl);
     define("API", makeApi(apiFiles));
-    define("namespaces", freeze(create(null)));
+    const namespaces = create(null);
+    const mcp = makeMcp(context.mcp);
+    if (mcp !== undefined) {
+      namespaces.MCP = mcp;
+      define("MCP", mcp);
+    }
+    define("namespaces", freeze(namespaces));
   }
 
   return freeze({

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_bridge::{BridgeMethod, RunScope, ToolCall, ToolExecutor};
-use codemode_catalog::Catalog;
+use codemode_catalog::{Catalog, McpNamespace, NamespaceAction};
 use codemode_runtime::PendingRequest;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
@@ -32,6 +32,8 @@ pub(crate) struct Dispatcher {
     pub(crate) executor: Arc<dyn ToolExecutor>,
     pub(crate) scope: RunScope,
     pub(crate) parent_tool_call_id: Option<String>,
+    /// The run's `MCP` namespace (behaviour.md §7), built from the catalog once per run.
+    pub(crate) namespace: Arc<McpNamespace>,
     pub(crate) counters: Arc<Counters>,
     /// Upper bound on one tool call: a run cannot be resumed after its snapshot TTL anyway.
     pub(crate) tool_timeout: Duration,
@@ -88,55 +90,86 @@ impl Dispatcher {
                     return Err(format!("{op} id must be a string."));
                 };
                 let entry = self.catalog.resolve_call(needle)?;
-                self.counters.call.fetch_add(1, Ordering::Relaxed);
                 let input = match args.get("input") {
                     Some(Value::Null) | None => json!({}),
                     Some(v) => v.clone(),
                 };
-                let seq = self.counters.nested.fetch_add(1, Ordering::Relaxed) + 1;
-                let parent = self.parent_tool_call_id.as_deref().unwrap_or("exec");
-                let call = ToolCall {
-                    tool_call_id: codemode_bridge::nested_tool_call_id(parent, entry.name(), seq),
-                    parent_tool_call_id: self.parent_tool_call_id.clone(),
-                    tool_id: entry.id().to_string(),
-                    tool_name: entry.name().to_string(),
-                    input,
-                    scope: self.scope.clone(),
-                    bridge_id: request.id.clone(),
-                    code_mode_run_id: run_id,
-                };
-                let result = match tokio::time::timeout(
-                    self.tool_timeout,
-                    self.executor.execute(call),
-                )
-                .await
-                {
-                    Ok(outcome) => outcome?,
-                    Err(_) => {
-                        return Err(format!(
-                            "Tool \"{}\" did not finish within {} ms.",
-                            entry.id(),
-                            self.tool_timeout.as_millis()
-                        ))
-                    }
-                };
+                let result = self.execute(entry, input, &request.id, run_id).await?;
                 let details = result.get("details");
-                if entry.output_schema().is_some() {
-                    entry.validate_output(details.unwrap_or(&Value::Null))?;
-                }
                 if request.method == BridgeMethod::CallValue {
                     Ok(details.cloned().unwrap_or(result))
                 } else {
                     Ok(json!({"tool": entry.compact(), "result": result}))
                 }
             }
+            BridgeMethod::Namespace => {
+                let namespace = args.get("namespace").and_then(Value::as_str).unwrap_or("");
+                let path: Vec<String> = match args.get("path").and_then(Value::as_array) {
+                    Some(p) => p
+                        .iter()
+                        .map(|s| s.as_str().unwrap_or("").to_string())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                let call_args: Vec<Value> = match args.get("args") {
+                    Some(Value::Array(a)) => a.clone(),
+                    _ => Vec::new(),
+                };
+                match self.namespace.request(namespace, &path, &call_args)? {
+                    NamespaceAction::Api(answer) => Ok(answer),
+                    NamespaceAction::Call { id, input } => {
+                        let Some(entry) = self.catalog.entry(&id) else {
+                            return Err(self.catalog.unknown_tool_message(&id));
+                        };
+                        // The raw MCP result, not unwrapped (behaviour.md §7.2 "Dispatch").
+                        self.execute(entry, input, &request.id, run_id).await
+                    }
+                }
+            }
             BridgeMethod::Yield => Ok(json!({
                 "status": "yielded",
                 "reason": args.get("reason").cloned().unwrap_or(Value::Null),
             })),
-            BridgeMethod::Namespace | BridgeMethod::Nodes => {
-                Err("unsupported code mode bridge method".into())
-            }
+            BridgeMethod::Nodes => Err("unsupported code mode bridge method".into()),
         }
+    }
+
+    /// Runs one catalog tool through the host's executor (inside the tool timeout) and checks
+    /// a declared output contract. Counts in `callCount`.
+    async fn execute(
+        &self,
+        entry: &codemode_catalog::Entry,
+        input: Value,
+        bridge_id: &str,
+        run_id: Option<String>,
+    ) -> Result<Value, String> {
+        self.counters.call.fetch_add(1, Ordering::Relaxed);
+        let seq = self.counters.nested.fetch_add(1, Ordering::Relaxed) + 1;
+        let parent = self.parent_tool_call_id.as_deref().unwrap_or("exec");
+        let call = ToolCall {
+            tool_call_id: codemode_bridge::nested_tool_call_id(parent, entry.name(), seq),
+            parent_tool_call_id: self.parent_tool_call_id.clone(),
+            tool_id: entry.id().to_string(),
+            tool_name: entry.name().to_string(),
+            input,
+            scope: self.scope.clone(),
+            bridge_id: bridge_id.to_string(),
+            code_mode_run_id: run_id,
+        };
+        let result =
+            match tokio::time::timeout(self.tool_timeout, self.executor.execute(call)).await {
+                Ok(outcome) => outcome?,
+                Err(_) => {
+                    return Err(format!(
+                        "Tool \"{}\" did not finish within {} ms.",
+                        entry.id(),
+                        self.tool_timeout.as_millis()
+                    ))
+                }
+            };
+        if entry.output_schema().is_some() {
+            entry.validate_output(result.get("details").unwrap_or(&Value::Null))?;
+        }
+        Ok(result)
     }
 }

@@ -167,6 +167,7 @@ impl Run {
             executor: env.executor.clone(),
             scope: env.scope.clone(),
             parent_tool_call_id: env.parent_tool_call_id.clone(),
+            namespace: Arc::new(codemode_catalog::McpNamespace::build(&env.catalog)),
             counters: Arc::new(Counters::default()),
             tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds),
         };
@@ -199,7 +200,17 @@ impl Run {
         abort: &AbortHandle,
     ) {
         let limits = limits(&self.env);
-        let context = json!({"tools": self.env.catalog.all_tools(), "apiFiles": []}).to_string();
+        let namespace = &self.dispatcher.namespace;
+        let mcp = json!({
+            "paths": namespace.callable_paths().into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
+            "serverNames": namespace.server_names(),
+        });
+        let context = json!({
+            "tools": self.env.catalog.all_tools(),
+            "apiFiles": namespace.api_files(),
+            "mcp": mcp,
+        })
+        .to_string();
         let budget = LegBudget {
             soft_deadline: deadline,
             abort: abort.clone(),

@@ -1065,3 +1065,60 @@ async fn floods_fail_inside_the_guest_with_spec_codes() {
     assert_eq!(h.calls(), 0);
     assert_eq!(value(&h.exec("return 'healthy'").await), &json!("healthy"));
 }
+
+fn github_spec() -> ToolSpec {
+    ToolSpec::mcp_tool("github", "create_issue", "Create a GitHub issue.").with_parameters(json!({
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string", "description": "Repository owner"},
+            "repo": {"type": "string", "description": "Repository 名称"},
+            "title": {"type": "string", "description": "Issue title\nShown in tracker"},
+            "body": {"type": "string", "default": ""}
+        },
+        "required": ["owner", "repo", "title"]
+    }))
+}
+
+#[tokio::test]
+async fn mcp_namespace_e26_e27() {
+    let h = harness_with(json!(true), &[], vec![github_spec()]);
+    let r = h
+        .exec(
+            r#"const r = await MCP.github.createIssue({owner: "openclaw", repo: "openclaw", title: "Ship it"});
+const root = await MCP.$api();
+const api = await MCP.github.$api("createIssue", {schema: true});
+const files = await API.list("mcp/");
+const decl = await API.read("mcp/github.d.ts");
+let missing, unknown;
+try { await MCP.github.createIssue({owner: "o"}); } catch (e) { missing = e.message; }
+try { await tools.call("github__create_issue", {}); } catch (e) { unknown = e.message; }
+return {details: r.details, servers: root.servers, header: api.header.includes("function createIssue("),
+  schemaType: api.schemas.createIssue.type, paths: files.files.map((f) => f.path),
+  bytesMatch: files.files[1].bytes === decl.bytes && decl.bytes > decl.content.length,
+  declHasApi: decl.content.includes("function $api("), missing, unknown,
+  search: (await tools.search("github create issue")).filter((e) => e.id.startsWith("mcp:")).length, inAll: ALL_TOOLS.some((e) => e.source === "mcp"),
+  inNamespaces: "MCP" in namespaces, serverName: MCP.github.$serverName};"#,
+        )
+        .await;
+    assert_eq!(
+        value(&r),
+        &json!({
+            "details": {"name": "github__create_issue", "input": {"owner": "openclaw", "repo": "openclaw", "title": "Ship it", "body": ""}},
+            "servers": [{"identifier": "github", "serverName": "github", "toolCount": 1}],
+            "header": true,
+            "schemaType": "object",
+            "paths": ["mcp/index.d.ts", "mcp/github.d.ts"],
+            "bytesMatch": true,
+            "declHasApi": true,
+            "missing": "Missing required MCP namespace arguments: repo, title",
+            "unknown": "Unknown tool id: github__create_issue. Did you mean: fake_create_ticket? Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.",
+            "search": 0,
+            "inAll": false,
+            "inNamespaces": true,
+            "serverName": "github"
+        })
+    );
+    // The MCP tool ran exactly once (the failed call never reached the executor).
+    assert_eq!(h.calls(), 1);
+    assert_eq!(r.telemetry().sources.mcp, 1);
+}
