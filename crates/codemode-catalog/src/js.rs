@@ -73,7 +73,7 @@ pub fn js_trim(s: &str) -> &str {
     s.trim_matches(is_js_whitespace)
 }
 
-/// `JSON.stringify(s)` for a string: quotes plus JSON escapes (control characters as `\uXXXX`
+/// `JSON.stringify(s)` for a string: quotes plus JSON escapes (control characters as `\u` plus four hex digits
 /// with lowercase hex, except the short forms `\b \f \n \r \t`).
 pub fn json_string(s: &str) -> String {
     // serde_json's escaping matches JSON.stringify for well-formed strings (Rust strings cannot

@@ -361,7 +361,7 @@ fn scan_word(src: &str, i: usize) -> usize {
     let mut j = i;
     while let Some(c) = char_at(src, j) {
         if c == '\\' {
-            // `\uXXXX` or `\u{…}`.
+            // `\u` with four hex digits, or `\u{…}`.
             j += 1;
             if char_at(src, j) == Some('u') {
                 j += 1;
