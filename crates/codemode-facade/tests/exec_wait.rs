@@ -119,6 +119,14 @@ impl Harness {
             .wait(&scope(), &json!({"runId": run_id}), &AbortHandle::new())
             .await
     }
+    /// Follows a run with `wait` until it is no longer waiting, starting from `first`.
+    async fn wait_done(&self, run_id: &str, first: CodeModeResult) -> CodeModeResult {
+        let mut last = first;
+        while last.status() == "waiting" {
+            last = self.wait(run_id).await;
+        }
+        last
+    }
     fn calls(&self) -> usize {
         self.fixture.calls.lock().unwrap().len()
     }
@@ -437,10 +445,7 @@ async fn concurrent_wait_is_refused() {
             ErrorCode::InvalidInput
         )
     );
-    let mut last = a;
-    while last.status() == "waiting" {
-        last = h.wait(&run_id).await;
-    }
+    let last = h.wait_done(&run_id, a).await;
     assert_eq!(value(&last), &json!("slow"));
 }
 
@@ -663,10 +668,8 @@ async fn restart_safe_rejects_side_effects_before_execution() {
     let input = json!({"code": "return (await tools.callValue('openclaw:core:read', {path: 'x'})).name;", "restartSafe": true});
     let r = h.cm.exec(&h.env, &input, &AbortHandle::new()).await;
     assert_eq!(r.status(), "waiting");
-    let mut last = h.wait(r.run_id().unwrap()).await;
-    while last.status() == "waiting" {
-        last = h.wait(r.run_id().unwrap()).await;
-    }
+    let run_id = r.run_id().unwrap();
+    let last = h.wait_done(run_id, h.wait(run_id).await).await;
     assert_eq!(value(&last), &json!("read"));
 }
 
@@ -722,10 +725,7 @@ async fn nested_call_ids_follow_the_parent_across_waits() {
     h.env.parent_tool_call_id = Some("call abc/1".into());
     let r = h.exec("await tools.callValue('fake_create_ticket', {}); await tools.callValue('slow', {}); return await tools.callValue('fake_create_ticket', {});").await;
     let run_id = r.run_id().expect("waiting").to_string();
-    let mut last = h.wait(&run_id).await;
-    while last.status() == "waiting" {
-        last = h.wait(&run_id).await;
-    }
+    let last = h.wait_done(&run_id, h.wait(&run_id).await).await;
     assert_eq!(last.status(), "completed");
     assert_eq!(
         *h.fixture.call_ids.lock().unwrap(),
