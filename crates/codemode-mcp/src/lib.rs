@@ -1,0 +1,1 @@
+//! MCP both ways (placeholder while the crate is being built).
