@@ -1,1 +1,17 @@
-//! MCP both ways (placeholder while the crate is being built).
+//! MCP both ways for code mode (docs/mcp.md).
+//!
+//! - **Client side**: [`McpServersConfig`] reads the `{"mcpServers": {…}}` file users already
+//!   have; [`McpHub::connect`] connects to every server (stdio child processes or streamable
+//!   HTTP, through rmcp), lists their tools, resources and prompts, and gives catalog entries
+//!   ([`McpHub::specs`], `mcp:<server>:<server>__<tool>` with MCP metadata, so the guest reaches
+//!   them only through the `MCP` namespace, behaviour.md §7) and a [`McpExecutor`] that runs them.
+//! - **Server side**: `CodeModeServer` serves code mode itself as an MCP server with exactly
+//!   two tools, `exec` and `wait` (`codemode serve`).
+
+pub mod client;
+pub mod config;
+pub mod hub;
+
+pub use client::{ClientOptions, ServerClient, ServerListing};
+pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig};
+pub use hub::{McpExecutor, McpHub, ServerStatus};

@@ -1,0 +1,489 @@
+//! One connection to one configured MCP server (rmcp client): connect over stdio or streamable
+//! HTTP, list with a page cap, call with a timeout, reconnect when the connection died, drain a
+//! child's stderr, shut down cleanly.
+
+use std::collections::{HashMap, HashSet};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams, Implementation,
+    PaginatedRequestParams, ReadResourceRequestParams,
+};
+use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::{json, Map, Value};
+use tokio::io::AsyncReadExt;
+
+use crate::config::ServerConfig;
+
+/// Limits of the MCP client. Every value is finite: a server can slow a call down to the
+/// timeout but never hang it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Budget of one request to a server (`tools/call`, `resources/read`, one list page), in
+    /// ms. Default 60,000.
+    pub call_timeout: Duration,
+    /// Budget of connecting and the initialize handshake, in ms. Default 30,000.
+    pub connect_timeout: Duration,
+    /// Most pages read from one `*/list` listing before it stops (with a warning). Default 32.
+    pub max_list_pages: usize,
+    /// Most tools cataloged from one server; the rest are dropped with a warning. Default 1,000.
+    pub max_tools_per_server: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            call_timeout: Duration::from_millis(60_000),
+            connect_timeout: Duration::from_millis(30_000),
+            max_list_pages: 32,
+            max_tools_per_server: 1_000,
+        }
+    }
+}
+
+/// Bytes of a child's stderr kept for error messages (the rest is logged at `debug` and dropped).
+const STDERR_TAIL_BYTES: usize = 2_048;
+
+/// What the client learned from one listing of a server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerListing {
+    /// The server's tools as MCP JSON (`{name, description?, inputSchema, …}`), de-duplicated
+    /// by name (first wins), at most [`ClientOptions::max_tools_per_server`].
+    pub tools: Vec<Value>,
+    /// The server advertises the `resources` capability.
+    pub resources: bool,
+    /// The server advertises the `prompts` capability.
+    pub prompts: bool,
+    /// What went wrong while listing (page cap, repeated cursor, dropped tools).
+    pub warnings: Vec<String>,
+}
+
+/// The rmcp client handler: names the client and turns `notifications/tools/list_changed` into a
+/// callback (the hub re-lists; see `hub.rs`).
+#[derive(Clone)]
+struct Handler {
+    on_tools_changed: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        (self.on_tools_changed)();
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = Implementation::default();
+        info.name = "codemode".into();
+        info.version = env!("CARGO_PKG_VERSION").into();
+        ClientConfig::new(ClientCapabilities::default(), info)
+    }
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    peer: Peer<RoleClient>,
+    /// The server's capabilities as JSON (`{"tools": {…}, "resources": {…}, …}`).
+    capabilities: Value,
+}
+
+/// A client for one configured MCP server. Connects lazily and reconnects when the previous
+/// connection is gone (dead child, closed HTTP session); calls never wait longer than
+/// [`ClientOptions::call_timeout`].
+pub struct ServerClient {
+    name: String,
+    config: ServerConfig,
+    options: ClientOptions,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+    stderr_tail: Arc<Mutex<Vec<u8>>>,
+    on_tools_changed: Arc<dyn Fn() + Send + Sync>,
+    connects: AtomicU64,
+}
+
+impl ServerClient {
+    /// A client for `config`, named `name` in messages; `on_tools_changed` runs (on an rmcp
+    /// task, so it must not block) for every `notifications/tools/list_changed`.
+    pub fn new(
+        name: &str,
+        config: ServerConfig,
+        options: ClientOptions,
+        on_tools_changed: Arc<dyn Fn() + Send + Sync>,
+    ) -> Self {
+        ServerClient {
+            name: name.to_string(),
+            config,
+            options,
+            connection: tokio::sync::Mutex::new(None),
+            stderr_tail: Arc::new(Mutex::new(Vec::new())),
+            on_tools_changed,
+            connects: AtomicU64::new(0),
+        }
+    }
+
+    /// The configured server name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many connections were made so far (1 after the first connect; more after reconnects).
+    pub fn connects(&self) -> u64 {
+        self.connects.load(Ordering::Relaxed)
+    }
+
+    /// The last bytes the child wrote to stderr (lossy UTF-8, at most 2,048 bytes).
+    pub fn stderr_tail(&self) -> String {
+        let tail = self.stderr_tail.lock().map(|t| t.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&tail).trim().to_string()
+    }
+
+    /// The live peer, connecting first when there is no connection or its transport closed.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, Value), String> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref() {
+            if !connection.peer.is_transport_closed() && !connection.service.is_closed() {
+                return Ok((connection.peer.clone(), connection.capabilities.clone()));
+            }
+            tracing::info!(server = %self.name, "MCP connection closed; reconnecting");
+            if let Some(old) = slot.take() {
+                tokio::spawn(async move {
+                    let _ = old.service.cancel().await;
+                });
+            }
+        }
+        let connection = tokio::time::timeout(self.options.connect_timeout, self.connect())
+            .await
+            .map_err(|_| {
+                format!(
+                    "MCP server \"{}\" did not finish connecting within {} ms{}",
+                    self.name,
+                    self.options.connect_timeout.as_millis(),
+                    self.stderr_suffix()
+                )
+            })??;
+        self.connects.fetch_add(1, Ordering::Relaxed);
+        let result = (connection.peer.clone(), connection.capabilities.clone());
+        *slot = Some(connection);
+        Ok(result)
+    }
+
+    async fn connect(&self) -> Result<Connection, String> {
+        let handler = Handler {
+            on_tools_changed: self.on_tools_changed.clone(),
+        };
+        let fail = |e: &dyn std::fmt::Display| {
+            format!(
+                "MCP server \"{}\" failed to connect: {e}{}",
+                self.name,
+                self.stderr_suffix()
+            )
+        };
+        let service = match &self.config {
+            ServerConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env).kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| {
+                        format!(
+                            "MCP server \"{}\" failed to start {command:?}: {e}",
+                            self.name
+                        )
+                    })?;
+                if let Some(stderr) = stderr {
+                    self.drain_stderr(stderr);
+                }
+                handler.serve(transport).await.map_err(|e| fail(&e))?
+            }
+            ServerConfig::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (key, value) in headers {
+                    let name = http::HeaderName::from_bytes(key.as_bytes()).map_err(|e| {
+                        format!("MCP server \"{}\": header {key:?}: {e}", self.name)
+                    })?;
+                    let value = http::HeaderValue::from_str(value).map_err(|e| {
+                        format!("MCP server \"{}\": header {key:?}: {e}", self.name)
+                    })?;
+                    custom.insert(name, value);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                handler.serve(transport).await.map_err(|e| fail(&e))?
+            }
+        };
+        let capabilities = service
+            .peer()
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .unwrap_or(Value::Null);
+        let peer = service.peer().clone();
+        Ok(Connection {
+            service,
+            peer,
+            capabilities,
+        })
+    }
+
+    /// Reads the child's stderr until it closes, so a chatty server never blocks on a full
+    /// pipe; keeps the last [`STDERR_TAIL_BYTES`] for error messages.
+    fn drain_stderr(&self, mut stderr: tokio::process::ChildStderr) {
+        let tail = self.stderr_tail.clone();
+        let name = self.name.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match stderr.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        tracing::debug!(server = %name, "stderr: {}", String::from_utf8_lossy(&buf[..n.min(512)]));
+                        if let Ok(mut tail) = tail.lock() {
+                            tail.extend_from_slice(&buf[..n]);
+                            if tail.len() > STDERR_TAIL_BYTES {
+                                let cut = tail.len() - STDERR_TAIL_BYTES;
+                                tail.drain(..cut);
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    fn stderr_suffix(&self) -> String {
+        let tail = self.stderr_tail();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            let last: String = tail
+                .lines()
+                .last()
+                .unwrap_or("")
+                .chars()
+                .take(300)
+                .collect();
+            format!(" (stderr: {last})")
+        }
+    }
+
+    /// Runs one request against the live connection with the call timeout; turns rmcp errors
+    /// into one-line messages naming the server and the method.
+    async fn request<T, F, Fut>(&self, method: &str, what: &str, f: F) -> Result<T, String>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ServiceError>>,
+    {
+        let (peer, _) = self.peer().await?;
+        match tokio::time::timeout(self.options.call_timeout, f(peer)).await {
+            Err(_) => Err(format!(
+                "MCP server \"{}\" did not answer {method}{what} within {} ms",
+                self.name,
+                self.options.call_timeout.as_millis()
+            )),
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(ServiceError::McpError(e))) => Err(format!(
+                "MCP server \"{}\" refused {method}{what}: {}",
+                self.name, e.message
+            )),
+            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                Err(format!(
+                    "MCP server \"{}\" closed the connection during {method}{what}: {e}{}",
+                    self.name,
+                    self.stderr_suffix()
+                ))
+            }
+            Ok(Err(e)) => Err(format!(
+                "MCP server \"{}\" failed {method}{what}: {e}",
+                self.name
+            )),
+        }
+    }
+
+    /// Connects if needed and lists the server's tools (all pages up to the cap) and
+    /// capabilities.
+    pub async fn list(&self) -> Result<ServerListing, String> {
+        let (_, capabilities) = self.peer().await?;
+        let mut listing = ServerListing {
+            resources: capabilities.get("resources").is_some_and(|v| !v.is_null()),
+            prompts: capabilities.get("prompts").is_some_and(|v| !v.is_null()),
+            ..ServerListing::default()
+        };
+        if capabilities.get("tools").is_some_and(|v| !v.is_null()) || capabilities.is_null() {
+            let (tools, mut warnings) = self.list_all("tools/list", "tools").await?;
+            listing.warnings.append(&mut warnings);
+            let mut seen = HashSet::new();
+            for tool in tools {
+                let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                if name.trim().is_empty() || !seen.insert(name.to_string()) {
+                    listing.warnings.push(format!(
+                        "MCP server \"{}\": skipped tool {name:?} (empty or duplicate name)",
+                        self.name
+                    ));
+                    continue;
+                }
+                if listing.tools.len() == self.options.max_tools_per_server {
+                    listing.warnings.push(format!(
+                        "MCP server \"{}\": more than {} tools; the rest are not cataloged",
+                        self.name, self.options.max_tools_per_server
+                    ));
+                    break;
+                }
+                listing.tools.push(tool);
+            }
+        }
+        Ok(listing)
+    }
+
+    /// Reads every page of a `*/list` method: stops at the page cap and at a cursor it has
+    /// seen before (both with a warning), so a server cannot keep the client paging forever.
+    async fn list_all(&self, method: &str, key: &str) -> Result<(Vec<Value>, Vec<String>), String> {
+        let mut items = Vec::new();
+        let mut warnings = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for page in 0.. {
+            if page == self.options.max_list_pages {
+                warnings.push(format!(
+                    "MCP server \"{}\": {method} stopped after {} pages",
+                    self.name, self.options.max_list_pages
+                ));
+                break;
+            }
+            let result = self.list_page(method, cursor.clone()).await?;
+            if let Some(Value::Array(page_items)) = result.get(key) {
+                items.extend(page_items.iter().cloned());
+            }
+            match result.get("nextCursor").and_then(Value::as_str) {
+                None => break,
+                Some(next) if !seen.insert(next.to_string()) => {
+                    warnings.push(format!(
+                        "MCP server \"{}\": {method} repeated cursor {next:?}; stopped",
+                        self.name
+                    ));
+                    break;
+                }
+                Some(next) => cursor = Some(next.to_string()),
+            }
+        }
+        Ok((items, warnings))
+    }
+
+    /// One page of a `*/list` method as MCP JSON.
+    async fn list_page(&self, method: &str, cursor: Option<String>) -> Result<Value, String> {
+        let params = Some(PaginatedRequestParams::default().with_cursor(cursor));
+        let what = "";
+        match method {
+            "tools/list" => to_json(
+                self.request(method, what, |p| async move { p.list_tools(params).await })
+                    .await?,
+            ),
+            "resources/list" => to_json(
+                self.request(method, what, |p| async move { p.list_resources(params).await })
+                    .await?,
+            ),
+            _ => to_json(
+                self.request(method, what, |p| async move { p.list_prompts(params).await })
+                    .await?,
+            ),
+        }
+    }
+
+    /// `tools/call` of the raw MCP tool `tool` with `arguments`: the raw MCP result
+    /// (`{content, structuredContent?, isError?}`). A tool error (`isError: true`) is a result,
+    /// not an `Err`; `Err` is a protocol error, a timeout or a lost connection.
+    pub async fn call_tool(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let what = format!(" {tool:?}");
+        to_json(
+            self.request("tools/call", &what, |p| async move { p.call_tool(params).await })
+                .await?,
+        )
+    }
+
+    /// `resources/list`: one page when `cursor` is given, else every page up to the cap, as
+    /// `{resources: [...]}` (plus `nextCursor` when paging by hand).
+    pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, String> {
+        self.list_for_guest("resources/list", "resources", cursor).await
+    }
+
+    /// `prompts/list`, like [`ServerClient::list_resources`], as `{prompts: [...]}`.
+    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<Value, String> {
+        self.list_for_guest("prompts/list", "prompts", cursor).await
+    }
+
+    async fn list_for_guest(
+        &self,
+        method: &str,
+        key: &str,
+        cursor: Option<String>,
+    ) -> Result<Value, String> {
+        if cursor.is_some() {
+            return self.list_page(method, cursor).await;
+        }
+        let (items, warnings) = self.list_all(method, key).await?;
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(json!({ key: items }))
+    }
+
+    /// `resources/read` of `uri`: the raw `{contents: [...]}`.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, String> {
+        let params = ReadResourceRequestParams::new(uri.to_string());
+        let what = format!(" {uri:?}");
+        to_json(
+            self.request("resources/read", &what, |p| async move {
+                p.read_resource(params).await
+            })
+            .await?,
+        )
+    }
+
+    /// `prompts/get` of `name` with string `arguments`: the raw `{description?, messages}`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<Value, String> {
+        let mut params = GetPromptRequestParams::new(name.to_string());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let what = format!(" {name:?}");
+        to_json(
+            self.request("prompts/get", &what, |p| async move { p.get_prompt(params).await })
+                .await?,
+        )
+    }
+
+    /// Closes the connection: stdio children get their stdin closed, then SIGTERM, then SIGKILL
+    /// (rmcp's graceful shutdown, at most a few seconds); HTTP sessions are dropped.
+    pub async fn shutdown(&self) {
+        let connection = self.connection.lock().await.take();
+        if let Some(connection) = connection {
+            let _ = tokio::time::timeout(Duration::from_secs(10), connection.service.cancel()).await;
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: T) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| format!("MCP result is not JSON: {e}"))
+}

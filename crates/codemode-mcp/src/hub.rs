@@ -1,0 +1,397 @@
+//! The hub: every configured MCP server, its catalog entries and the executor that runs them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{McpOperation, ToolOrigin, ToolSpec};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::client::{ClientOptions, ServerClient, ServerListing};
+use crate::config::{safe_server_name, McpServersConfig};
+
+/// What one configured server looks like right now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatus {
+    /// The configured name (the entries' `serverName`).
+    pub name: String,
+    /// The name used in catalog ids (`mcp:<safeName>:…`); see [`safe_server_name`].
+    pub safe_name: String,
+    /// `true` once a listing succeeded.
+    pub connected: bool,
+    /// Tools cataloged from the server.
+    pub tools: usize,
+    /// Why the last connect or listing failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Listing warnings (page cap, repeated cursor, skipped tools).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Connections made so far (more than 1 after reconnects).
+    pub connects: u64,
+}
+
+/// Where a catalog id goes: server index, operation, raw MCP tool name.
+#[derive(Debug, Clone)]
+struct Route {
+    server: usize,
+    operation: McpOperation,
+    tool: String,
+}
+
+#[derive(Default)]
+struct RefreshState {
+    running: bool,
+    again: bool,
+}
+
+struct ServerEntry {
+    client: Arc<ServerClient>,
+    safe_name: String,
+    listing: RwLock<Result<ServerListing, String>>,
+    refresh: Mutex<RefreshState>,
+}
+
+struct HubInner {
+    servers: Vec<ServerEntry>,
+    routes: RwLock<HashMap<String, Route>>,
+    generation: tokio::sync::watch::Sender<u64>,
+}
+
+/// All configured MCP servers behind one catalog: [`McpHub::specs`] gives their catalog entries
+/// (`mcp:<server>:<server>__<tool>` with MCP metadata, so they enter the `MCP` namespace,
+/// behaviour.md §3.1, §7.1) and [`McpHub::executor`] runs them.
+///
+/// `notifications/tools/list_changed` re-lists that server in the background and bumps
+/// [`McpHub::generation`]; hosts read [`McpHub::specs`] again for the next `exec`. A
+/// notification that arrives while the server is being listed causes one more listing only if
+/// the listing changed, so a server that notifies on every `tools/list` cannot cause a loop.
+#[derive(Clone)]
+pub struct McpHub {
+    inner: Arc<HubInner>,
+}
+
+impl McpHub {
+    /// Connects to every server in `config` concurrently and lists it. Never fails as a whole:
+    /// a server that cannot be reached is reported by [`McpHub::status`] and contributes no
+    /// entries. Must run inside a tokio runtime.
+    pub async fn connect(config: &McpServersConfig, options: ClientOptions) -> McpHub {
+        let inner = Arc::new_cyclic(|weak: &Weak<HubInner>| {
+            let servers = config
+                .servers
+                .iter()
+                .enumerate()
+                .map(|(index, (name, server))| {
+                    let weak = weak.clone();
+                    let on_changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+                        if let Some(inner) = weak.upgrade() {
+                            tokio::spawn(refresh(inner, index));
+                        }
+                    });
+                    ServerEntry {
+                        client: Arc::new(ServerClient::new(
+                            name,
+                            server.clone(),
+                            options.clone(),
+                            on_changed,
+                        )),
+                        safe_name: safe_server_name(name),
+                        listing: RwLock::new(Err("not connected yet".into())),
+                        refresh: Mutex::new(RefreshState::default()),
+                    }
+                })
+                .collect();
+            HubInner {
+                servers,
+                routes: RwLock::new(HashMap::new()),
+                generation: tokio::sync::watch::channel(0).0,
+            }
+        });
+        let listings = (0..inner.servers.len()).map(|i| refresh(inner.clone(), i));
+        futures::future::join_all(listings).await;
+        McpHub { inner }
+    }
+
+    /// The catalog entries of every listed server, servers in name order, each server's tools
+    /// in listing order followed by `resources_list`/`resources_read` (when the server has the
+    /// resources capability) and `prompts_list`/`prompts_get` (prompts capability). MCP
+    /// metadata is untrusted: entries never carry an output schema.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        let mut routes = self.inner.routes.write().unwrap_or_else(|e| e.into_inner());
+        for (index, server) in self.inner.servers.iter().enumerate() {
+            let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
+            let Ok(listing) = &*listing else { continue };
+            for (spec, operation, tool) in server_specs(server.client.name(), &server.safe_name, listing) {
+                let id = format!("mcp:{}:{}", server.safe_name, spec.name);
+                routes.insert(
+                    id,
+                    Route {
+                        server: index,
+                        operation,
+                        tool,
+                    },
+                );
+                specs.push(spec);
+            }
+        }
+        specs
+    }
+
+    /// The state of every configured server, in name order.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.inner
+            .servers
+            .iter()
+            .map(|server| {
+                let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
+                ServerStatus {
+                    name: server.client.name().to_string(),
+                    safe_name: server.safe_name.clone(),
+                    connected: listing.is_ok(),
+                    tools: listing.as_ref().map(|l| l.tools.len()).unwrap_or(0),
+                    error: listing.as_ref().err().cloned(),
+                    warnings: listing
+                        .as_ref()
+                        .map(|l| l.warnings.clone())
+                        .unwrap_or_default(),
+                    connects: server.client.connects(),
+                }
+            })
+            .collect()
+    }
+
+    /// Bumped every time a listing changes a server's entries (starts at the number of servers
+    /// whose first listing succeeded).
+    pub fn generation(&self) -> u64 {
+        *self.inner.generation.borrow()
+    }
+
+    /// Waits until [`McpHub::generation`] exceeds `seen`, at most `timeout`; returns the
+    /// generation then.
+    pub async fn changed_since(&self, seen: u64, timeout: Duration) -> u64 {
+        let mut rx = self.inner.generation.subscribe();
+        let _ = tokio::time::timeout(timeout, rx.wait_for(|g| *g > seen)).await;
+        self.generation()
+    }
+
+    /// The client of the server with configured name `name`.
+    pub fn client(&self, name: &str) -> Option<Arc<ServerClient>> {
+        self.inner
+            .servers
+            .iter()
+            .find(|s| s.client.name() == name)
+            .map(|s| s.client.clone())
+    }
+
+    /// An executor for the hub's catalog ids; other ids go to `fallback` (or fail with
+    /// `no tool executor for <id>` without one).
+    pub fn executor(&self, fallback: Option<Arc<dyn ToolExecutor>>) -> McpExecutor {
+        McpExecutor {
+            inner: self.inner.clone(),
+            fallback,
+        }
+    }
+
+    /// Closes every connection (children get stdin closed, SIGTERM, then SIGKILL).
+    pub async fn shutdown(&self) {
+        let all = self.inner.servers.iter().map(|s| s.client.shutdown());
+        futures::future::join_all(all).await;
+    }
+}
+
+/// Lists server `index` again, coalescing notifications that arrive meanwhile (see [`McpHub`]).
+async fn refresh(inner: Arc<HubInner>, index: usize) {
+    let server = &inner.servers[index];
+    {
+        let mut state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
+        if state.running {
+            state.again = true;
+            return;
+        }
+        state.running = true;
+        state.again = false;
+    }
+    loop {
+        let listing = server.client.list().await;
+        let changed = {
+            let mut slot = server.listing.write().unwrap_or_else(|e| e.into_inner());
+            let changed = match (&*slot, &listing) {
+                (Ok(old), Ok(new)) => old != new,
+                (Err(_), Ok(_)) => true,
+                (Ok(_), Err(_)) | (Err(_), Err(_)) => false,
+            };
+            match &listing {
+                Ok(_) => *slot = listing,
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    // Keep the last good listing: its calls reconnect on their own.
+                    if slot.is_err() {
+                        *slot = Err(e.clone());
+                    }
+                }
+            }
+            changed
+        };
+        if changed {
+            inner.generation.send_modify(|g| *g += 1);
+        }
+        let mut state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
+        if state.again && changed {
+            state.again = false;
+            continue;
+        }
+        state.running = false;
+        state.again = false;
+        return;
+    }
+}
+
+/// The `inputSchema` of the resource and prompt operations (behaviour.md §7.2 paths).
+fn operation_spec(server: &str, operation: McpOperation) -> (String, Value) {
+    match operation {
+        McpOperation::ResourcesList => (
+            format!("List the resources of MCP server {server}. Without a cursor every page is read."),
+            json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
+        ),
+        McpOperation::ResourcesRead => (
+            format!("Read one resource of MCP server {server} by URI."),
+            json!({"type": "object", "properties": {"uri": {"type": "string", "description": "The resource URI, as listed by resources.list()."}}, "required": ["uri"]}),
+        ),
+        McpOperation::PromptsList => (
+            format!("List the prompts of MCP server {server}. Without a cursor every page is read."),
+            json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
+        ),
+        McpOperation::PromptsGet => (
+            format!("Get one prompt of MCP server {server} with its arguments."),
+            json!({"type": "object", "properties": {"name": {"type": "string", "description": "The prompt name, as listed by prompts.list()."}, "arguments": {"type": "object", "description": "Prompt arguments; values are strings.", "additionalProperties": {"type": "string"}}}, "required": ["name"]}),
+        ),
+        McpOperation::Tool => (String::new(), json!({"type": "object"})),
+    }
+}
+
+/// The catalog specs of one listed server with their routes.
+fn server_specs(
+    server_name: &str,
+    safe_name: &str,
+    listing: &ServerListing,
+) -> Vec<(ToolSpec, McpOperation, String)> {
+    let with_server_name = |mut spec: ToolSpec| {
+        if let ToolOrigin::Mcp {
+            server_name: name, ..
+        } = &mut spec.origin
+        {
+            *name = server_name.to_string();
+        }
+        spec
+    };
+    let mut specs = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    for tool in &listing.tools {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let description = tool
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let mut spec = ToolSpec::mcp_operation(safe_name, McpOperation::Tool, name, description);
+        if let Some(schema) = tool.get("inputSchema").filter(|s| s.is_object()) {
+            spec = spec.with_parameters(schema.clone());
+        }
+        if let Some(title) = tool.get("title").and_then(Value::as_str) {
+            spec = spec.with_label(title);
+        }
+        if names.insert(spec.name.clone()) {
+            specs.push((with_server_name(spec), McpOperation::Tool, name.to_string()));
+        }
+    }
+    let mut operations = Vec::new();
+    if listing.resources {
+        operations.extend([McpOperation::ResourcesList, McpOperation::ResourcesRead]);
+    }
+    if listing.prompts {
+        operations.extend([McpOperation::PromptsList, McpOperation::PromptsGet]);
+    }
+    for operation in operations {
+        let (description, parameters) = operation_spec(server_name, operation);
+        let spec = ToolSpec::mcp_operation(safe_name, operation, operation.as_str(), description)
+            .with_parameters(parameters);
+        if names.insert(spec.name.clone()) {
+            specs.push((
+                with_server_name(spec),
+                operation,
+                operation.as_str().to_string(),
+            ));
+        }
+    }
+    specs
+}
+
+/// Runs the hub's catalog entries for nested calls ([`ToolExecutor`]): `tool` entries as
+/// `tools/call` (the raw MCP result, `isError: true` included, is the value), the resource and
+/// prompt operations as `resources/list|read` and `prompts/list|get`. Errors (timeout, lost
+/// connection, JSON-RPC error, bad input) reject the guest promise with a one-line message that
+/// names the server.
+#[derive(Clone)]
+pub struct McpExecutor {
+    inner: Arc<HubInner>,
+    fallback: Option<Arc<dyn ToolExecutor>>,
+}
+
+impl ToolExecutor for McpExecutor {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        let route = self
+            .inner
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&call.tool_id)
+            .cloned();
+        let Some(route) = route else {
+            return match &self.fallback {
+                Some(fallback) => fallback.execute(call),
+                None => {
+                    let id = call.tool_id;
+                    Box::pin(async move { Err(format!("no tool executor for {id}")) })
+                }
+            };
+        };
+        let client = self.inner.servers[route.server].client.clone();
+        Box::pin(async move {
+            let input = match call.input {
+                Value::Object(map) => map,
+                Value::Null => Map::new(),
+                _ => return Err("MCP tools take one object argument.".to_string()),
+            };
+            let string = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_string);
+            tracing::debug!(server = client.name(), tool = %route.tool, id = %call.tool_id, "MCP call");
+            match route.operation {
+                McpOperation::Tool => client.call_tool(&route.tool, input).await,
+                McpOperation::ResourcesList => client.list_resources(string("cursor")).await,
+                McpOperation::PromptsList => client.list_prompts(string("cursor")).await,
+                McpOperation::ResourcesRead => match string("uri") {
+                    Some(uri) => client.read_resource(&uri).await,
+                    None => Err("resources.read needs a string uri.".to_string()),
+                },
+                McpOperation::PromptsGet => {
+                    let Some(name) = string("name") else {
+                        return Err("prompts.get needs a string name.".to_string());
+                    };
+                    let arguments = match input.get("arguments") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::Object(arguments)) => Some(arguments.clone()),
+                        Some(_) => {
+                            return Err("prompts.get arguments must be an object.".to_string())
+                        }
+                    };
+                    client.get_prompt(&name, arguments).await
+                }
+            }
+        })
+    }
+}
