@@ -79,6 +79,23 @@ impl McpHub {
     /// a server that cannot be reached is reported by [`McpHub::status`] and contributes no
     /// entries. Must run inside a tokio runtime.
     pub async fn connect(config: &McpServersConfig, options: ClientOptions) -> McpHub {
+        // Two configured names can make the same safe name (`a.b`, `a_b`): the later one gets
+        // `_2`, `_3`, … so catalog ids stay unique.
+        let mut used = std::collections::HashSet::new();
+        let safe_names: Vec<String> = config
+            .servers
+            .keys()
+            .map(|name| {
+                let base = safe_server_name(name);
+                let mut candidate = base.clone();
+                let mut n = 2;
+                while !used.insert(candidate.to_ascii_lowercase()) {
+                    candidate = format!("{base}_{n}");
+                    n += 1;
+                }
+                candidate
+            })
+            .collect();
         let inner = Arc::new_cyclic(|weak: &Weak<HubInner>| {
             let servers = config
                 .servers
@@ -98,7 +115,7 @@ impl McpHub {
                             options.clone(),
                             on_changed,
                         )),
-                        safe_name: safe_server_name(name),
+                        safe_name: safe_names[index].clone(),
                         listing: RwLock::new(Err("not connected yet".into())),
                         refresh: Mutex::new(RefreshState::default()),
                     }

@@ -119,3 +119,103 @@ return {echo: echo.content, sum: sum.content[0].text, resources: res.resources.l
     );
     hub.shutdown().await;
 }
+
+/// The README's program: two servers, called in parallel, results joined in one exec.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_filesystem_servers_joined_in_one_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("note.txt"), "hello from a file\n").unwrap();
+    let memory_dir = tempfile::tempdir().unwrap();
+    let memory_file = memory_dir.path().join("memory.jsonl");
+    let hub = McpHub::connect(
+        &config(vec![
+            (
+                "memory",
+                stdio(
+                    common::npm_server("mcp-server-memory"),
+                    &[],
+                    &[("MEMORY_FILE_PATH", memory_file.to_str().unwrap())],
+                ),
+            ),
+            (
+                "fs",
+                stdio(
+                    common::npm_server("mcp-server-filesystem"),
+                    &[root.to_str().unwrap()],
+                    &[],
+                ),
+            ),
+        ]),
+        ClientOptions::default(),
+    )
+    .await;
+    assert!(hub.status().iter().all(|s| s.connected), "{:?}", hub.status());
+    let code = format!(
+        r#"const root = {root:?};
+const [listing, created] = await Promise.all([
+  MCP.fs.listDirectory({{path: root}}),
+  MCP.memory.createEntities({{entities: [{{name: "note.txt", entityType: "file", observations: ["says hello"]}}]}}),
+]);
+const text = await MCP.fs.readTextFile({{path: root + "/note.txt"}});
+const graph = JSON.parse((await MCP.memory.readGraph({{}})).content[0].text);
+const denied = (await MCP.fs.readTextFile({{path: "/etc/passwd"}})).isError;
+return {{listing: listing.content[0].text, text: text.content[0].text,
+  entities: graph.entities.map((e) => [e.name, e.observations]), created: created.isError ?? false, denied,
+  servers: (await MCP.$api()).servers}};"#
+    );
+    let r = run(&hub, &code).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(
+        r["value"],
+        json!({
+            "listing": "[FILE] note.txt",
+            "text": "hello from a file\n",
+            "entities": [["note.txt", ["says hello"]]],
+            "created": false,
+            "denied": true,
+            "servers": [
+                {"identifier": "fs", "serverName": "fs", "toolCount": 14},
+                {"identifier": "memory", "serverName": "memory", "toolCount": 11}
+            ]
+        })
+    );
+    hub.shutdown().await;
+}
+
+/// A long-running tool past the per-call timeout fails with the timeout message, and the
+/// connection stays usable; a tool error comes back as a result with `isError: true`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_running_tool_times_out_and_erroring_tool_returns_is_error() {
+    let hub = McpHub::connect(
+        &config(vec![(
+            "everything",
+            stdio(common::npm_server("mcp-server-everything"), &[], &[]),
+        )]),
+        ClientOptions {
+            call_timeout: Duration::from_millis(1_500),
+            ..ClientOptions::default()
+        },
+    )
+    .await;
+    let r = run(
+        &hub,
+        r#"let slow; try { await MCP.everything.triggerLongRunningOperation({duration: 10, steps: 2}); } catch (e) { slow = e.message; }
+const quick = await MCP.everything.triggerLongRunningOperation({duration: 0.2, steps: 2});
+const bad = await MCP.everything.getSum({a: "x", b: 1}).then((r) => r.isError, (e) => e.message.slice(0, 40));
+const after = await MCP.everything.echo({message: "still here"});
+return {slow, quick: quick.content[0].text.slice(0, 40), bad, after: after.content[0].text};"#,
+    )
+    .await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(
+        r["value"],
+        json!({
+            "slow": "MCP server \"everything\" did not answer tools/call \"trigger-long-running-operation\" within 1500 ms",
+            "quick": "Long running operation completed. Durati",
+            "bad": true,
+            "after": "Echo: still here"
+        })
+    );
+    hub.shutdown().await;
+}
