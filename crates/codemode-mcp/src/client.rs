@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams, Implementation,
+    CallToolRequestParams, JsonRpcMessage, ClientCapabilities, ClientConfig, GetPromptRequestParams, Implementation,
     PaginatedRequestParams, ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncReadExt;
@@ -93,6 +94,55 @@ struct Connection {
     peer: Peer<RoleClient>,
     /// The server's capabilities as JSON (`{"tools": {…}, "resources": {…}, …}`).
     capabilities: Value,
+    /// Set (with the server's message) when an HTTP server answered with an error that names no
+    /// request, which is how servers reject a session they no longer know (HTTP 400 "No valid
+    /// session ID"): every request in flight on it would otherwise wait for its timeout.
+    broken: tokio::sync::watch::Receiver<Option<String>>,
+}
+
+impl Connection {
+    fn usable(&self) -> bool {
+        !self.peer.is_transport_closed()
+            && !self.service.is_closed()
+            && self.broken.borrow().is_none()
+    }
+}
+
+/// A transport that reports id-less JSON-RPC errors (see [`Connection::broken`]).
+struct Watched<T> {
+    inner: T,
+    broken: Arc<tokio::sync::watch::Sender<Option<String>>>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let broken = self.broken.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if let Some(JsonRpcMessage::Error(error)) = &message {
+                if error.id.is_none() {
+                    broken.send_replace(Some(error.error.message.to_string()));
+                }
+            }
+            message
+        }
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
 }
 
 /// A client for one configured MCP server. Connects lazily and reconnects when the previous
@@ -145,11 +195,11 @@ impl ServerClient {
     }
 
     /// The live peer, connecting first when there is no connection or its transport closed.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, Value), String> {
+    async fn peer(&self) -> Result<Live, String> {
         let mut slot = self.connection.lock().await;
         if let Some(connection) = slot.as_ref() {
-            if !connection.peer.is_transport_closed() && !connection.service.is_closed() {
-                return Ok((connection.peer.clone(), connection.capabilities.clone()));
+            if connection.usable() {
+                return Ok(Live::of(connection));
             }
             tracing::info!(server = %self.name, "MCP connection closed; reconnecting");
             if let Some(old) = slot.take() {
@@ -169,9 +219,9 @@ impl ServerClient {
                 )
             })??;
         self.connects.fetch_add(1, Ordering::Relaxed);
-        let result = (connection.peer.clone(), connection.capabilities.clone());
+        let live = Live::of(&connection);
         *slot = Some(connection);
-        Ok(result)
+        Ok(live)
     }
 
     async fn connect(&self) -> Result<Connection, String> {
@@ -185,6 +235,7 @@ impl ServerClient {
                 self.stderr_suffix()
             )
         };
+        let (broken_tx, broken) = tokio::sync::watch::channel(None);
         let service = match &self.config {
             ServerConfig::Stdio {
                 command,
@@ -224,7 +275,10 @@ impl ServerClient {
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport = Watched {
+                    inner: StreamableHttpClientTransport::from_config(config),
+                    broken: Arc::new(broken_tx),
+                };
                 handler.serve(transport).await.map_err(|e| fail(&e))?
             }
         };
@@ -238,6 +292,7 @@ impl ServerClient {
             service,
             peer,
             capabilities,
+            broken,
         })
     }
 
@@ -283,42 +338,72 @@ impl ServerClient {
     }
 
     /// Runs one request against the live connection with the call timeout; turns rmcp errors
-    /// into one-line messages naming the server and the method.
+    /// into one-line messages naming the server and the method. When the server rejects the
+    /// session mid-request (see [`Connection::broken`]) the request fails at once and the next
+    /// one reconnects; requests that change nothing (lists, reads, `prompts/get`) are retried
+    /// once on the new connection, `tools/call` never is (it may have had effects).
     async fn request<T, F, Fut>(&self, method: &str, what: &str, f: F) -> Result<T, String>
     where
-        F: FnOnce(Peer<RoleClient>) -> Fut,
+        F: Fn(Peer<RoleClient>) -> Fut,
         Fut: std::future::Future<Output = Result<T, ServiceError>>,
     {
-        let (peer, _) = self.peer().await?;
-        match tokio::time::timeout(self.options.call_timeout, f(peer)).await {
-            Err(_) => Err(format!(
-                "MCP server \"{}\" did not answer {method}{what} within {} ms",
-                self.name,
-                self.options.call_timeout.as_millis()
-            )),
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(ServiceError::McpError(e))) => Err(format!(
-                "MCP server \"{}\" refused {method}{what}: {}",
-                self.name, e.message
-            )),
-            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
-                Err(format!(
-                    "MCP server \"{}\" closed the connection during {method}{what}: {e}{}",
+        let retries = if method == "tools/call" { 0 } else { 1 };
+        for attempt in 0..=retries {
+            let mut live = self.peer().await?;
+            // Stdio connections have no watcher: their receiver's sender is gone, never broken.
+            let broken = async {
+                let reason = match live.broken.wait_for(Option::is_some).await {
+                    Ok(reason) => Some(reason.clone().unwrap_or_default()),
+                    Err(_) => None,
+                };
+                match reason {
+                    Some(reason) => reason,
+                    None => std::future::pending().await,
+                }
+            };
+            let outcome = tokio::select! {
+                outcome = tokio::time::timeout(self.options.call_timeout, f(live.peer)) => outcome,
+                reason = broken => {
+                    if attempt < retries {
+                        continue;
+                    }
+                    return Err(format!(
+                        "MCP server \"{}\" rejected the session during {method}{what} ({reason}); the next call reconnects",
+                        self.name
+                    ));
+                }
+            };
+            return match outcome {
+                Err(_) => Err(format!(
+                    "MCP server \"{}\" did not answer {method}{what} within {} ms",
                     self.name,
-                    self.stderr_suffix()
-                ))
-            }
-            Ok(Err(e)) => Err(format!(
-                "MCP server \"{}\" failed {method}{what}: {e}",
-                self.name
-            )),
+                    self.options.call_timeout.as_millis()
+                )),
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(ServiceError::McpError(e))) => Err(format!(
+                    "MCP server \"{}\" refused {method}{what}: {}",
+                    self.name, e.message
+                )),
+                Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                    Err(format!(
+                        "MCP server \"{}\" closed the connection during {method}{what}: {e}{}",
+                        self.name,
+                        self.stderr_suffix()
+                    ))
+                }
+                Ok(Err(e)) => Err(format!(
+                    "MCP server \"{}\" failed {method}{what}: {e}",
+                    self.name
+                )),
+            };
         }
+        unreachable!("the last attempt returns")
     }
 
     /// Connects if needed and lists the server's tools (all pages up to the cap) and
     /// capabilities.
     pub async fn list(&self) -> Result<ServerListing, String> {
-        let (_, capabilities) = self.peer().await?;
+        let capabilities = self.peer().await?.capabilities;
         let mut listing = ServerListing {
             resources: capabilities.get("resources").is_some_and(|v| !v.is_null()),
             prompts: capabilities.get("prompts").is_some_and(|v| !v.is_null()),
@@ -392,15 +477,24 @@ impl ServerClient {
         let what = "";
         match method {
             "tools/list" => to_json(
-                self.request(method, what, |p| async move { p.list_tools(params).await })
+                self.request(method, what, |p| {
+                    let params = params.clone();
+                    async move { p.list_tools(params).await }
+                })
                     .await?,
             ),
             "resources/list" => to_json(
-                self.request(method, what, |p| async move { p.list_resources(params).await })
+                self.request(method, what, |p| {
+                    let params = params.clone();
+                    async move { p.list_resources(params).await }
+                })
                     .await?,
             ),
             _ => to_json(
-                self.request(method, what, |p| async move { p.list_prompts(params).await })
+                self.request(method, what, |p| {
+                    let params = params.clone();
+                    async move { p.list_prompts(params).await }
+                })
                     .await?,
             ),
         }
@@ -413,7 +507,10 @@ impl ServerClient {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let what = format!(" {tool:?}");
         to_json(
-            self.request("tools/call", &what, |p| async move { p.call_tool(params).await })
+            self.request("tools/call", &what, |p| {
+                let params = params.clone();
+                async move { p.call_tool(params).await }
+            })
                 .await?,
         )
     }
@@ -450,8 +547,9 @@ impl ServerClient {
         let params = ReadResourceRequestParams::new(uri.to_string());
         let what = format!(" {uri:?}");
         to_json(
-            self.request("resources/read", &what, |p| async move {
-                p.read_resource(params).await
+            self.request("resources/read", &what, |p| {
+                let params = params.clone();
+                async move { p.read_resource(params).await }
             })
             .await?,
         )
@@ -469,7 +567,10 @@ impl ServerClient {
         }
         let what = format!(" {name:?}");
         to_json(
-            self.request("prompts/get", &what, |p| async move { p.get_prompt(params).await })
+            self.request("prompts/get", &what, |p| {
+                let params = params.clone();
+                async move { p.get_prompt(params).await }
+            })
                 .await?,
         )
     }
@@ -480,6 +581,23 @@ impl ServerClient {
         let connection = self.connection.lock().await.take();
         if let Some(connection) = connection {
             let _ = tokio::time::timeout(Duration::from_secs(10), connection.service.cancel()).await;
+        }
+    }
+}
+
+/// What a request needs of the live connection.
+struct Live {
+    peer: Peer<RoleClient>,
+    capabilities: Value,
+    broken: tokio::sync::watch::Receiver<Option<String>>,
+}
+
+impl Live {
+    fn of(connection: &Connection) -> Live {
+        Live {
+            peer: connection.peer.clone(),
+            capabilities: connection.capabilities.clone(),
+            broken: connection.broken.clone(),
         }
     }
 }

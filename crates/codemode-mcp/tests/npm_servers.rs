@@ -219,3 +219,101 @@ return {slow, quick: quick.content[0].text.slice(0, 40), bad, after: after.conte
     );
     hub.shutdown().await;
 }
+
+/// Starts `mcp-server-everything streamableHttp` on a free loopback port and waits until it
+/// listens. The child is killed on drop.
+fn start_http_everything(port: u16) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(common::npm_server("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        let line = lines.next().expect("server exited").unwrap();
+        if line.contains("listening on port") {
+            break;
+        }
+    }
+    // Keep draining so the server never blocks on a full stderr pipe.
+    std::thread::spawn(move || for _ in lines {});
+    child
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Streamable HTTP: tools work; when the server restarts (its sessions are gone, HTTP 404) the
+/// next call gets a fresh session instead of failing forever; a down server fails fast.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_server_and_expired_session() {
+    let port = free_port();
+    let mut server = start_http_everything(port);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let hub = McpHub::connect(
+        &config(vec![(
+            "web",
+            ServerConfig::Http {
+                url: url.clone(),
+                headers: BTreeMap::from([("X-Test".to_string(), "1".to_string())]),
+            },
+        )]),
+        ClientOptions {
+            call_timeout: Duration::from_millis(10_000),
+            ..ClientOptions::default()
+        },
+    )
+    .await;
+    assert!(hub.status()[0].connected, "{:?}", hub.status());
+    assert_eq!(hub.status()[0].tools, 13);
+    let echo = r#"return (await MCP.web.echo({message: "over http"})).content[0].text;"#;
+    let r = run(&hub, echo).await;
+    assert_eq!(r["value"], "Echo: over http", "{r}");
+
+    // Restart the server: the old session id is unknown to the new process.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let mut server = start_http_everything(port);
+    // The new process answers the old session id with HTTP 400 and an id-less JSON-RPC error:
+    // the call in flight fails at once (a tools/call is never replayed, it may have had
+    // effects), and the next call runs on a new session.
+    let started = std::time::Instant::now();
+    let r = run(
+        &hub,
+        r#"try { await MCP.web.echo({message: "lost"}); return "answered"; } catch (e) { return e.message; }"#,
+    )
+    .await;
+    assert_eq!(
+        r["value"],
+        "MCP server \"web\" rejected the session during tools/call \"echo\" (Bad Request: No valid session ID provided); the next call reconnects",
+        "{r}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let r = run(&hub, echo).await;
+    assert_eq!(r["value"], "Echo: over http", "{r}");
+    assert_eq!(hub.client("web").unwrap().connects(), 2);
+
+    // Down for good: the call fails with a message naming the server, and nothing hangs.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let r = run(
+        &hub,
+        r#"try { await MCP.web.echo({message: "x"}); return "answered"; } catch (e) { return e.message.split(": ")[0]; }"#,
+    )
+    .await;
+    assert_eq!(
+        r["value"],
+        "MCP server \"web\" closed the connection during tools/call \"echo\"",
+        "{r}"
+    );
+    hub.shutdown().await;
+}
