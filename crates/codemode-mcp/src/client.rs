@@ -156,6 +156,7 @@ pub struct ServerClient {
     stderr_tail: Arc<Mutex<Vec<u8>>>,
     on_tools_changed: Arc<dyn Fn() + Send + Sync>,
     connects: AtomicU64,
+    listings: AtomicU64,
 }
 
 impl ServerClient {
@@ -175,6 +176,7 @@ impl ServerClient {
             stderr_tail: Arc::new(Mutex::new(Vec::new())),
             on_tools_changed,
             connects: AtomicU64::new(0),
+            listings: AtomicU64::new(0),
         }
     }
 
@@ -186,6 +188,11 @@ impl ServerClient {
     /// How many connections were made so far (1 after the first connect; more after reconnects).
     pub fn connects(&self) -> u64 {
         self.connects.load(Ordering::Relaxed)
+    }
+
+    /// How many times the server was listed ([`ServerClient::list`] calls).
+    pub fn listings(&self) -> u64 {
+        self.listings.load(Ordering::Relaxed)
     }
 
     /// The last bytes the child wrote to stderr (lossy UTF-8, at most 2,048 bytes).
@@ -403,6 +410,7 @@ impl ServerClient {
     /// Connects if needed and lists the server's tools (all pages up to the cap) and
     /// capabilities.
     pub async fn list(&self) -> Result<ServerListing, String> {
+        self.listings.fetch_add(1, Ordering::Relaxed);
         let capabilities = self.peer().await?.capabilities;
         let mut listing = ServerListing {
             resources: capabilities.get("resources").is_some_and(|v| !v.is_null()),
@@ -413,15 +421,11 @@ impl ServerClient {
             let (tools, mut warnings) = self.list_all("tools/list", "tools").await?;
             listing.warnings.append(&mut warnings);
             let mut seen = HashSet::new();
+            let mut skipped = Vec::new();
             for tool in tools {
-                let Some(name) = tool.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
                 if name.trim().is_empty() || !seen.insert(name.to_string()) {
-                    listing.warnings.push(format!(
-                        "MCP server \"{}\": skipped tool {name:?} (empty or duplicate name)",
-                        self.name
-                    ));
+                    skipped.push(format!("{name:?}"));
                     continue;
                 }
                 if listing.tools.len() == self.options.max_tools_per_server {
@@ -432,6 +436,16 @@ impl ServerClient {
                     break;
                 }
                 listing.tools.push(tool);
+            }
+            if !skipped.is_empty() {
+                let count = skipped.len();
+                let more = if count > 10 { ", …" } else { "" };
+                skipped.truncate(10);
+                listing.warnings.push(format!(
+                    "MCP server \"{}\": skipped {count} tools with a missing, empty or duplicate name ({}{more})",
+                    self.name,
+                    skipped.join(", ")
+                ));
             }
         }
         Ok(listing)

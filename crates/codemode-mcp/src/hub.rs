@@ -138,22 +138,14 @@ impl McpHub {
     /// metadata is untrusted: entries never carry an output schema.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
-        let mut routes = self.inner.routes.write().unwrap_or_else(|e| e.into_inner());
-        for (index, server) in self.inner.servers.iter().enumerate() {
+        for server in &self.inner.servers {
             let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
             let Ok(listing) = &*listing else { continue };
-            for (spec, operation, tool) in server_specs(server.client.name(), &server.safe_name, listing) {
-                let id = format!("mcp:{}:{}", server.safe_name, spec.name);
-                routes.insert(
-                    id,
-                    Route {
-                        server: index,
-                        operation,
-                        tool,
-                    },
-                );
-                specs.push(spec);
-            }
+            specs.extend(
+                server_specs(server.client.name(), &server.safe_name, listing)
+                    .into_iter()
+                    .map(|(spec, _, _)| spec),
+            );
         }
         specs
     }
@@ -242,7 +234,25 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
                 (Ok(_), Err(_)) | (Err(_), Err(_)) => false,
             };
             match &listing {
-                Ok(_) => *slot = listing,
+                Ok(new) => {
+                    // Routes only grow: a run that started before a change still reaches the
+                    // tools of its catalog (the server decides whether they still exist).
+                    let mut routes = inner.routes.write().unwrap_or_else(|e| e.into_inner());
+                    for (spec, operation, tool) in
+                        server_specs(server.client.name(), &server.safe_name, new)
+                    {
+                        routes.insert(
+                            format!("mcp:{}:{}", server.safe_name, spec.name),
+                            Route {
+                                server: index,
+                                operation,
+                                tool,
+                            },
+                        );
+                    }
+                    drop(routes);
+                    *slot = listing;
+                }
                 Err(e) => {
                     tracing::warn!("{e}");
                     // Keep the last good listing: its calls reconnect on their own.
