@@ -1,0 +1,390 @@
+//! `codemode-mcp-testserver`: a small, deliberately misbehaving MCP server (rmcp, stdio transport)
+//! used as a fixture by the `codemode-mcp` integration tests, which find it through
+//! `env!("CARGO_BIN_EXE_codemode-mcp-testserver")`.
+//!
+//! Tools (always present):
+//!
+//! - `echo` `{text: string}` (required): one text content = `text`, `structuredContent`
+//!   `{echo: text}`.
+//! - `fail` `{}`: a tool-level error: `isError: true`, text `it failed`.
+//! - `protocol_error` `{}`: a JSON-RPC error (invalid params, `bad params from testserver`).
+//! - `hang` `{}`: never answers.
+//! - `slow` `{ms: integer}`: sleeps `ms` milliseconds, then answers `slept <ms>`.
+//! - `crash` `{}`: exits the process with status 3 without answering.
+//! - `add_tool` `{}`: adds a tool `added_<n>` (n = 1, 2, …; it behaves like `echo`), sends
+//!   `notifications/tools/list_changed`, then answers `added added_<n>`.
+//!
+//! Also one resource, `memo://one` (name `one`, `text/plain`, text `first memo`), and one
+//! prompt, `brief` (argument `topic`, required), returning one user message
+//! `Brief about <topic>`. Capabilities: tools (`listChanged: true`), resources, prompts.
+//!
+//! Flags (any combination):
+//!
+//! - `--pages N`: `tools/list` is paginated into N pages of `ceil(tools / N)` tools; the cursor
+//!   is the next page's index as a string (`"1"`, `"2"`, …). An unknown cursor is an
+//!   invalid-params error.
+//! - `--repeat-cursor`: every `tools/list` page carries `nextCursor: "same"` (a client must
+//!   notice the repeated cursor and stop).
+//! - `--endless-cursor`: every `tools/list` page carries a new cursor (`"p1"`, `"p2"`, …,
+//!   forever; a client must stop at its page cap).
+//! - `--flood-stderr`: a background thread writes 64 KiB lines to stderr in a tight loop
+//!   forever, and every `tools/call` also writes a line to stderr before answering, so a client
+//!   that does not drain the child's stderr sees its calls stall.
+//! - `--list-changed-on-list`: every `tools/list` request also sends
+//!   `notifications/tools/list_changed` (a client that re-lists on every notification loops).
+//! - `--exit-after-init`: exits with status 4 as soon as the client's
+//!   `notifications/initialized` arrives (a dead child right after the handshake).
+//!
+//! Every protocol version rmcp knows is accepted (`initialize` negotiates the client's version
+//! when it is one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+
+#[derive(Debug, Default)]
+struct Flags {
+    pages: Option<usize>,
+    repeat_cursor: bool,
+    endless_cursor: bool,
+    flood_stderr: bool,
+    list_changed_on_list: bool,
+    exit_after_init: bool,
+}
+
+fn parse_flags() -> Result<Flags, String> {
+    let mut flags = Flags::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--pages" => {
+                let n = args.next().ok_or("--pages needs a number")?;
+                match n.parse::<usize>() {
+                    Ok(n) if n > 0 => flags.pages = Some(n),
+                    _ => return Err(format!("--pages: not a positive number: {n}")),
+                }
+            }
+            "--repeat-cursor" => flags.repeat_cursor = true,
+            "--endless-cursor" => flags.endless_cursor = true,
+            "--flood-stderr" => flags.flood_stderr = true,
+            "--list-changed-on-list" => flags.list_changed_on_list = true,
+            "--exit-after-init" => flags.exit_after_init = true,
+            other => return Err(format!("unknown argument: {other}")),
+        }
+    }
+    Ok(flags)
+}
+
+struct TestServer {
+    flags: Flags,
+    /// Names of the tools added by `add_tool`, in order.
+    added: Mutex<Vec<String>>,
+    /// Counts `tools/list` requests, for `--endless-cursor`.
+    lists: AtomicU64,
+}
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => unreachable!("schemas are objects"),
+    }
+}
+
+fn echo_tool(name: String, description: &'static str) -> Tool {
+    Tool::new(
+        name,
+        description,
+        schema(json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"]
+        })),
+    )
+}
+
+fn no_args() -> Arc<JsonObject> {
+    schema(json!({"type": "object", "properties": {}}))
+}
+
+fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+impl TestServer {
+    fn tools(&self) -> Vec<Tool> {
+        let mut tools = vec![
+            echo_tool("echo".into(), "Returns its text."),
+            Tool::new("fail", "Returns a tool error (isError: true).", no_args()),
+            Tool::new(
+                "protocol_error",
+                "Answers with a JSON-RPC error.",
+                no_args(),
+            ),
+            Tool::new("hang", "Never answers.", no_args()),
+            Tool::new(
+                "slow",
+                "Sleeps ms milliseconds, then answers.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"ms": {"type": "integer"}},
+                    "required": ["ms"]
+                })),
+            ),
+            Tool::new("crash", "Exits the server with status 3.", no_args()),
+            Tool::new(
+                "add_tool",
+                "Adds a tool added_<n> and sends notifications/tools/list_changed.",
+                no_args(),
+            ),
+        ];
+        let added = self.added.lock().expect("added tools lock");
+        tools.extend(
+            added
+                .iter()
+                .map(|name| echo_tool(name.clone(), "An added tool; returns its text.")),
+        );
+        tools
+    }
+
+    fn is_added(&self, name: &str) -> bool {
+        let added = self.added.lock().expect("added tools lock");
+        added.iter().any(|a| a == name)
+    }
+
+    fn page(
+        &self,
+        tools: Vec<Tool>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<Tool>, Option<String>), McpError> {
+        if self.flags.repeat_cursor {
+            return Ok((tools, Some("same".into())));
+        }
+        if self.flags.endless_cursor {
+            let n = self.lists.fetch_add(1, Ordering::Relaxed) + 1;
+            return Ok((tools, Some(format!("p{n}"))));
+        }
+        let Some(pages) = self.flags.pages else {
+            return Ok((tools, None));
+        };
+        let size = tools.len().div_ceil(pages).max(1);
+        let index = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .ok()
+                .filter(|&i| i > 0 && i * size < tools.len())
+                .ok_or_else(|| McpError::invalid_params(format!("unknown cursor {c:?}"), None))?,
+        };
+        let start = index * size;
+        let end = (start + size).min(tools.len());
+        let next = (end < tools.len()).then(|| (index + 1).to_string());
+        Ok((tools[start..end].to_vec(), next))
+    }
+}
+
+fn text_arg(args: &Option<JsonObject>, key: &str) -> Result<String, McpError> {
+    args.as_ref()
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| McpError::invalid_params(format!("missing string argument {key:?}"), None))
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info =
+            Implementation::new("codemode-mcp-testserver", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        if self.flags.exit_after_init {
+            std::process::exit(4);
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        if self.flags.list_changed_on_list {
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (tools, next) = self.page(self.tools(), cursor)?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if self.flags.flood_stderr {
+            eprintln!("testserver: tools/call {}", request.name);
+        }
+        let result = match request.name.as_ref() {
+            name if name == "echo" || self.is_added(name) => {
+                let text = text_arg(&request.arguments, "text")?;
+                let mut result = text_result(text.clone());
+                result.structured_content = Some(json!({"echo": text}));
+                result
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text("it failed")]),
+            "protocol_error" => {
+                return Err(McpError::invalid_params("bad params from testserver", None))
+            }
+            "hang" => std::future::pending().await,
+            "slow" => {
+                let ms = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("ms"))
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| {
+                        McpError::invalid_params("missing integer argument \"ms\"", None)
+                    })?;
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                text_result(format!("slept {ms}"))
+            }
+            "crash" => std::process::exit(3),
+            "add_tool" => {
+                let name = {
+                    let mut added = self.added.lock().expect("added tools lock");
+                    let name = format!("added_{}", added.len() + 1);
+                    added.push(name.clone());
+                    name
+                };
+                let _ = context.peer.notify_tool_list_changed().await;
+                text_result(format!("added {name}"))
+            }
+            name => {
+                return Err(McpError::invalid_params(
+                    format!("unknown tool {name}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![Resource::new(
+            "memo://one",
+            "one",
+        )
+        .with_mime_type("text/plain")]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != "memo://one" {
+            return Err(McpError::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        let contents =
+            ResourceContents::text("first memo", "memo://one").with_mime_type("text/plain");
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let topic = PromptArgument::new("topic")
+            .with_description("What the brief is about.")
+            .with_required(true);
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            "brief",
+            Some("A one-line brief about a topic."),
+            Some(vec![topic]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != "brief" {
+            return Err(McpError::invalid_params(
+                format!("unknown prompt {}", request.name),
+                None,
+            ));
+        }
+        let topic = text_arg(&request.arguments, "topic")?;
+        let message = PromptMessage::new_text(Role::User, format!("Brief about {topic}"));
+        Ok(GetPromptResult::new(vec![message]).into())
+    }
+}
+
+fn flood_stderr() {
+    let mut line = vec![b'x'; 64 * 1024];
+    *line.last_mut().expect("non-empty") = b'\n';
+    loop {
+        if std::io::stderr().write_all(&line).is_err() {
+            return;
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let flags = match parse_flags() {
+        Ok(flags) => flags,
+        Err(e) => {
+            eprintln!("codemode-mcp-testserver: {e}");
+            std::process::exit(2);
+        }
+    };
+    if flags.flood_stderr {
+        std::thread::spawn(flood_stderr);
+    }
+    let server = TestServer {
+        flags,
+        added: Mutex::new(Vec::new()),
+        lists: AtomicU64::new(0),
+    };
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(e) => {
+            eprintln!("codemode-mcp-testserver: initialize failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    let _ = running.waiting().await;
+    // A pending read on stdin would keep the runtime alive; leave at once.
+    std::process::exit(0);
+}
