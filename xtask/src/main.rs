@@ -1,10 +1,16 @@
 //! Project tasks, run as `cargo xtask <task>`:
 //!
 //! - `setup`: install what building the wasm guest needs (the wasm32-wasip1 target; on Debian as
-//!   root, `clang-16`, `llvm-16` and `wasi-libc` through apt), or print the commands to run.
-//! - `demo`: setup, build the `codemode` binary, and run it on every program in `examples/`.
-//! - `test`: setup, then `cargo test --workspace` (what CI runs, `.ci/run`).
-//! - `bench`: setup, then the criterion benchmarks of the runtime and facade.
+//!   root, `clang-16`, `llvm-16` and `wasi-libc` through apt), or print the commands to run; and
+//!   the npm MCP servers the `codemode-mcp` tests run (`@modelcontextprotocol/server-everything`,
+//!   `server-memory` and `server-filesystem`, exact versions in [`MCP_SERVERS`]) into
+//!   `target/mcp-servers` with `npm install` (needs Node 20+ and npm). A stamp file there records
+//!   the installed versions, so a second run does nothing.
+//! - `demo`: the guest part of setup, build the `codemode` binary, and run it on every program in
+//!   `examples/`.
+//! - `test`: setup, then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
+//!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
+//! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime and facade.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -14,9 +20,9 @@ fn main() -> ExitCode {
     let rest: Vec<String> = std::env::args().skip(2).collect();
     let result = match task.as_str() {
         "setup" => setup(),
-        "demo" => setup().and_then(|()| demo()),
+        "demo" => setup_guest().and_then(|()| demo()),
         "test" => setup().and_then(|()| test(&rest)),
-        "bench" => setup().and_then(|()| bench(&rest)),
+        "bench" => setup_guest().and_then(|()| bench(&rest)),
         _ => {
             eprintln!("usage: cargo xtask <setup | demo | test | bench>");
             return ExitCode::from(2);
@@ -64,8 +70,93 @@ fn cargo() -> Command {
     cmd
 }
 
-/// Makes sure the guest can be built: wasm32-wasip1, clang-16, llvm-ar-16, wasi-libc headers.
+/// The npm MCP servers the `codemode-mcp` tests run: (package, exact version, binary in
+/// `node_modules/.bin`).
+const MCP_SERVERS: [(&str, &str, &str); 3] = [
+    (
+        "@modelcontextprotocol/server-everything",
+        "2026.8.31",
+        "mcp-server-everything",
+    ),
+    (
+        "@modelcontextprotocol/server-memory",
+        "2026.8.31",
+        "mcp-server-memory",
+    ),
+    (
+        "@modelcontextprotocol/server-filesystem",
+        "2026.8.31",
+        "mcp-server-filesystem",
+    ),
+];
+
+/// Where setup installs [`MCP_SERVERS`] (a scratch npm prefix).
+fn mcp_servers_dir() -> PathBuf {
+    root().join("target").join("mcp-servers")
+}
+
+/// Everything the tests need: the guest toolchain and the npm MCP servers.
 fn setup() -> Result<(), String> {
+    setup_guest()?;
+    setup_mcp_servers()
+}
+
+/// Installs [`MCP_SERVERS`] into [`mcp_servers_dir`] unless the stamp file there already lists
+/// exactly these versions and every binary exists.
+fn setup_mcp_servers() -> Result<(), String> {
+    let dir = mcp_servers_dir();
+    let bin = dir.join("node_modules").join(".bin");
+    let stamp = dir.join("installed-versions.txt");
+    let wanted: String = MCP_SERVERS
+        .iter()
+        .map(|(package, version, _)| format!("{package}@{version}\n"))
+        .collect();
+    let all_bins = || MCP_SERVERS.iter().all(|(_, _, b)| bin.join(b).exists());
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) && all_bins() {
+        return Ok(());
+    }
+    let node_major = Command::new("node")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            let v = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            v.trim_start_matches('v')
+                .split('.')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        });
+    let need = "the MCP tests need Node 20+ and npm (on Debian: apt-get install nodejs npm); \
+                install them and run `cargo xtask setup` again";
+    match node_major {
+        None => return Err(format!("`node` was not found; {need}")),
+        Some(major) if major < 20 => {
+            return Err(format!("found Node {major}, too old; {need}"));
+        }
+        Some(_) => {}
+    }
+    if !have("npm", "--version") {
+        return Err(format!("`npm` was not found; {need}"));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(&stamp);
+    run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--save-exact", "--prefix"])
+        .arg(&dir)
+        .args(MCP_SERVERS.iter().map(|(p, v, _)| format!("{p}@{v}"))))?;
+    if let Some((_, _, missing)) = MCP_SERVERS.iter().find(|(_, _, b)| !bin.join(b).exists()) {
+        return Err(format!(
+            "npm install finished but {} is missing",
+            bin.join(missing).display()
+        ));
+    }
+    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))
+}
+
+/// Makes sure the guest can be built: wasm32-wasip1, clang-16, llvm-ar-16, wasi-libc headers.
+fn setup_guest() -> Result<(), String> {
     if std::env::var_os("CODEMODE_GUEST_WASM").is_some() {
         return Ok(()); // a prebuilt guest is used; no toolchain needed
     }
@@ -144,7 +235,11 @@ fn demo() -> Result<(), String> {
 }
 
 fn test(extra: &[String]) -> Result<(), String> {
-    run(cargo().args(["test", "--workspace"]).args(extra))
+    let servers = mcp_servers_dir().join("node_modules").join(".bin");
+    run(cargo()
+        .args(["test", "--workspace"])
+        .args(extra)
+        .env("CODEMODE_MCP_SERVERS", servers))
 }
 
 fn bench(extra: &[String]) -> Result<(), String> {
