@@ -15,3 +15,6 @@ pub mod hub;
 pub use client::{ClientOptions, ServerClient, ServerListing};
 pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig};
 pub use hub::{McpExecutor, McpHub, ServerStatus};
+
+pub mod server;
+pub use server::{CodeModeServer, EnvSource};

@@ -1,0 +1,267 @@
+//! Code mode served as an MCP server: the model-facing surface (`exec` and `wait`, behaviour.md
+//! §2.2–§2.4) over the Model Context Protocol, so any MCP client can drive code mode.
+//!
+//! One [`CodeModeServer::serve`] call is one MCP session and one code-mode session: it gets its
+//! own [`RunScope`] (`session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`), so a run parked
+//! by `exec` in one session can be resumed by `wait` only from that session (behaviour.md §5.3;
+//! another session gets `code mode run belongs to a different session.`).
+//!
+//! - `tools/list` answers exactly `exec` and `wait`, with the description and input schema of
+//!   [`exec_tool`] (built from the current catalog and its MCP namespace prompt, §2.4, §7.5) and
+//!   [`wait_tool`].
+//! - `tools/call` runs [`CodeMode::exec`] / [`CodeMode::wait`] and answers the result
+//!   (behaviour.md §5.1) as one text block holding its compact JSON plus the same object as
+//!   `structuredContent`; `isError` is `true` exactly when `status` is `"failed"`.
+//! - A `notifications/cancelled` for a running call, or the end of the session, aborts the run
+//!   (`failed` / `aborted`, §5.9).
+//!
+//! Nothing here writes to stdout (it is the protocol on stdio); diagnostics go to `tracing`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use codemode_bridge::RunScope;
+use codemode_catalog::Catalog;
+use codemode_facade::{exec_tool, wait_tool, CodeMode, RunEnv, ToolDefinition};
+use codemode_runtime::AbortHandle;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{QuitReason, RequestContext, ServerInitializeError};
+use rmcp::transport::IntoTransport;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+
+/// The `serverInfo.name` this server reports in its `initialize` answer.
+pub const SERVER_NAME: &str = "codemode";
+
+/// The `instructions` this server reports in its `initialize` answer.
+pub const SERVER_INSTRUCTIONS: &str = "Use exec to run a JavaScript or TypeScript program over the hidden tool catalog, and wait to resume a run that exec (or an earlier wait) left waiting.";
+
+/// The error text of the disabled result (behaviour.md §1 "Activation").
+pub const CODE_MODE_DISABLED: &str = "code mode is disabled.";
+
+/// The result every `exec` and `wait` gets while the config disables code mode
+/// (behaviour.md §1 "Activation"), as `structuredContent`:
+/// `{"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"}`.
+pub fn disabled_result() -> Value {
+    json!({"status": "failed", "error": CODE_MODE_DISABLED, "code": "invalid_input"})
+}
+
+/// Where the server gets the environment of each call.
+///
+/// It is asked once per `tools/list`, `exec` and `wait`, so a refreshed catalog (for example
+/// after an upstream MCP `notifications/tools/list_changed`) is picked up by the next call.
+/// `scope` is the MCP session's scope (`session_id = "mcp-<uuid>"`, `session_key =
+/// "mcp:<uuid>"`, the rest `None`). A source normally puts it into [`RunEnv::scope`] unchanged
+/// (it may add an `agent_id`): that scope owns the runs `exec` parks, and is the caller scope of
+/// `wait` (behaviour.md §5.3).
+pub trait EnvSource: Send + Sync + 'static {
+    /// The environment for one call in the session `scope`; `None` when the config disables code
+    /// mode, and `exec` and `wait` then answer [`disabled_result`].
+    fn run_env(&self, scope: RunScope) -> Option<RunEnv>;
+}
+
+/// Errors of [`CodeModeServer::serve`] and [`CodeModeServer::serve_stdio`].
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The MCP handshake did not complete: the transport closed or failed before `initialize`,
+    /// the first message was not `initialize`, or the versions could not be negotiated.
+    #[error("MCP session did not start: {0}")]
+    Initialize(Box<ServerInitializeError>),
+    /// The task running the session panicked or was cancelled by the runtime.
+    #[error("MCP session task failed: {0}")]
+    Session(#[from] tokio::task::JoinError),
+}
+
+impl From<ServerInitializeError> for ServeError {
+    fn from(e: ServerInitializeError) -> Self {
+        ServeError::Initialize(Box::new(e))
+    }
+}
+
+/// Code mode as an MCP server: one value serves one MCP session at a time, with the tools `exec`
+/// and `wait` (see the module documentation for the exact answers).
+///
+/// Cloning is cheap and shares the [`CodeMode`] front (its runtime and parked runs) and the
+/// [`EnvSource`]; each [`CodeModeServer::serve`] call starts a new session with a new scope.
+#[derive(Clone)]
+pub struct CodeModeServer {
+    code_mode: Arc<CodeMode>,
+    source: Arc<dyn EnvSource>,
+    scope: RunScope,
+}
+
+/// A fresh session scope: `session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`.
+fn session_scope() -> RunScope {
+    let id = uuid::Uuid::new_v4();
+    RunScope {
+        session_id: Some(format!("mcp-{id}")),
+        session_key: Some(format!("mcp:{id}")),
+        ..RunScope::default()
+    }
+}
+
+/// An MCP tool from a code-mode tool definition (name, description, input schema).
+fn mcp_tool(definition: ToolDefinition) -> Tool {
+    let schema: JsonObject = match definition.parameters {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    Tool::new(definition.name, definition.description, Arc::new(schema))
+}
+
+/// The MCP answer for one code-mode result (`structured` is its JSON, behaviour.md §5.1).
+fn call_result(structured: Value) -> CallToolResult {
+    let failed = structured.get("status").and_then(Value::as_str) == Some("failed");
+    let text = serde_json::to_string(&structured).unwrap_or_default();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result.is_error = Some(failed);
+    result
+}
+
+/// Runs `run` with an [`AbortHandle`] that fires when `cancelled` resolves (the request's
+/// cancellation token: the client's `notifications/cancelled`, or the session ending), and still
+/// awaits the run's result (then `failed` / `aborted`, behaviour.md §5.9).
+async fn abortable<C, F, Fut>(cancelled: C, run: F) -> Value
+where
+    C: Future<Output = ()>,
+    F: FnOnce(AbortHandle) -> Fut,
+    Fut: Future<Output = Value>,
+{
+    let abort = AbortHandle::new();
+    let fut = run(abort.clone());
+    tokio::pin!(fut);
+    tokio::select! {
+        biased;
+        value = &mut fut => value,
+        () = cancelled => {
+            tracing::debug!("codemode MCP call cancelled; aborting the run");
+            abort.abort();
+            fut.await
+        }
+    }
+}
+
+impl CodeModeServer {
+    /// A server over the shared front `code_mode` that takes each call's environment from
+    /// `source`.
+    pub fn new(code_mode: Arc<CodeMode>, source: Arc<dyn EnvSource>) -> Self {
+        CodeModeServer {
+            code_mode,
+            source,
+            scope: session_scope(),
+        }
+    }
+
+    /// Serves one MCP session over stdin/stdout until the client closes it (end of input) or
+    /// the session fails. Errors: [`ServeError`].
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        self.serve(rmcp::transport::stdio()).await
+    }
+
+    /// Serves one MCP session over any rmcp transport (a `(reader, writer)` pair, a duplex
+    /// stream, a [`rmcp::transport::Transport`], …) until the client closes it. The session gets
+    /// a new scope (`mcp-<uuid>`), so runs parked by other sessions are out of its reach.
+    ///
+    /// Errors: [`ServeError::Initialize`] when the handshake fails, [`ServeError::Session`] when
+    /// the session task dies. A client that disconnects after the handshake is a normal end.
+    pub async fn serve<T, E, A>(self, transport: T) -> Result<(), ServeError>
+    where
+        T: IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let server = CodeModeServer {
+            scope: session_scope(),
+            ..self
+        };
+        let session = server.scope.session_id.clone().unwrap_or_default();
+        tracing::info!(%session, "codemode MCP session starting");
+        let running = rmcp::serve_server(server, transport).await?;
+        let reason = running.waiting().await?;
+        tracing::info!(%session, ?reason, "codemode MCP session ended");
+        match reason {
+            QuitReason::JoinError(e) => Err(ServeError::Session(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// `exec` and `wait` as MCP tools for the current catalog (`exec_tool(None, None)` while
+    /// code mode is disabled).
+    fn tools(&self) -> Vec<Tool> {
+        let exec = match self.source.run_env(self.scope.clone()) {
+            Some(env) => exec_definition(&env.catalog),
+            None => exec_tool(None, None),
+        };
+        vec![mcp_tool(exec), mcp_tool(wait_tool())]
+    }
+
+    async fn exec(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
+        let Some(env) = self.source.run_env(self.scope.clone()) else {
+            return disabled_result();
+        };
+        let code_mode = &self.code_mode;
+        abortable(context.ct.cancelled(), |abort| async move {
+            code_mode.exec(&env, &input, &abort).await.to_json()
+        })
+        .await
+    }
+
+    async fn wait(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
+        let Some(env) = self.source.run_env(self.scope.clone()) else {
+            return disabled_result();
+        };
+        let code_mode = &self.code_mode;
+        abortable(context.ct.cancelled(), |abort| async move {
+            code_mode.wait(&env.scope, &input, &abort).await.to_json()
+        })
+        .await
+    }
+}
+
+/// The `exec` definition for a known catalog: with the MCP namespace prompt when the catalog
+/// has MCP entries (behaviour.md §2.4 part 6, §7.5).
+fn exec_definition(catalog: &Catalog) -> ToolDefinition {
+    let prompt = codemode_catalog::namespace_prompt(catalog);
+    exec_tool(Some(catalog), prompt.as_deref())
+}
+
+impl ServerHandler for CodeModeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(SERVER_INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Absent arguments go through as `null`, so the facade's own argument checks answer.
+        let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let name = request.name.as_ref();
+        tracing::debug!(tool = name, session = ?self.scope.session_id, "codemode MCP call");
+        let result = match name {
+            "exec" => self.exec(input, &context).await,
+            "wait" => self.wait(input, &context).await,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {other}"),
+                    None,
+                ))
+            }
+        };
+        Ok(call_result(result).into())
+    }
+}

@@ -1,0 +1,478 @@
+//! Code mode served over MCP: a `CodeModeServer` on one end of a `tokio::io::duplex` pipe and
+//! rmcp's own client on the other, over a small in-test catalog and executor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{namespace_prompt, Catalog, SearchLimits, ToolSpec};
+use codemode_facade::{exec_tool, wait_tool, CodeMode, RunEnv};
+use codemode_mcp::server::{disabled_result, ServeError, SERVER_INSTRUCTIONS, SERVER_NAME};
+use codemode_mcp::{CodeModeServer, EnvSource};
+use codemode_runtime::Runtime;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceError, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Test tools: `echo` answers `{content: [{type: "text", text: <input JSON>}], details: input}`;
+/// `slow` does the same after 300 ms; `hang` never settles and reports when it starts and when
+/// its future is dropped (cancelled).
+struct Tools {
+    started: mpsc::UnboundedSender<()>,
+    dropped: mpsc::UnboundedSender<()>,
+}
+
+struct DropSignal(mpsc::UnboundedSender<()>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+fn answer(input: Value) -> Value {
+    json!({"content": [{"type": "text", "text": input.to_string()}], "details": input})
+}
+
+impl ToolExecutor for Tools {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        let started = self.started.clone();
+        let dropped = self.dropped.clone();
+        Box::pin(async move {
+            match call.tool_name.as_str() {
+                "slow" => {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Ok(answer(call.input))
+                }
+                "hang" => {
+                    let _guard = DropSignal(dropped);
+                    let _ = started.send(());
+                    std::future::pending::<()>().await;
+                    unreachable!()
+                }
+                _ => Ok(answer(call.input)),
+            }
+        })
+    }
+}
+
+struct Source {
+    config: codemode_config::CodeModeConfig,
+    catalog: Arc<Catalog>,
+    executor: Arc<dyn ToolExecutor>,
+    enabled: bool,
+}
+
+impl EnvSource for Source {
+    fn run_env(&self, scope: RunScope) -> Option<RunEnv> {
+        self.enabled.then(|| {
+            RunEnv::new(
+                self.config.clone(),
+                self.catalog.clone(),
+                self.executor.clone(),
+                scope,
+            )
+        })
+    }
+}
+
+fn specs() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::core("echo", "Echo."),
+        ToolSpec::core("slow", "Echo after 300 ms."),
+        ToolSpec::core("hang", "Never settles."),
+    ]
+}
+
+struct Fixture {
+    server: CodeModeServer,
+    code_mode: Arc<CodeMode>,
+    catalog: Arc<Catalog>,
+    started: mpsc::UnboundedReceiver<()>,
+    dropped: mpsc::UnboundedReceiver<()>,
+}
+
+fn fixture_with(config: Value, specs: Vec<ToolSpec>, enabled: bool) -> Fixture {
+    let config = codemode_config::resolve(&config).config;
+    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
+    let (started_tx, started) = mpsc::unbounded_channel();
+    let (dropped_tx, dropped) = mpsc::unbounded_channel();
+    let source = Source {
+        config,
+        catalog: catalog.clone(),
+        executor: Arc::new(Tools {
+            started: started_tx,
+            dropped: dropped_tx,
+        }),
+        enabled,
+    };
+    let code_mode = Arc::new(CodeMode::new(Runtime::global().unwrap()));
+    Fixture {
+        server: CodeModeServer::new(code_mode.clone(), Arc::new(source)),
+        code_mode,
+        catalog,
+        started,
+        dropped,
+    }
+}
+
+fn fixture() -> Fixture {
+    fixture_with(json!(true), specs(), true)
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Starts one MCP session of `server` on a duplex pipe and connects rmcp's client to it.
+async fn connect(server: &CodeModeServer) -> (Client, JoinHandle<Result<(), ServeError>>) {
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let serving = tokio::spawn(server.clone().serve(server_end));
+    let client = ().serve(client_end).await.expect("client handshake");
+    (client, serving)
+}
+
+fn params(name: &str, args: Value) -> CallToolRequestParams {
+    let params = CallToolRequestParams::new(name.to_string());
+    match args {
+        Value::Object(map) => params.with_arguments(map),
+        _ => params,
+    }
+}
+
+async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+    client
+        .call_tool(params(name, args))
+        .await
+        .expect("tools/call")
+}
+
+/// The structured result, after checking the MCP envelope: one text block holding its compact
+/// JSON, and `isError` exactly when the status is `failed`.
+fn structured(result: &CallToolResult) -> Value {
+    let value = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    assert_eq!(result.content.len(), 1);
+    let text = &result.content[0].as_text().expect("text content").text;
+    assert_eq!(text, &serde_json::to_string(&value).unwrap());
+    let failed = value["status"] == "failed";
+    assert_eq!(result.is_error, Some(failed));
+    value
+}
+
+async fn exec(client: &Client, code: &str) -> Value {
+    structured(&call(client, "exec", json!({"code": code})).await)
+}
+
+async fn wait(client: &Client, run_id: &str) -> Value {
+    structured(&call(client, "wait", json!({"runId": run_id})).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_exactly_exec_and_wait_with_the_spec_definitions() {
+    let f = fixture();
+    let (client, _serving) = connect(&f.server).await;
+
+    let info = client.peer_info().expect("server info");
+    let implementation = info.server_info.as_ref().expect("serverInfo");
+    assert_eq!(implementation.name, SERVER_NAME);
+    assert_eq!(implementation.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(info.instructions.as_deref(), Some(SERVER_INSTRUCTIONS));
+    assert!(info.capabilities.tools.is_some());
+    assert!(info.capabilities.resources.is_none());
+    assert!(info.capabilities.prompts.is_none());
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["exec", "wait"]);
+    let exec = exec_tool(Some(&f.catalog), None);
+    assert_eq!(
+        tools[0].description.as_deref(),
+        Some(exec.description.as_str())
+    );
+    assert_eq!(
+        Value::Object((*tools[0].input_schema).clone()),
+        exec.parameters
+    );
+    assert!(exec.description.contains("\"openclaw:core:echo\""));
+    let wait = wait_tool();
+    assert_eq!(
+        tools[1].description.as_deref(),
+        Some(wait.description.as_str())
+    );
+    assert_eq!(
+        Value::Object((*tools[1].input_schema).clone()),
+        wait.parameters
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_description_carries_the_mcp_namespace_prompt() {
+    let mut specs = specs();
+    specs.push(ToolSpec::mcp_tool(
+        "github",
+        "create_issue",
+        "Create an issue.",
+    ));
+    let f = fixture_with(json!(true), specs, true);
+    let (client, _serving) = connect(&f.server).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let prompt = namespace_prompt(&f.catalog).expect("MCP prompt");
+    let exec = exec_tool(Some(&f.catalog), Some(&prompt));
+    assert_eq!(
+        tools[0].description.as_deref(),
+        Some(exec.description.as_str())
+    );
+    assert!(exec.description.contains("visible servers: github"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_completes_with_the_result_as_structured_content() {
+    let f = fixture();
+    let (client, _serving) = connect(&f.server).await;
+    let result = exec(&client, "return 1 + 1").await;
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["value"], 2);
+    assert_eq!(result["output"], json!([]));
+    assert_eq!(result["replaySafe"], false);
+    assert_eq!(result["telemetry"]["visibleTools"], json!(["exec", "wait"]));
+    assert_eq!(result["telemetry"]["catalogSize"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_calls_catalog_tools() {
+    let f = fixture();
+    let (client, _serving) = connect(&f.server).await;
+    let result = exec(
+        &client,
+        "text('hi'); const r = await tools.callValue('openclaw:core:echo', {x: 1}); return [r, (await tools.echo({y: 2}))];",
+    )
+    .await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["value"], json!([{"x": 1}, {"y": 2}]));
+    assert_eq!(result["output"], json!([{"type": "text", "text": "hi"}]));
+    assert_eq!(result["telemetry"]["callCount"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_program_is_an_error_result() {
+    let f = fixture();
+    let (client, _serving) = connect(&f.server).await;
+    let result = exec(&client, "text(\"before\"); throw new Error(\"boom\");").await;
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["code"], "internal_error");
+    assert!(
+        result["error"].as_str().unwrap().starts_with("Error: boom"),
+        "{result}"
+    );
+    assert_eq!(
+        result["output"],
+        json!([{"type": "text", "text": "before"}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_arguments_get_the_facade_messages() {
+    let f = fixture();
+    let (client, _serving) = connect(&f.server).await;
+    for (tool, args, message) in [
+        (
+            "exec",
+            json!({}),
+            "code or command must be a non-empty string.",
+        ),
+        (
+            "exec",
+            Value::Null,
+            "code or command must be a non-empty string.",
+        ),
+        (
+            "exec",
+            json!({"code": "return 1", "language": "bash"}),
+            "language must be javascript or typescript.",
+        ),
+        ("wait", json!({}), "runId must be a non-empty string."),
+        ("wait", Value::Null, "runId must be a non-empty string."),
+        (
+            "wait",
+            json!({"runId": "cm_missing"}),
+            "code mode run is unavailable or expired.",
+        ),
+    ] {
+        let result = structured(&call(&client, tool, args.clone()).await);
+        assert_eq!(result["status"], "failed", "{tool} {args}");
+        assert_eq!(result["code"], "invalid_input", "{tool} {args}");
+        assert_eq!(result["error"], message, "{tool} {args}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_tool_is_a_protocol_error() {
+    let f = fixture();
+    let (client, _serving) = connect(&f.server).await;
+    match client.call_tool(params("echo", json!({}))).await {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+            assert_eq!(e.message, "Unknown tool: echo");
+        }
+        other => panic!("expected an MCP error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yielded_run_resumes_with_wait() {
+    let f = fixture();
+    let (client, _serving) = connect(&f.server).await;
+    let first = exec(
+        &client,
+        "text(\"before\"); await yield_control(\"pause\"); text(\"after\"); return \"done\";",
+    )
+    .await;
+    assert_eq!(first["status"], "waiting", "{first}");
+    assert_eq!(first["reason"], "yield");
+    assert_eq!(
+        first["pendingToolCalls"],
+        json!([{"id": "bridge:yield:1", "method": "yield"}])
+    );
+    assert_eq!(first["output"], json!([{"type": "text", "text": "before"}]));
+    let run_id = first["runId"].as_str().unwrap();
+    assert!(run_id.starts_with("cm_"));
+    assert_eq!(f.code_mode.parked_runs(), 1);
+
+    let second = wait(&client, run_id).await;
+    assert_eq!(second["status"], "completed", "{second}");
+    assert_eq!(second["value"], "done");
+    assert_eq!(second["output"], json!([{"type": "text", "text": "after"}]));
+    assert_eq!(f.code_mode.parked_runs(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_a_slow_tool_resumes_with_wait() {
+    let f = fixture_with(json!({"enabled": true, "timeoutMs": 100}), specs(), true);
+    let (client, _serving) = connect(&f.server).await;
+    let mut result = exec(
+        &client,
+        "const r = await tools.callValue('openclaw:core:slow', {n: 7}); return r.n * 6;",
+    )
+    .await;
+    assert_eq!(result["status"], "waiting", "{result}");
+    assert_eq!(result["reason"], "pending_tools");
+    assert_eq!(
+        result["pendingToolCalls"],
+        json!([{"id": "bridge:callValue:1", "method": "callValue"}])
+    );
+    let run_id = result["runId"].as_str().unwrap().to_string();
+    for _ in 0..50 {
+        if result["status"] != "waiting" {
+            break;
+        }
+        assert_eq!(result["runId"], run_id.as_str());
+        result = wait(&client, &run_id).await;
+    }
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["value"], 42);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_session_cannot_wait_on_a_run() {
+    let f = fixture();
+    let (owner, _serving_owner) = connect(&f.server).await;
+    let (other, _serving_other) = connect(&f.server).await;
+    let first = exec(&owner, "await yield_control(); return 'mine';").await;
+    assert_eq!(first["status"], "waiting", "{first}");
+    let run_id = first["runId"].as_str().unwrap();
+
+    let refused = wait(&other, run_id).await;
+    assert_eq!(refused["status"], "failed");
+    assert_eq!(refused["code"], "invalid_input");
+    assert_eq!(
+        refused["error"],
+        "code mode run belongs to a different session."
+    );
+    assert_eq!(f.code_mode.parked_runs(), 1, "the refusal keeps the run");
+
+    let done = wait(&owner, run_id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["value"], "mine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_config_answers_the_disabled_result() {
+    let f = fixture_with(json!(false), specs(), false);
+    let (client, _serving) = connect(&f.server).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["exec", "wait"]);
+    let exec_def = exec_tool(None, None);
+    assert_eq!(
+        tools[0].description.as_deref(),
+        Some(exec_def.description.as_str())
+    );
+    assert_eq!(
+        Value::Object((*tools[0].input_schema).clone()),
+        exec_def.parameters
+    );
+
+    let disabled =
+        json!({"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"});
+    assert_eq!(disabled_result(), disabled);
+    assert_eq!(exec(&client, "return 1").await, disabled);
+    assert_eq!(wait(&client, "cm_x").await, disabled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_aborts_its_run() {
+    let mut f = fixture_with(json!({"enabled": true, "timeoutMs": 60000}), specs(), true);
+    let (client, _serving) = connect(&f.server).await;
+    let peer = client.peer().clone();
+    let call = tokio::spawn(async move {
+        peer.call_tool(params(
+            "exec",
+            json!({"code": "return await tools.callValue('openclaw:core:hang', {});"}),
+        ))
+        .await
+    });
+    tokio::time::timeout(Duration::from_secs(10), f.started.recv())
+        .await
+        .expect("the hanging tool starts")
+        .unwrap();
+    // Dropping the request future sends `notifications/cancelled`.
+    call.abort();
+    tokio::time::timeout(Duration::from_secs(5), f.dropped.recv())
+        .await
+        .expect("the abort cancels the pending tool call")
+        .unwrap();
+    assert_eq!(f.code_mode.parked_runs(), 0);
+
+    // The session carries on.
+    let result = exec(&client, "return 'still here'").await;
+    assert_eq!(result["value"], "still here");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_ends_when_the_client_closes() {
+    let f = fixture();
+    let (client, serving) = connect(&f.server).await;
+    assert_eq!(exec(&client, "return 1").await["value"], 1);
+    client.cancel().await.unwrap();
+    let served = tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("serve returns")
+        .unwrap();
+    assert!(served.is_ok(), "{served:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transport_closed_before_the_handshake_is_an_error() {
+    let f = fixture();
+    let (server_end, client_end) = tokio::io::duplex(1024);
+    drop(client_end);
+    let served = f.server.clone().serve(server_end).await;
+    assert!(
+        matches!(served, Err(ServeError::Initialize(_))),
+        "{served:?}"
+    );
+}
