@@ -143,7 +143,13 @@ fn setup_mcp_servers() -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _ = std::fs::remove_file(&stamp);
     run(Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--save-exact", "--prefix"])
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--prefix",
+        ])
         .arg(&dir)
         .args(MCP_SERVERS.iter().map(|(p, v, _)| format!("{p}@{v}"))))?;
     if let Some((_, _, missing)) = MCP_SERVERS.iter().find(|(_, _, b)| !bin.join(b).exists()) {
