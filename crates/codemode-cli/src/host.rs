@@ -1,14 +1,16 @@
-//! What `codemode exec` and `codemode session` share: the host options (tools, workspace root,
-//! config, agent, timeout) and the run environment built from them.
+//! What `codemode exec`, `session` and `serve` share: the host options (tools, workspace root,
+//! MCP servers, config, agent, timeout) and the [`Host`] that builds each run's environment.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use clap::Args;
 use codemode_bridge::{RunScope, ToolExecutor};
-use codemode_catalog::{Catalog, SearchLimits};
-use codemode_config::{ConfigReport, Enabled};
+use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+use codemode_config::{CodeModeConfig, ConfigReport, Enabled};
 use codemode_facade::RunEnv;
+use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use serde_json::{json, Value};
 
 use crate::{static_tools, tools, Failure};
@@ -20,9 +22,18 @@ pub struct HostArgs {
     /// {name, description?, parameters?, outputSchema?, origin?, result | error | echo, delayMs?}.
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
-    /// Workspace root the built-in tools may read (default: the current directory).
+    /// Workspace root the built-in read/list/grep tools may read (`exec` and `session` default
+    /// to the current directory; `serve` has no built-in tools without it).
     #[arg(long, value_name = "DIR", conflicts_with = "tools")]
     pub root: Option<PathBuf>,
+    /// MCP servers to aggregate, in the {"mcpServers": {name: {command, args, env} | {url,
+    /// headers}}} format of Claude Desktop and Cursor. Their tools are reachable as
+    /// MCP.<server>.<tool>({...}).
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Budget of one request to an MCP server, in ms.
+    #[arg(long, value_name = "N", default_value_t = 60_000)]
+    pub mcp_timeout_ms: u64,
     /// The cell's timeoutMs: budget of each exec/wait call in ms (clamped to 100-60000).
     #[arg(long, value_name = "N")]
     pub timeout_ms: Option<u64>,
@@ -51,10 +62,29 @@ pub fn disabled_result() -> Value {
     json!({"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"})
 }
 
-/// Builds the run environment: resolved config (with `--timeout-ms` applied; warnings go to
-/// stderr), catalog and executor (static tools from `--tools`, else the workspace tools under
-/// `--root`) and the owner scope (`--agent`). `Ok(None)` when the config disables code mode.
-pub fn run_env(args: &HostArgs) -> Result<Option<RunEnv>, Failure> {
+/// The tools and config of a command: builds a [`RunEnv`] per run, so MCP servers whose tool
+/// list changed (`notifications/tools/list_changed`) are seen by the next `exec`.
+pub struct Host {
+    config: CodeModeConfig,
+    limits: SearchLimits,
+    base_specs: Vec<ToolSpec>,
+    executor: Arc<dyn ToolExecutor>,
+    /// The connected MCP servers, when `--mcp-config` was given.
+    pub hub: Option<McpHub>,
+    agent: Option<String>,
+    /// The catalog of the last run, by MCP generation (catalogs are only rebuilt on change).
+    cache: Mutex<Option<(u64, Arc<Catalog>)>>,
+}
+
+/// Builds the host: resolved config (with `--timeout-ms` applied; warnings go to stderr), static
+/// tools from `--tools` or the workspace tools under `--root` (or the current directory when
+/// `builtins_by_default`), and the MCP servers of `--mcp-config`, connected on `runtime` (servers
+/// that fail are reported on stderr and left out). `Ok(None)` when the config disables code mode.
+pub fn host(
+    args: &HostArgs,
+    runtime: &tokio::runtime::Runtime,
+    builtins_by_default: bool,
+) -> Result<Option<Host>, Failure> {
     let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
     for warning in &report.warnings {
         eprintln!("codemode: config: {}", warning.message);
@@ -71,38 +101,124 @@ pub fn run_env(args: &HostArgs) -> Result<Option<RunEnv>, Failure> {
     if report.config.enabled == Enabled::Off {
         return Ok(None);
     }
+    let mcp_config = args
+        .mcp_config
+        .as_deref()
+        .map(McpServersConfig::load)
+        .transpose()
+        .map_err(|e| Failure::Usage(format!("--mcp-config {e}")))?;
 
     let limits = SearchLimits {
         max_search_limit: report.config.max_search_limit as u32,
         search_default_limit: report.config.search_default_limit as u32,
     };
-    let (catalog, executor): (Catalog, Arc<dyn ToolExecutor>) = match &args.tools {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
-            let (catalog, executor) = static_tools::StaticTools::load(&text, &limits)
-                .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
-            (catalog, Arc::new(executor))
+    let (base_specs, base_executor): (Vec<ToolSpec>, Option<Arc<dyn ToolExecutor>>) =
+        match (&args.tools, &args.root) {
+            (Some(path), _) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
+                let (specs, executor) = static_tools::StaticTools::load_specs(&text, &limits)
+                    .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
+                (specs, Some(Arc::new(executor)))
+            }
+            (None, root) if root.is_some() || builtins_by_default => {
+                let root = root.clone().unwrap_or_else(|| PathBuf::from("."));
+                let executor = tools::WorkspaceTools::new(&root)
+                    .map_err(|e| Failure::Usage(format!("--root {}: {e}", root.display())))?;
+                (tools::specs(), Some(Arc::new(executor)))
+            }
+            (None, _) => (Vec::new(), None),
+        };
+    let hub = mcp_config.map(|config| {
+        let options = ClientOptions {
+            call_timeout: Duration::from_millis(args.mcp_timeout_ms.max(1)),
+            ..ClientOptions::default()
+        };
+        let hub = runtime.block_on(McpHub::connect(&config, options));
+        for status in hub.status() {
+            if let Some(error) = &status.error {
+                eprintln!("codemode: {error}");
+            }
+            for warning in &status.warnings {
+                eprintln!("codemode: {warning}");
+            }
         }
-        None => {
-            let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
-            let executor = tools::WorkspaceTools::new(&root)
-                .map_err(|e| Failure::Usage(format!("--root {}: {e}", root.display())))?;
-            let catalog = Catalog::build(tools::specs(), &limits)
-                .map_err(|e| Failure::Run(format!("catalog: {e}")))?;
-            (catalog, Arc::new(executor))
-        }
+        hub
+    });
+    let executor: Arc<dyn ToolExecutor> = match (&hub, base_executor) {
+        (Some(hub), fallback) => Arc::new(hub.executor(fallback)),
+        (None, Some(executor)) => executor,
+        (None, None) => Arc::new(hub_less_executor()),
     };
-    let scope = RunScope {
-        agent_id: args.agent.clone(),
-        ..RunScope::default()
-    };
-    Ok(Some(RunEnv::new(
-        report.config,
-        Arc::new(catalog),
+    let host = Host {
+        config: report.config,
+        limits,
+        base_specs,
         executor,
-        scope,
-    )))
+        hub,
+        agent: args.agent.clone(),
+        cache: Mutex::new(None),
+    };
+    host.catalog()?; // report a catalog that cannot be built now, not at the first exec
+    Ok(Some(host))
+}
+
+/// The executor of a host without any tools: every call fails (the catalog is empty, so only a
+/// hand-made bridge request could reach it).
+fn hub_less_executor() -> impl ToolExecutor {
+    struct NoTools;
+    impl ToolExecutor for NoTools {
+        fn execute(&self, call: codemode_bridge::ToolCall) -> codemode_bridge::ToolFuture {
+            let id = call.tool_id;
+            Box::pin(async move { Err(format!("no tool executor for {id}")) })
+        }
+    }
+    NoTools
+}
+
+impl Host {
+    /// The catalog: the static or built-in tools plus the MCP servers' current entries, rebuilt
+    /// only when an MCP server's tool list changed.
+    fn catalog(&self) -> Result<Arc<Catalog>, Failure> {
+        let generation = self.hub.as_ref().map_or(0, McpHub::generation);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, catalog)) = cache.as_ref() {
+            if *seen == generation {
+                return Ok(catalog.clone());
+            }
+        }
+        let mut specs = self.base_specs.clone();
+        if let Some(hub) = &self.hub {
+            specs.extend(hub.specs());
+        }
+        let catalog = Arc::new(
+            Catalog::build(specs, &self.limits)
+                .map_err(|e| Failure::Usage(format!("catalog: {e}")))?,
+        );
+        *cache = Some((generation, catalog.clone()));
+        Ok(catalog)
+    }
+
+    /// The environment of one `exec`: current catalog, executor, and `scope` owned by `--agent`.
+    pub fn run_env(&self, scope: RunScope) -> Result<RunEnv, Failure> {
+        let scope = RunScope {
+            agent_id: self.agent.clone().or(scope.agent_id),
+            ..scope
+        };
+        Ok(RunEnv::new(
+            self.config.clone(),
+            self.catalog()?,
+            self.executor.clone(),
+            scope,
+        ))
+    }
+
+    /// Closes the MCP connections (children exit).
+    pub fn shutdown(&self, runtime: &tokio::runtime::Runtime) {
+        if let Some(hub) = &self.hub {
+            runtime.block_on(hub.shutdown());
+        }
+    }
 }
 
 /// The multi-threaded async runtime the runs and their tool calls use.

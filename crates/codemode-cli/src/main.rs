@@ -1,11 +1,15 @@
 //! `codemode`: run code-mode programs from a shell.
 //!
 //! - `codemode exec [FILE | -e CODE | -]` runs one program against the built-in workspace tools
-//!   (`read`, `list`, `grep` under `--root`) or the static tools of `--tools FILE`, and prints
+//!   (`read`, `list`, `grep` under `--root`) or the static tools of `--tools FILE`, plus the MCP
+//!   servers of `--mcp-config FILE` (as `MCP.<server>.<tool>({...})`), and prints
 //!   the result as JSON; `waiting` results are followed with `wait` until the run completes or
 //!   `--wall-clock-ms` passes.
 //! - `codemode session` reads `{"tool": "exec" | "wait", "args": {…}}` lines on stdin and writes
 //!   one result line each on stdout, keeping parked runs across lines.
+//! - `codemode serve [--mcp-config FILE]` serves code mode as an MCP server over stdio: exactly
+//!   two tools, `exec` and `wait`, over the tools of the configured MCP servers. Logs go to
+//!   stderr (or `--log-file`), never stdout.
 //! - `codemode config [--config FILE] [--agent ID]` prints the resolved `tools.codeMode` and the
 //!   warnings for every ignored or clamped value.
 //! - `codemode catalog --tools FILE …` shows what the model would see of a tool list.
@@ -20,12 +24,14 @@ mod tools;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use codemode_catalog::cli::CatalogView;
 use codemode_catalog::SearchLimits;
 use codemode_facade::{CodeMode, CodeModeResult};
+use codemode_mcp::{CodeModeServer, EnvSource};
 use codemode_runtime::AbortHandle;
 use host::HostArgs;
 use serde_json::json;
@@ -47,6 +53,9 @@ enum Command {
     Exec(ExecArgs),
     /// Drive exec/wait over JSON lines: one request per stdin line, one result per stdout line.
     Session(SessionArgs),
+    /// Serve code mode as an MCP server over stdio: exactly two tools, exec and wait, over the
+    /// tools of --mcp-config's MCP servers (and --tools or --root, when given).
+    Serve(ServeArgs),
     /// Print the resolved tools.codeMode config and its warnings as JSON.
     Config(ConfigArgs),
     /// Show a tool list as the model and guest would see it.
@@ -85,6 +94,15 @@ struct SessionArgs {
 }
 
 #[derive(Args)]
+struct ServeArgs {
+    /// Append logs to this file instead of standard error (standard output is the protocol).
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+#[derive(Args)]
 struct ConfigArgs {
     /// Config file (JSON or JSON5).
     #[arg(long, value_name = "FILE")]
@@ -117,17 +135,41 @@ struct CatalogArgs {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let log_file = match &cli.command {
+        Command::Serve(ServeArgs {
+            log_file: Some(path),
+            ..
+        }) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(file) => Some(file),
+            Err(e) => {
+                eprintln!("codemode: --log-file {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
+    };
+    match log_file {
+        Some(file) => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(Mutex::new(file))
+            .init(),
+        None => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init(),
+    }
     let outcome = match cli.command {
         Command::Exec(args) => exec(args),
         Command::Session(args) => session::run(&args.host),
+        Command::Serve(args) => serve(args),
         Command::Config(args) => config(args),
         Command::Catalog(args) => catalog(args),
     };
@@ -150,6 +192,41 @@ enum Failure {
     Usage(String),
     /// The command could not run (runtime, I/O): exit 1.
     Run(String),
+}
+
+/// `codemode serve`: one MCP session over stdin/stdout, until the client closes it.
+fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
+    let runtime = host::async_runtime()?;
+    let host = host::host(&args.host, &runtime, false)?.map(Arc::new);
+    let code_mode = runtime
+        .block_on(async { CodeMode::with_global_runtime() })
+        .map_err(|e| Failure::Run(e.to_string()))?;
+    let code_mode = Arc::new(code_mode);
+    let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
+    let served = runtime.block_on(CodeModeServer::new(code_mode.clone(), source).serve_stdio());
+    code_mode.clear();
+    if let Some(host) = &host {
+        host.shutdown(&runtime);
+    }
+    runtime.shutdown_background();
+    served.map_err(|e| Failure::Run(e.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run environments of `codemode serve`: the host's (`None` when code mode is disabled).
+struct ServeSource(Option<Arc<host::Host>>);
+
+impl EnvSource for ServeSource {
+    fn run_env(&self, scope: codemode_bridge::RunScope) -> Option<codemode_facade::RunEnv> {
+        let host = self.0.as_ref()?;
+        match host.run_env(scope) {
+            Ok(env) => Some(env),
+            Err(Failure::Usage(e) | Failure::Run(e)) => {
+                tracing::error!("cannot build the run environment: {e}");
+                None
+            }
+        }
+    }
 }
 
 fn config(args: ConfigArgs) -> Result<ExitCode, Failure> {
@@ -216,11 +293,12 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         .to_string()
     });
 
-    let Some(env) = host::run_env(&args.host)? else {
+    let runtime = host::async_runtime()?;
+    let Some(host) = host::host(&args.host, &runtime, true)? else {
         println!("{}", host::disabled_result());
         return Ok(ExitCode::from(1));
     };
-    let runtime = host::async_runtime()?;
+    let env = host.run_env(codemode_bridge::RunScope::default())?;
     let input = json!({"code": code, "language": language});
     let wall_clock = Duration::from_millis(args.wall_clock_ms);
     let result = runtime.block_on(async move {
@@ -239,8 +317,9 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
             output.extend(result.output().iter().cloned());
         }
         Ok::<_, Failure>((result, output))
-    })?;
-    let (result, output) = result;
+    });
+    host.shutdown(&runtime);
+    let (result, output) = result?;
     // Print one result for the whole run: its final status with all output in order.
     let mut printed = result.to_json();
     printed["output"] = serde_json::to_value(&output).unwrap_or(json!([]));

@@ -13,11 +13,12 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use codemode_facade::{CodeMode, RunEnv};
+use codemode_bridge::RunScope;
+use codemode_facade::CodeMode;
 use codemode_runtime::AbortHandle;
 use serde_json::{json, Value};
 
-use crate::host::{self, HostArgs};
+use crate::host::{self, Host, HostArgs};
 use crate::static_tools::kind_of;
 use crate::Failure;
 
@@ -84,10 +85,11 @@ pub fn invalid_line(message: &str) -> Value {
     json!({"status": "failed", "error": message, "code": "invalid_input"})
 }
 
-/// The state kept across lines: the code-mode front and its environment (`None` when the config
-/// disables code mode, so every request gets the disabled result).
+/// The state kept across lines: the code-mode front and its host (`None` when the config
+/// disables code mode, so every request gets the disabled result). One session is one scope:
+/// runs parked by one line are resumed by `wait` on a later line.
 pub struct Session {
-    front: Option<(CodeMode, RunEnv)>,
+    front: Option<(CodeMode, Host)>,
 }
 
 impl Session {
@@ -97,12 +99,16 @@ impl Session {
             Ok(request) => request,
             Err(message) => return invalid_line(&message),
         };
-        let Some((code_mode, env)) = &self.front else {
+        let Some((code_mode, host)) = &self.front else {
             return host::disabled_result();
+        };
+        let env = match host.run_env(RunScope::default()) {
+            Ok(env) => env,
+            Err(Failure::Usage(e) | Failure::Run(e)) => return invalid_line(&e),
         };
         let abort = AbortHandle::new();
         let result = match &request {
-            Request::Exec(args) => code_mode.exec(env, args, &abort).await,
+            Request::Exec(args) => code_mode.exec(&env, args, &abort).await,
             Request::Wait(args) => code_mode.wait(&env.scope, args, &abort).await,
         };
         result.to_json()
@@ -118,20 +124,22 @@ impl Session {
 
 /// Runs the session on stdin/stdout until end of input.
 pub fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
-    let env = host::run_env(args)?;
     let runtime = host::async_runtime()?;
-    let front = match env {
-        Some(env) => {
+    let front = match host::host(args, &runtime, true)? {
+        Some(host) => {
             let code_mode = runtime
                 .block_on(async { CodeMode::with_global_runtime() })
                 .map_err(|e| Failure::Run(e.to_string()))?;
-            Some((code_mode, env))
+            Some((code_mode, host))
         }
         None => None,
     };
     let session = Session { front };
     let outcome = serve(&session, &runtime);
     session.close();
+    if let Some((_, host)) = &session.front {
+        host.shutdown(&runtime);
+    }
     runtime.shutdown_background();
     outcome
 }

@@ -181,7 +181,7 @@ impl StaticTools {
     /// for its entries. Errors are the messages of [`parse`] and [`Catalog::build`].
     pub fn load(text: &str, limits: &SearchLimits) -> Result<(Catalog, StaticTools), String> {
         let file = parse(text)?;
-        let catalog = Catalog::build(file.specs, limits).map_err(|e| e.to_string())?;
+        let catalog = Catalog::build(file.specs.clone(), limits).map_err(|e| e.to_string())?;
         let by_id = catalog
             .entries()
             .iter()
@@ -191,6 +191,19 @@ impl StaticTools {
             })
             .collect();
         Ok((catalog, StaticTools { by_id }))
+    }
+}
+
+impl StaticTools {
+    /// Like [`StaticTools::load`], but returns the tool specs instead of the catalog, for hosts
+    /// that merge them with other tools (MCP servers) into one catalog.
+    pub fn load_specs(
+        text: &str,
+        limits: &SearchLimits,
+    ) -> Result<(Vec<ToolSpec>, StaticTools), String> {
+        let specs = parse(text)?.specs;
+        let (_, tools) = StaticTools::load(text, limits)?;
+        Ok((specs, tools))
     }
 }
 

@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, JsonRpcMessage, ClientCapabilities, ClientConfig, GetPromptRequestParams, Implementation,
-    PaginatedRequestParams, ReadResourceRequestParams,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
+    Implementation, JsonRpcMessage, PaginatedRequestParams, ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{json, Map, Value};
@@ -197,7 +197,11 @@ impl ServerClient {
 
     /// The last bytes the child wrote to stderr (lossy UTF-8, at most 2,048 bytes).
     pub fn stderr_tail(&self) -> String {
-        let tail = self.stderr_tail.lock().map(|t| t.clone()).unwrap_or_default();
+        let tail = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
         String::from_utf8_lossy(&tail).trim().to_string()
     }
 
@@ -495,21 +499,21 @@ impl ServerClient {
                     let params = params.clone();
                     async move { p.list_tools(params).await }
                 })
-                    .await?,
+                .await?,
             ),
             "resources/list" => to_json(
                 self.request(method, what, |p| {
                     let params = params.clone();
                     async move { p.list_resources(params).await }
                 })
-                    .await?,
+                .await?,
             ),
             _ => to_json(
                 self.request(method, what, |p| {
                     let params = params.clone();
                     async move { p.list_prompts(params).await }
                 })
-                    .await?,
+                .await?,
             ),
         }
     }
@@ -517,7 +521,11 @@ impl ServerClient {
     /// `tools/call` of the raw MCP tool `tool` with `arguments`: the raw MCP result
     /// (`{content, structuredContent?, isError?}`). A tool error (`isError: true`) is a result,
     /// not an `Err`; `Err` is a protocol error, a timeout or a lost connection.
-    pub async fn call_tool(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, String> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let what = format!(" {tool:?}");
         to_json(
@@ -525,14 +533,15 @@ impl ServerClient {
                 let params = params.clone();
                 async move { p.call_tool(params).await }
             })
-                .await?,
+            .await?,
         )
     }
 
     /// `resources/list`: one page when `cursor` is given, else every page up to the cap, as
     /// `{resources: [...]}` (plus `nextCursor` when paging by hand).
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, String> {
-        self.list_for_guest("resources/list", "resources", cursor).await
+        self.list_for_guest("resources/list", "resources", cursor)
+            .await
     }
 
     /// `prompts/list`, like [`ServerClient::list_resources`], as `{prompts: [...]}`.
@@ -585,7 +594,7 @@ impl ServerClient {
                 let params = params.clone();
                 async move { p.get_prompt(params).await }
             })
-                .await?,
+            .await?,
         )
     }
 
@@ -594,7 +603,8 @@ impl ServerClient {
     pub async fn shutdown(&self) {
         let connection = self.connection.lock().await.take();
         if let Some(connection) = connection {
-            let _ = tokio::time::timeout(Duration::from_secs(10), connection.service.cancel()).await;
+            let _ =
+                tokio::time::timeout(Duration::from_secs(10), connection.service.cancel()).await;
         }
     }
 }

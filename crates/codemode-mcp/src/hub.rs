@@ -281,7 +281,9 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
 fn operation_spec(server: &str, operation: McpOperation) -> (String, Value) {
     match operation {
         McpOperation::ResourcesList => (
-            format!("List the resources of MCP server {server}. Without a cursor every page is read."),
+            format!(
+                "List the resources of MCP server {server}. Without a cursor every page is read."
+            ),
             json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
         ),
         McpOperation::ResourcesRead => (
@@ -289,7 +291,9 @@ fn operation_spec(server: &str, operation: McpOperation) -> (String, Value) {
             json!({"type": "object", "properties": {"uri": {"type": "string", "description": "The resource URI, as listed by resources.list()."}}, "required": ["uri"]}),
         ),
         McpOperation::PromptsList => (
-            format!("List the prompts of MCP server {server}. Without a cursor every page is read."),
+            format!(
+                "List the prompts of MCP server {server}. Without a cursor every page is read."
+            ),
             json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
         ),
         McpOperation::PromptsGet => (

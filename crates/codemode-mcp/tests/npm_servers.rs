@@ -150,7 +150,11 @@ async fn memory_and_filesystem_servers_joined_in_one_program() {
         ClientOptions::default(),
     )
     .await;
-    assert!(hub.status().iter().all(|s| s.connected), "{:?}", hub.status());
+    assert!(
+        hub.status().iter().all(|s| s.connected),
+        "{:?}",
+        hub.status()
+    );
     let code = format!(
         r#"const root = {root:?};
 const [listing, created] = await Promise.all([
@@ -311,8 +315,7 @@ async fn streamable_http_server_and_expired_session() {
     )
     .await;
     assert_eq!(
-        r["value"],
-        "MCP server \"web\" closed the connection during tools/call \"echo\"",
+        r["value"], "MCP server \"web\" closed the connection during tools/call \"echo\"",
         "{r}"
     );
     hub.shutdown().await;

@@ -1,0 +1,274 @@
+//! The MCP client against our misbehaving rmcp test server (src/bin/codemode-mcp-testserver.rs):
+//! pagination caps, repeated cursors, hanging and crashing tools, stderr floods, tool-list
+//! changes and notification storms.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
+use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
+use serde_json::{json, Value};
+
+fn testserver(flags: &[&str]) -> McpServersConfig {
+    McpServersConfig {
+        servers: BTreeMap::from([(
+            "t".to_string(),
+            ServerConfig::Stdio {
+                command: common::testserver().to_string_lossy().into_owned(),
+                args: flags.iter().map(|f| f.to_string()).collect(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )]),
+    }
+}
+
+fn options() -> ClientOptions {
+    ClientOptions {
+        call_timeout: Duration::from_millis(2_000),
+        connect_timeout: Duration::from_millis(10_000),
+        max_list_pages: 5,
+        ..ClientOptions::default()
+    }
+}
+
+async fn hub(flags: &[&str]) -> McpHub {
+    McpHub::connect(&testserver(flags), options()).await
+}
+
+fn tool_names(hub: &McpHub) -> Vec<String> {
+    hub.specs().into_iter().map(|s| s.name).collect()
+}
+
+/// Calls catalog entry `t__<tool>` through the executor, as a nested call would.
+async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
+    let name = format!("t__{tool}");
+    hub.executor(None)
+        .execute(ToolCall {
+            tool_id: format!("mcp:t:{name}"),
+            tool_name: name,
+            input,
+            scope: RunScope::default(),
+            bridge_id: "bridge:namespace:1".into(),
+            tool_call_id: "tool_search_code:test:t:1".into(),
+            parent_tool_call_id: None,
+            code_mode_run_id: None,
+        })
+        .await
+}
+
+const TOOLS: [&str; 7] = [
+    "t__echo",
+    "t__fail",
+    "t__protocol_error",
+    "t__hang",
+    "t__slow",
+    "t__crash",
+    "t__add_tool",
+];
+
+fn with_operations(tools: &[&str]) -> Vec<String> {
+    tools
+        .iter()
+        .copied()
+        .chain([
+            "t__resources_list",
+            "t__resources_read",
+            "t__prompts_list",
+            "t__prompts_get",
+        ])
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paginated_listing_is_read_whole() {
+    let hub = hub(&["--pages", "3"]).await;
+    assert_eq!(tool_names(&hub), with_operations(&TOOLS));
+    assert_eq!(hub.status()[0].warnings, Vec::<String>::new());
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_cursor_and_endless_cursor_stop() {
+    let repeat = hub(&["--repeat-cursor"]).await;
+    let status = &repeat.status()[0];
+    assert!(status.connected);
+    assert_eq!(
+        status.warnings,
+        [
+            "MCP server \"t\": tools/list repeated cursor \"same\"; stopped",
+            "MCP server \"t\": skipped 7 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\")"
+        ]
+    );
+    // The first page was read, the second (same cursor) was read once more, then it stopped.
+    assert_eq!(status.tools, 7);
+    repeat.shutdown().await;
+
+    let endless = hub(&["--endless-cursor"]).await;
+    let status = &endless.status()[0];
+    assert!(status.connected);
+    assert_eq!(
+        status.warnings,
+        [
+            "MCP server \"t\": tools/list stopped after 5 pages",
+            "MCP server \"t\": skipped 28 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"echo\", \"fail\", \"protocol_error\", …)"
+        ]
+    );
+    assert_eq!(status.tools, 7);
+    endless.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_errors_and_timeouts() {
+    let hub = hub(&[]).await;
+    assert_eq!(
+        call(&hub, "echo", json!({"text": "hi"})).await.unwrap(),
+        json!({"content": [{"type": "text", "text": "hi"}], "structuredContent": {"echo": "hi"}, "isError": false})
+    );
+    assert_eq!(
+        call(&hub, "fail", json!({})).await.unwrap(),
+        json!({"content": [{"type": "text", "text": "it failed"}], "isError": true})
+    );
+    assert_eq!(
+        call(&hub, "protocol_error", json!({})).await,
+        Err(
+            "MCP server \"t\" refused tools/call \"protocol_error\": bad params from testserver"
+                .into()
+        )
+    );
+    let started = Instant::now();
+    assert_eq!(
+        call(&hub, "hang", json!({})).await,
+        Err("MCP server \"t\" did not answer tools/call \"hang\" within 2000 ms".into())
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The connection is still good after a timeout.
+    assert_eq!(
+        call(&hub, "slow", json!({"ms": 50})).await.unwrap()["content"][0]["text"],
+        "slept 50"
+    );
+    assert_eq!(
+        call(&hub, "echo", json!("not an object")).await,
+        Err("MCP tools take one object argument.".into())
+    );
+    assert_eq!(
+        call(&hub, "resources_read", json!({"uri": "memo://one"}))
+            .await
+            .unwrap()["contents"][0]["text"],
+        "first memo"
+    );
+    assert_eq!(
+        call(&hub, "resources_list", json!({})).await.unwrap()["resources"][0]["uri"],
+        "memo://one"
+    );
+    assert_eq!(
+        call(
+            &hub,
+            "prompts_get",
+            json!({"name": "brief", "arguments": {"topic": "mcp"}})
+        )
+        .await
+        .unwrap()["messages"][0]["content"]["text"],
+        "Brief about mcp"
+    );
+    assert_eq!(
+        call(&hub, "resources_read", json!({})).await,
+        Err("resources.read needs a string uri.".into())
+    );
+    assert_eq!(hub.client("t").unwrap().connects(), 1);
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashed_child_fails_the_call_and_the_next_call_restarts_it() {
+    let hub = hub(&[]).await;
+    let started = Instant::now();
+    let crashed = call(&hub, "crash", json!({})).await.unwrap_err();
+    assert!(
+        crashed.starts_with("MCP server \"t\" closed the connection during tools/call \"crash\""),
+        "{crashed}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        call(&hub, "echo", json!({"text": "back"})).await.unwrap()["content"][0]["text"],
+        "back"
+    );
+    assert_eq!(hub.client("t").unwrap().connects(), 2);
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stderr_flood_does_not_block_calls() {
+    let hub = hub(&["--flood-stderr"]).await;
+    assert!(hub.status()[0].connected);
+    let started = Instant::now();
+    for i in 0..20 {
+        let text = format!("n{i}");
+        assert_eq!(
+            call(&hub, "echo", json!({"text": text})).await.unwrap()["content"][0]["text"],
+            text
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(hub.client("t").unwrap().stderr_tail().len() <= 2_048);
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_refreshes_the_catalog() {
+    let hub = hub(&[]).await;
+    let seen = hub.generation();
+    assert!(!tool_names(&hub).contains(&"t__added_1".to_string()));
+    assert_eq!(
+        call(&hub, "add_tool", json!({})).await.unwrap()["content"][0]["text"],
+        "added added_1"
+    );
+    let now = hub.changed_since(seen, Duration::from_secs(5)).await;
+    assert_eq!(now, seen + 1);
+    assert!(tool_names(&hub).contains(&"t__added_1".to_string()));
+    assert_eq!(
+        call(&hub, "added_1", json!({"text": "new"})).await.unwrap()["content"][0]["text"],
+        "new"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_child_after_init_is_reported_not_fatal() {
+    let hub = hub(&["--exit-after-init"]).await;
+    let status = &hub.status()[0];
+    assert!(!status.connected);
+    assert!(
+        status
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("MCP server \"t\""),
+        "{status:?}"
+    );
+    assert_eq!(hub.specs(), vec![]);
+    hub.shutdown().await;
+}
+
+/// A server that sends `tools/list_changed` from inside every `tools/list` cannot make the
+/// client list it forever: an unchanged listing ends the refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_storm_does_not_loop() {
+    let hub = hub(&["--list-changed-on-list"]).await;
+    assert!(hub.status()[0].connected);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let client = hub.client("t").unwrap();
+    let settled = client.listings();
+    assert!(settled <= 3, "{settled} listings");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(client.listings(), settled);
+    assert_eq!(tool_names(&hub), with_operations(&TOOLS));
+    hub.shutdown().await;
+}
