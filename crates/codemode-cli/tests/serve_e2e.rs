@@ -1,0 +1,131 @@
+//! End to end: `codemode serve` driven as an MCP client would drive it (rmcp client over the
+//! child's stdio), aggregating two real MCP servers from npm (`server-memory`,
+//! `server-filesystem`, installed by `cargo xtask setup`).
+
+use std::path::PathBuf;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+fn npm_server(name: &str) -> PathBuf {
+    let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/mcp-servers/node_modules/.bin")
+        });
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "MCP test server {name} is not installed; run `cargo xtask setup`"
+    );
+    path
+}
+
+fn arguments(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exposes_exec_and_wait_and_joins_two_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let notes = root.join("notes");
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::write(notes.join("todo.txt"), "ship code mode\n").unwrap();
+    let config = root.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "memory": {"command": npm_server("mcp-server-memory"),
+                       "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}},
+            "notes": {"command": npm_server("mcp-server-filesystem"), "args": [notes]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let log = root.join("serve.log");
+
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
+        .arg("serve")
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("--log-file")
+        .arg(&log)
+        .env("CODEMODE_LOG", "info");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["exec", "wait"]);
+    let exec_description = tools[0].description.as_deref().unwrap_or("");
+    assert!(exec_description.contains("MCP: MCP server tools grouped by server."));
+    assert!(exec_description.contains("visible servers: memory, notes"));
+    assert_eq!(
+        tools[1].input_schema.get("required"),
+        Some(&json!(["runId"]))
+    );
+
+    let program = format!(
+        r#"const dir = {notes:?};
+const [listing, remembered] = await Promise.all([
+  MCP.notes.listDirectory({{path: dir}}),
+  MCP.memory.createEntities({{entities: [{{name: "todo.txt", entityType: "file", observations: ["ship code mode"]}}]}}),
+]);
+const todo = await MCP.notes.readTextFile({{path: dir + "/todo.txt"}});
+const graph = JSON.parse((await MCP.memory.readGraph({{}})).content[0].text);
+return {{files: listing.content[0].text, todo: todo.content[0].text.trim(),
+  memory: graph.entities.map((e) => e.name + ": " + e.observations.join(", ")),
+  created: remembered.isError ?? false}};"#
+    );
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("exec").with_arguments(arguments(json!({"code": program}))),
+        )
+        .await
+        .unwrap();
+    let result = serde_json::to_value(&result).unwrap();
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["status"], "completed", "{result}");
+    assert_eq!(
+        structured["value"],
+        json!({"files": "[FILE] todo.txt", "todo": "ship code mode",
+               "memory": ["todo.txt: ship code mode"], "created": false})
+    );
+    assert_eq!(structured["telemetry"]["callCount"], 4);
+    assert_eq!(
+        serde_json::from_str::<Value>(result["content"][0]["text"].as_str().unwrap()).unwrap(),
+        *structured
+    );
+
+    // A waiting run parks and `wait` resumes it in the same MCP session.
+    let result = client
+        .call_tool(CallToolRequestParams::new("exec").with_arguments(arguments(
+            json!({"code": "await yield_control(); return (await MCP.notes.listAllowedDirectories({})).content[0].text;"}),
+        )))
+        .await
+        .unwrap();
+    let waiting = serde_json::to_value(&result).unwrap()["structuredContent"].clone();
+    assert_eq!(waiting["status"], "waiting", "{waiting}");
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("wait")
+                .with_arguments(arguments(json!({"runId": waiting["runId"]}))),
+        )
+        .await
+        .unwrap();
+    let done = serde_json::to_value(&result).unwrap()["structuredContent"].clone();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["value"],
+        format!("Allowed directories:\n{}", notes.display())
+    );
+
+    client.cancel().await.unwrap();
+    // Logs went to the file, never to stdout (which would have broken the protocol above).
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.is_empty());
+}
