@@ -10,7 +10,7 @@
 //!   `examples/`.
 //! - `test`: setup, then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
-//! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime and facade.
+//! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -250,6 +250,14 @@ fn test(extra: &[String]) -> Result<(), String> {
 
 fn bench(extra: &[String]) -> Result<(), String> {
     run(cargo()
-        .args(["bench", "-p", "codemode-runtime", "-p", "codemode-facade"])
+        .args([
+            "bench",
+            "-p",
+            "codemode-runtime",
+            "-p",
+            "codemode-facade",
+            "-p",
+            "codemode-mcp",
+        ])
         .args(extra))
 }
