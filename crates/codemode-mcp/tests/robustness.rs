@@ -272,3 +272,28 @@ async fn list_changed_storm_does_not_loop() {
     assert_eq!(tool_names(&hub), with_operations(&TOOLS));
     hub.shutdown().await;
 }
+
+/// `McpHub::shutdown` ends the child: stdin closed, then SIGTERM/SIGKILL, and it is reaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_the_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let mut config = testserver(&["--flood-stderr"]);
+    if let Some(ServerConfig::Stdio { env, .. }) = config.servers.get_mut("t") {
+        env.insert(
+            "CODEMODE_TESTSERVER_PID_FILE".into(),
+            pid_file.to_string_lossy().into_owned(),
+        );
+    }
+    let hub = McpHub::connect(&config, options()).await;
+    assert!(hub.status()[0].connected);
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive());
+    hub.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(), "the test server {pid} outlived shutdown");
+}

@@ -35,6 +35,9 @@
 //! - `--exit-after-init`: exits with status 4 as soon as the client's
 //!   `notifications/initialized` arrives (a dead child right after the handshake).
 //!
+//! With `CODEMODE_TESTSERVER_PID_FILE=<path>` in its environment it writes its process id there
+//! at start (the shutdown test checks that the process is gone).
+//!
 //! Every protocol version rmcp knows is accepted (`initialize` negotiates the client's version
 //! when it is one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25).
 
@@ -371,6 +374,9 @@ async fn main() {
     };
     if flags.flood_stderr {
         std::thread::spawn(flood_stderr);
+    }
+    if let Some(path) = std::env::var_os("CODEMODE_TESTSERVER_PID_FILE") {
+        let _ = std::fs::write(path, std::process::id().to_string());
     }
     let server = TestServer {
         flags,
