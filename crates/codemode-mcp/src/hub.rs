@@ -254,7 +254,7 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
                     *slot = listing;
                 }
                 Err(e) => {
-                    tracing::warn!("{e}");
+                    tracing::debug!("{e}");
                     // Keep the last good listing: its calls reconnect on their own.
                     if slot.is_err() {
                         *slot = Err(e.clone());

@@ -1,0 +1,140 @@
+//! `--mcp-config` on `codemode exec` and `codemode session`: bad files are usage errors, a server
+//! that cannot start is reported and left out, and a real server's tools are reachable as
+//! `MCP.<server>.<tool>`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn codemode(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn everything() -> PathBuf {
+    let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/mcp-servers/node_modules/.bin")
+        });
+    let path = dir.join("mcp-server-everything");
+    assert!(
+        path.exists(),
+        "MCP test server mcp-server-everything is not installed; run `cargo xtask setup`"
+    );
+    path
+}
+
+#[test]
+fn bad_mcp_config_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "bad.json",
+        r#"{"mcpServers": {"x": {"command": "y", "args": "not an array"}}}"#,
+    );
+    let out = codemode(
+        &[
+            "exec",
+            "--mcp-config",
+            file.to_str().unwrap(),
+            "-e",
+            "return 1",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "codemode: --mcp-config {}: MCP server \"x\": \"args\" must be an array of strings\n",
+            file.display()
+        )
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_server_that_cannot_start_is_reported_and_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "servers.json",
+        r#"{"mcpServers": {"ghost": {"command": "/nonexistent/mcp-server"}}}"#,
+    );
+    let out = codemode(
+        &[
+            "exec",
+            "--mcp-config",
+            file.to_str().unwrap(),
+            "-e",
+            "return typeof MCP",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stdout["value"], "undefined");
+    assert_eq!(stdout["telemetry"]["sources"]["mcp"], 0);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "codemode: MCP server \"ghost\" failed to start \"/nonexistent/mcp-server\": No such file or directory (os error 2)\n"
+    );
+}
+
+#[test]
+fn session_reaches_an_mcp_server_across_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "servers.json",
+        &json!({"mcpServers": {"everything": {"command": everything()}}}).to_string(),
+    );
+    let script = concat!(
+        r#"{"tool": "exec", "args": {"code": "return (await MCP.everything.getSum({a: 2, b: 40})).content[0].text"}}"#,
+        "\n",
+        r#"{"tool": "exec", "args": {"code": "return (await API.list('mcp')).files.map((f) => f.path)"}}"#,
+        "\n"
+    );
+    let out = codemode(
+        &["session", "--mcp-config", file.to_str().unwrap()],
+        Some(script),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["value"], "The sum of 2 and 40 is 42.");
+    assert_eq!(
+        lines[1]["value"],
+        json!(["mcp/index.d.ts", "mcp/everything.d.ts"])
+    );
+}
