@@ -6,8 +6,9 @@
 //!   `server-memory` and `server-filesystem`, exact versions in [`MCP_SERVERS`]) into
 //!   `target/mcp-servers` with `npm install` (needs Node 20+ and npm). A stamp file there records
 //!   the installed versions, so a second run does nothing.
-//! - `demo`: the guest part of setup, build the `codemode` binary, and run it on every program in
-//!   `examples/`.
+//! - `demo`: setup, build the `codemode` binary, run it on every program in `examples/`, then run
+//!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
+//!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
 //! - `test`: setup, then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
@@ -20,7 +21,7 @@ fn main() -> ExitCode {
     let rest: Vec<String> = std::env::args().skip(2).collect();
     let result = match task.as_str() {
         "setup" => setup(),
-        "demo" => setup_guest().and_then(|()| demo()),
+        "demo" => setup().and_then(|()| demo()),
         "test" => setup().and_then(|()| test(&rest)),
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         _ => {
@@ -234,10 +235,62 @@ fn demo() -> Result<(), String> {
     run(Command::new(&bin)
         .current_dir(root())
         .args(["exec", "-e", "return 1+2"]))?;
+    if !mcp_demo(&bin)? {
+        failed += 1;
+    }
     if failed > 0 {
         return Err(format!("{failed} example(s) did not complete"));
     }
     Ok(())
+}
+
+/// The README's two-server MCP example on the installed npm servers: `examples/mcp/notes.js`
+/// with its notes directory moved from `/tmp/notes` into `target/mcp-demo`. `Ok(false)` when the
+/// run did not complete.
+fn mcp_demo(bin: &Path) -> Result<bool, String> {
+    let dir = root().join("target").join("mcp-demo");
+    let _ = std::fs::remove_dir_all(&dir);
+    let notes = dir.join("notes");
+    std::fs::create_dir_all(&notes).map_err(|e| format!("{}: {e}", notes.display()))?;
+    std::fs::write(notes.join("note.txt"), "hello from a file\n")
+        .map_err(|e| format!("{}: {e}", notes.display()))?;
+    let bins = mcp_servers_dir().join("node_modules").join(".bin");
+    let config = mcp_demo_config(&bins, &dir, &notes);
+    let config_path = dir.join("servers.json");
+    std::fs::write(&config_path, config).map_err(|e| format!("{}: {e}", config_path.display()))?;
+    let program = std::fs::read_to_string(root().join("examples/mcp/notes.js"))
+        .map_err(|e| format!("examples/mcp/notes.js: {e}"))?
+        .replace(
+            "\"/tmp/notes\"",
+            &format!("{:?}", notes.display().to_string()),
+        );
+    println!(
+        "\n=== codemode exec --mcp-config servers.json examples/mcp/notes.js (two npm MCP servers)"
+    );
+    let status = Command::new(bin)
+        .current_dir(root())
+        .arg("exec")
+        .arg("--mcp-config")
+        .arg(&config_path)
+        .args(["--pretty", "-e", &program])
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    Ok(status.success())
+}
+
+/// The demo's `mcpServers` config (JSON), with paths escaped as JSON strings.
+fn mcp_demo_config(bins: &Path, dir: &Path, notes: &Path) -> String {
+    let json = |p: &Path| format!("{:?}", p.display().to_string());
+    format!(
+        r#"{{"mcpServers": {{
+  "memory": {{"command": {}, "env": {{"MEMORY_FILE_PATH": {}}}}},
+  "fs": {{"command": {}, "args": [{}]}}
+}}}}"#,
+        json(&bins.join("mcp-server-memory")),
+        json(&dir.join("memory.jsonl")),
+        json(&bins.join("mcp-server-filesystem")),
+        json(notes),
+    )
 }
 
 fn test(extra: &[String]) -> Result<(), String> {
