@@ -2,6 +2,8 @@
 //! that cannot start is reported and left out, and a real server's tools are reachable as
 //! `MCP.<server>.<tool>`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -29,21 +31,6 @@ fn codemode(args: &[&str], stdin: Option<&str>) -> Output {
         }
     }
     child.wait_with_output().unwrap()
-}
-
-fn everything() -> PathBuf {
-    let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/mcp-servers/node_modules/.bin")
-        });
-    let path = dir.join("mcp-server-everything");
-    assert!(
-        path.exists(),
-        "MCP test server mcp-server-everything is not installed; run `cargo xtask setup`"
-    );
-    path
 }
 
 #[test]
@@ -109,7 +96,7 @@ fn session_reaches_an_mcp_server_across_lines() {
     let file = write(
         dir.path(),
         "servers.json",
-        &json!({"mcpServers": {"everything": {"command": everything()}}}).to_string(),
+        &json!({"mcpServers": {"everything": {"command": common::npm_server("mcp-server-everything")}}}).to_string(),
     );
     let script = concat!(
         r#"{"tool": "exec", "args": {"code": "return (await MCP.everything.getSum({a: 2, b: 40})).content[0].text"}}"#,

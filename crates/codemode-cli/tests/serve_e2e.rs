@@ -2,27 +2,13 @@
 //! child's stdio), aggregating two real MCP servers from npm (`server-memory`,
 //! `server-filesystem`, installed by `cargo xtask setup`).
 
-use std::path::PathBuf;
+mod common;
 
+use common::npm_server;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
-
-fn npm_server(name: &str) -> PathBuf {
-    let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/mcp-servers/node_modules/.bin")
-        });
-    let path = dir.join(name);
-    assert!(
-        path.exists(),
-        "MCP test server {name} is not installed; run `cargo xtask setup`"
-    );
-    path
-}
 
 fn arguments(value: Value) -> serde_json::Map<String, Value> {
     value.as_object().cloned().unwrap()

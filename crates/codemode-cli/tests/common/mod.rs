@@ -1,0 +1,20 @@
+//! Where the CLI tests find the npm MCP servers.
+
+use std::path::PathBuf;
+
+/// The npm MCP server binary `name` (`mcp-server-memory`, …) from `$CODEMODE_MCP_SERVERS`, else
+/// `<workspace>/target/mcp-servers/node_modules/.bin`; `cargo xtask setup` installs them.
+pub fn npm_server(name: &str) -> PathBuf {
+    let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/mcp-servers/node_modules/.bin")
+        });
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "MCP test server {name} is not installed; run `cargo xtask setup`"
+    );
+    path
+}
