@@ -268,11 +268,19 @@
   // dropped). `mcp` is {paths: [[segment, ...]], serverNames: [[identifier, serverName]]}.
   function namespaceCall(path) {
     return function (...args) {
-      while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
+      let count = args.length;
+      while (count > 0 && args[count - 1] === undefined) count--;
+      // Each argument goes through the JSON adapter on its own, so an argument that cannot be
+      // stringified (a cycle, a BigInt) becomes its String() and fails the host's one-object
+      // check, instead of turning the whole list into one string.
+      const adapted = [];
+      for (let i = 0; i < count; i++) {
+        defineProperty(adapted, i, { value: safe(args[i]), enumerable: true, writable: true, configurable: true });
+      }
       return request("namespace", [
         ["namespace", "mcp"],
         ["path", path],
-        ["args", args],
+        ["args", adapted],
       ]);
     };
   }

@@ -111,9 +111,12 @@ impl Dispatcher {
                         .collect(),
                     None => Vec::new(),
                 };
+                // The prelude always sends an array; anything else is one (non-object) argument,
+                // so the one-object check rejects it rather than calling with `{}`.
                 let call_args: Vec<Value> = match args.get("args") {
                     Some(Value::Array(a)) => a.clone(),
-                    _ => Vec::new(),
+                    Some(other) => vec![other.clone()],
+                    None => Vec::new(),
                 };
                 match self.namespace.request(namespace, &path, &call_args)? {
                     NamespaceAction::Api(answer) => Ok(answer),

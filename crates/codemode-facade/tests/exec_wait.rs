@@ -1122,3 +1122,34 @@ return {details: r.details, servers: root.servers, header: api.header.includes("
     assert_eq!(h.calls(), 1);
     assert_eq!(r.telemetry().sources.mcp, 1);
 }
+
+/// An argument the JSON adapter cannot stringify (a cycle, a BigInt) becomes its `String()`
+/// (behaviour.md §6) and so fails the one-object check: the tool never runs with `{}` plus
+/// defaults instead of the caller's input.
+#[tokio::test]
+async fn mcp_namespace_unserialisable_argument_is_rejected() {
+    let h = harness_with(json!(true), &[], vec![github_spec()]);
+    let r = h
+        .exec(
+            r#"const o = {owner: "o", repo: "r", title: "t"}; o.self = o;
+const errors = [];
+for (const arg of [o, {owner: "o", repo: "r", title: "t", n: 1n}]) {
+  try { await MCP.github.createIssue(arg); errors.push("called"); } catch (e) { errors.push(e.message); }
+}
+Array.prototype.pop = () => { throw new Error("patched"); };
+const r = await MCP.github.createIssue({owner: "o", repo: "r", title: "t"}, undefined);
+return {errors, body: r.details.input.body};"#,
+        )
+        .await;
+    assert_eq!(
+        value(&r),
+        &json!({
+            "errors": [
+                "MCP namespace tools accept one object argument.",
+                "MCP namespace tools accept one object argument."
+            ],
+            "body": ""
+        })
+    );
+    assert_eq!(h.calls(), 1);
+}
