@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
-    Implementation, JsonRpcMessage, PaginatedRequestParams, ReadResourceRequestParams,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, CustomRequest,
+    GetPromptRequestParams, Implementation, JsonRpcMessage, ReadResourceRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
@@ -489,32 +489,35 @@ impl ServerClient {
         Ok((items, warnings))
     }
 
-    /// One page of a `*/list` method as MCP JSON.
+    /// One page of a `*/list` method as MCP JSON. Sent as a raw request and read as raw JSON
+    /// rather than through rmcp's typed list results: a typed result is all or nothing, so one
+    /// malformed entry (say an `inputSchema` that is not an object) would lose the whole page;
+    /// here bad entries are skipped one by one by the caller.
     async fn list_page(&self, method: &str, cursor: Option<String>) -> Result<Value, String> {
-        let params = Some(PaginatedRequestParams::default().with_cursor(cursor));
-        let what = "";
-        match method {
-            "tools/list" => to_json(
-                self.request(method, what, |p| {
-                    let params = params.clone();
-                    async move { p.list_tools(params).await }
-                })
-                .await?,
-            ),
-            "resources/list" => to_json(
-                self.request(method, what, |p| {
-                    let params = params.clone();
-                    async move { p.list_resources(params).await }
-                })
-                .await?,
-            ),
-            _ => to_json(
-                self.request(method, what, |p| {
-                    let params = params.clone();
-                    async move { p.list_prompts(params).await }
-                })
-                .await?,
-            ),
+        let params = cursor.map(|cursor| json!({ "cursor": cursor }));
+        let timeout = self.options.call_timeout;
+        let result = self
+            .request(method, "", |p| {
+                let request =
+                    ClientRequest::CustomRequest(CustomRequest::new(method, params.clone()));
+                async move {
+                    let mut options = PeerRequestOptions::no_options();
+                    options.timeout = Some(timeout);
+                    p.send_request_with_option(request, options)
+                        .await?
+                        .await_response()
+                        .await
+                }
+            })
+            .await?;
+        let page = to_json(result)?;
+        if page.is_object() {
+            Ok(page)
+        } else {
+            Err(format!(
+                "MCP server \"{}\" answered {method} with a non-object result",
+                self.name
+            ))
         }
     }
 

@@ -297,3 +297,67 @@ async fn shutdown_ends_the_child() {
     }
     assert!(!alive(), "the test server {pid} outlived shutdown");
 }
+
+/// A raw JSON-RPC MCP server in Node whose `tools/list` mixes good and malformed entries.
+const MALFORMED_SERVER: &str = r#"
+const rl = require("readline").createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+rl.on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === "initialize") {
+    send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion,
+      capabilities: { tools: {} }, serverInfo: { name: "malformed", version: "1" } } });
+  } else if (m.method === "tools/list") {
+    send({ jsonrpc: "2.0", id: m.id, result: { tools: [
+      { name: "good", inputSchema: { type: "object" } },
+      { name: "bad_schema", inputSchema: "nope" },
+      { description: "no name at all", inputSchema: { type: "object" } },
+      { name: "", inputSchema: { type: "object" } },
+    ] } });
+  } else if (m.method === "tools/call") {
+    send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: m.params.name }] } });
+  } else {
+    send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no " + m.method } });
+  }
+});
+"#;
+
+/// One malformed tool entry costs that entry, not the server's whole tool list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_tool_entries_are_skipped_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("malformed.js");
+    std::fs::write(&script, MALFORMED_SERVER).unwrap();
+    let config = McpServersConfig {
+        servers: BTreeMap::from([(
+            "t".to_string(),
+            ServerConfig::Stdio {
+                command: "node".into(),
+                args: vec![script.to_string_lossy().into_owned()],
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )]),
+    };
+    let hub = McpHub::connect(&config, options()).await;
+    let status = &hub.status()[0];
+    assert!(status.connected, "{status:?}");
+    assert_eq!(status.tools, 2);
+    assert_eq!(
+        status.warnings,
+        ["MCP server \"t\": skipped 2 tools with a missing, empty or duplicate name (\"\", \"\")"]
+    );
+    let specs = hub.specs();
+    assert_eq!(
+        specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["t__good", "t__bad_schema"]
+    );
+    // The malformed schema is dropped: the entry has no parameters.
+    assert_eq!(specs[1].parameters, None);
+    assert_eq!(
+        call(&hub, "bad_schema", json!({})).await.unwrap()["content"][0]["text"],
+        "bad_schema"
+    );
+    hub.shutdown().await;
+}
