@@ -31,8 +31,9 @@ pub struct HostArgs {
     /// MCP.<server>.<tool>({...}).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Budget of one request to an MCP server, in ms.
-    #[arg(long, value_name = "N", default_value_t = 60_000)]
+    /// Budget of one request to an MCP server, in ms (at least 100); connecting to a server may
+    /// take as long, up to 30000.
+    #[arg(long, value_name = "N", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub mcp_timeout_ms: u64,
     /// The cell's timeoutMs: budget of each exec/wait call in ms (clamped to 100-60000).
     #[arg(long, value_name = "N")]
@@ -130,9 +131,12 @@ pub fn host(
             (None, _) => (Vec::new(), None),
         };
     let hub = mcp_config.map(|config| {
+        let defaults = ClientOptions::default();
+        let call_timeout = Duration::from_millis(args.mcp_timeout_ms);
         let options = ClientOptions {
-            call_timeout: Duration::from_millis(args.mcp_timeout_ms.max(1)),
-            ..ClientOptions::default()
+            call_timeout,
+            connect_timeout: defaults.connect_timeout.min(call_timeout),
+            ..defaults
         };
         let hub = runtime.block_on(McpHub::connect(&config, options));
         for status in hub.status() {

@@ -137,7 +137,8 @@ struct CatalogArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // rmcp logs transport failures that the MCP client reports itself (one `codemode:` line).
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     let log_file = match &cli.command {
         Command::Serve(ServeArgs {
             log_file: Some(path),

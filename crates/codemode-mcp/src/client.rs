@@ -239,10 +239,11 @@ impl ServerClient {
         let handler = Handler {
             on_tools_changed: self.on_tools_changed.clone(),
         };
-        let fail = |e: &dyn std::fmt::Display| {
+        let fail = |e: &(dyn std::error::Error + 'static)| {
             format!(
-                "MCP server \"{}\" failed to connect: {e}{}",
+                "MCP server \"{}\" failed to connect: {}{}",
                 self.name,
+                root_cause(e),
                 self.stderr_suffix()
             )
         };
@@ -257,6 +258,13 @@ impl ServerClient {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).envs(env).kill_on_drop(true);
                 if let Some(cwd) = cwd {
+                    if !cwd.is_dir() {
+                        return Err(format!(
+                            "MCP server \"{}\": cwd {} is not a directory",
+                            self.name,
+                            cwd.display()
+                        ));
+                    }
                     cmd.current_dir(cwd);
                 }
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
@@ -397,8 +405,9 @@ impl ServerClient {
                 )),
                 Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
                     Err(format!(
-                        "MCP server \"{}\" closed the connection during {method}{what}: {e}{}",
+                        "MCP server \"{}\" closed the connection during {method}{what}: {}{}",
                         self.name,
+                        root_cause(&e),
                         self.stderr_suffix()
                     ))
                 }
@@ -629,6 +638,54 @@ impl Live {
     }
 }
 
+/// The innermost error of a chain: rmcp's transport errors name generic transport types in their
+/// own text, the cause underneath is what a user can act on.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    without_type_names(&cause.to_string())
+}
+
+/// Drops the `[path::to::Type<…>]` segments rmcp puts in transport error texts.
+fn without_type_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find("] ").or_else(|| rest[open..].rfind(']')) else {
+            break;
+        };
+        let inside = &rest[open + 1..open + close];
+        out.push_str(&rest[..open]);
+        if inside.contains("::") {
+            rest = rest[open + close + 1..].trim_start();
+            out = out.trim_end().to_string();
+            out.push(' ');
+        } else {
+            out.push('[');
+            rest = &rest[open + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn to_json<T: serde::Serialize>(value: T) -> Result<Value, String> {
     serde_json::to_value(value).map_err(|e| format!("MCP result is not JSON: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_type_names;
+
+    #[test]
+    fn type_names_are_dropped_from_transport_errors() {
+        assert_eq!(
+            without_type_names("Send message error Transport [a::B<c::D<e::F>>] error: Client error: refused, when send initialize request"),
+            "Send message error Transport error: Client error: refused, when send initialize request"
+        );
+        assert_eq!(without_type_names("plain [1] text"), "plain [1] text");
+        assert_eq!(without_type_names("no brackets"), "no brackets");
+    }
 }

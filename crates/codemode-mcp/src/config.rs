@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+/// The largest config file [`McpServersConfig::load`] reads: 4 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
 /// All configured MCP servers, by configured name (sorted by name).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpServersConfig {
@@ -58,8 +61,10 @@ impl McpServersConfig {
     /// Parses a config value: `{"mcpServers": {name: server}}`, or the bare `{name: server}` map.
     ///
     /// Errors: a non-object root or server, a server with neither `command` nor `url` (or both),
-    /// non-string `command`/`url`/`args`/`env`/`headers` values, an `sse` transport, an empty or
-    /// over-long (> 64 characters) server name. The message names the server and the key.
+    /// non-string `command`/`url`/`args`/`env`/`headers` values, a non-boolean `disabled`, a
+    /// `type`/`transport` other than `stdio`, `http`, `streamable-http`, `streamableHttp` (`sse`
+    /// is refused) or one that does not match `command`/`url`, an empty or over-long (> 64
+    /// characters) server name. The message names the server and the key.
     pub fn from_value(value: &Value) -> Result<Self, ConfigError> {
         let root = value
             .as_object()
@@ -84,8 +89,14 @@ impl McpServersConfig {
             let server = server.as_object().ok_or_else(|| {
                 ConfigError(format!("MCP server \"{name}\" must be a JSON object"))
             })?;
-            if server.get("disabled") == Some(&Value::Bool(true)) {
-                continue;
+            match server.get("disabled") {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => continue,
+                Some(_) => {
+                    return Err(ConfigError(format!(
+                        "MCP server \"{name}\": \"disabled\" must be true or false"
+                    )))
+                }
             }
             config
                 .servers
@@ -94,8 +105,17 @@ impl McpServersConfig {
         Ok(config)
     }
 
-    /// Reads a config file (JSON). Errors name the file.
+    /// Reads a config file (JSON, at most [`MAX_CONFIG_BYTES`]). Errors name the file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let size = std::fs::metadata(path)
+            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?
+            .len();
+        if size > MAX_CONFIG_BYTES {
+            return Err(ConfigError(format!(
+                "{}: {size} bytes is larger than the {MAX_CONFIG_BYTES}-byte limit for an MCP config",
+                path.display()
+            )));
+        }
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
         let value: Value = serde_json::from_str(&text)
@@ -106,15 +126,30 @@ impl McpServersConfig {
 }
 
 fn parse_server(name: &str, server: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
-    let kind = server
-        .get("type")
-        .or_else(|| server.get("transport"))
-        .and_then(Value::as_str);
-    if kind == Some("sse") {
-        return Err(ConfigError(format!(
-            "MCP server \"{name}\": the deprecated HTTP+SSE transport is not supported; use a streamable HTTP url"
-        )));
+    let kind = match server.get("type").or_else(|| server.get("transport")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(kind)) => Some(kind.as_str()),
+        Some(_) => {
+            return Err(ConfigError(format!(
+                "MCP server \"{name}\": \"type\" must be a string"
+            )))
+        }
+    };
+    match kind {
+        None | Some("stdio" | "http" | "streamable-http" | "streamableHttp" | "streamable_http") => {}
+        Some("sse") => {
+            return Err(ConfigError(format!(
+                "MCP server \"{name}\": the deprecated HTTP+SSE transport is not supported; use a streamable HTTP url"
+            )))
+        }
+        Some(other) => {
+            return Err(ConfigError(format!(
+                "MCP server \"{name}\": unknown transport {other:?}; use \"stdio\" (command) or \"http\" (url)"
+            )))
+        }
     }
+    let wants_stdio = kind == Some("stdio");
+    let wants_http = kind.is_some() && !wants_stdio;
     let string = |key: &str| -> Result<Option<String>, ConfigError> {
         match server.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -126,6 +161,16 @@ fn parse_server(name: &str, server: &Map<String, Value>) -> Result<ServerConfig,
     };
     let command = string("command")?;
     let url = string("url")?;
+    if wants_stdio && command.is_none() {
+        return Err(ConfigError(format!(
+            "MCP server \"{name}\": a stdio server needs \"command\""
+        )));
+    }
+    if wants_http && url.is_none() {
+        return Err(ConfigError(format!(
+            "MCP server \"{name}\": an HTTP server needs \"url\""
+        )));
+    }
     match (command, url) {
         (Some(command), None) => {
             if command.trim().is_empty() {
@@ -275,6 +320,30 @@ mod tests {
             err(json!({"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}})),
             "MCP server \"a\": \"env\" values must be strings"
         );
+        assert_eq!(
+            err(json!({"mcpServers": {"a": {"command": "x", "disabled": "yes"}}})),
+            "MCP server \"a\": \"disabled\" must be true or false"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"a": {"command": "x", "type": "websocket"}}})),
+            "MCP server \"a\": unknown transport \"websocket\"; use \"stdio\" (command) or \"http\" (url)"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"a": {"url": "http://h", "type": "stdio"}}})),
+            "MCP server \"a\": a stdio server needs \"command\""
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"a": {"command": "x", "transport": "http"}}})),
+            "MCP server \"a\": an HTTP server needs \"url\""
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"a": {"command": "x", "type": 5}}})),
+            "MCP server \"a\": \"type\" must be a string"
+        );
+        assert!(McpServersConfig::from_value(
+            &json!({"mcpServers": {"a": {"url": "http://h", "type": "streamable-http"}, "b": {"command": "x", "type": "stdio", "disabled": false}}})
+        )
+        .is_ok());
         assert_eq!(
             err(json!({"mcpServers": {"": {"command": "x"}}})),
             "MCP server name \"\" must be 1 to 64 characters"
