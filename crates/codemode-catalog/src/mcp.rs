@@ -157,6 +157,13 @@ pub const MAX_DEFAULT_CHARS: usize = 200;
 /// `$api(<method>, { schema: true })`.
 pub const MAX_TOOL_BLOCK_BYTES: usize = 16 * 1024;
 
+/// Longest tool description (UTF-16 units) in a server `$api()` answer's `tools[]`; longer ones
+/// end with `…`. MCP metadata is untrusted, so `$api` output is bounded like the `.d.ts` files.
+pub const MAX_API_DESCRIPTION_CHARS: usize = 4000;
+/// Largest schema (bytes of JSON) in a `$api(…, {schema: true})` answer; a larger one is replaced
+/// by `{"omitted": "schema of <n> bytes is over the <max>-byte limit of $api"}`.
+pub const MAX_API_SCHEMA_BYTES: usize = 256 * 1024;
+
 /// One callable MCP method of a server (§7.2 path table).
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpMethod {
@@ -710,7 +717,7 @@ pub fn api_server(server: &McpServer, selector: Option<&Value>, options: Option<
                         "path": m.path,
                         "mcpTool": m.mcp_tool,
                         "operation": m.operation.as_str(),
-                        "description": m.description,
+                        "description": cut_chars(&m.description, MAX_API_DESCRIPTION_CHARS),
                     })
                 })
                 .collect(),
@@ -720,10 +727,14 @@ pub fn api_server(server: &McpServer, selector: Option<&Value>, options: Option<
         let schemas: Map<String, Value> = selected
             .iter()
             .map(|m| {
-                (
-                    m.method.clone(),
-                    m.parameters.clone().unwrap_or_else(|| json!({})),
-                )
+                let schema = m.parameters.clone().unwrap_or_else(|| json!({}));
+                let bytes = serde_json::to_string(&schema).map_or(0, |t| t.len());
+                let schema = if bytes > MAX_API_SCHEMA_BYTES {
+                    json!({"omitted": format!("schema of {bytes} bytes is over the {MAX_API_SCHEMA_BYTES}-byte limit of $api")})
+                } else {
+                    schema
+                };
+                (m.method.clone(), schema)
             })
             .collect();
         out.insert("schemas".into(), Value::Object(schemas));

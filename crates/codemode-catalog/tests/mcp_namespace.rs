@@ -759,16 +759,26 @@ fn hostile_schemas_render_within_bounds() {
             .unwrap(),
         NamespaceAction::Call { .. }
     ));
-    // The huge tool's $api schema is the raw schema, untouched.
+    // $api is bounded too: the 10k-property schema is over MAX_API_SCHEMA_BYTES and replaced
+    // by a note; a 10k-character description is cut to MAX_API_DESCRIPTION_CHARS.
     let api = ns
         .api_server("h", Some(&json!("many")), Some(&json!({"schema": true})))
         .unwrap();
+    let omitted = api["schemas"]["many"]["omitted"].as_str().unwrap();
+    assert!(
+        omitted.starts_with("schema of ")
+            && omitted.ends_with(" bytes is over the 262144-byte limit of $api"),
+        "{omitted}"
+    );
+    let api = ns
+        .api_server("h", Some(&json!("longKey")), Some(&json!({"schema": true})))
+        .unwrap();
+    let description = api["tools"][0]["description"].as_str().unwrap();
+    assert_eq!(description.chars().count(), 4000);
+    assert!(description.ends_with('…'));
     assert_eq!(
-        api["schemas"]["many"]["properties"]
-            .as_object()
-            .unwrap()
-            .len(),
-        10_000
+        api["schemas"]["longKey"]["properties"]["ok"],
+        json!({"type": "string"})
     );
 }
 
