@@ -15,12 +15,13 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncReadExt;
 
 use crate::config::ServerConfig;
+use crate::stdio;
 
 /// Limits of the MCP client. Every value is finite: a server can slow a call down to the
 /// timeout but never hang it.
@@ -98,6 +99,8 @@ struct Connection {
     /// request, which is how servers reject a session they no longer know (HTTP 400 "No valid
     /// session ID"): every request in flight on it would otherwise wait for its timeout.
     broken: tokio::sync::watch::Receiver<Option<String>>,
+    /// The stdio child (killed when dropped).
+    child: Option<tokio::process::Child>,
 }
 
 impl Connection {
@@ -157,6 +160,7 @@ pub struct ServerClient {
     on_tools_changed: Arc<dyn Fn() + Send + Sync>,
     connects: AtomicU64,
     listings: AtomicU64,
+    last_problem: stdio::LastProblem,
 }
 
 impl ServerClient {
@@ -177,6 +181,7 @@ impl ServerClient {
             on_tools_changed,
             connects: AtomicU64::new(0),
             listings: AtomicU64::new(0),
+            last_problem: stdio::LastProblem::default(),
         }
     }
 
@@ -248,6 +253,7 @@ impl ServerClient {
             )
         };
         let (broken_tx, broken) = tokio::sync::watch::channel(None);
+        let mut child = None;
         let service = match &self.config {
             ServerConfig::Stdio {
                 command,
@@ -267,7 +273,9 @@ impl ServerClient {
                     }
                     cmd.current_dir(cwd);
                 }
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                let mut spawned = cmd
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| {
@@ -276,10 +284,25 @@ impl ServerClient {
                             self.name
                         )
                     })?;
-                if let Some(stderr) = stderr {
-                    self.drain_stderr(stderr);
-                }
-                handler.serve(transport).await.map_err(|e| fail(&e))?
+                let (Some(stdin), Some(stdout), Some(stderr)) = (
+                    spawned.stdin.take(),
+                    spawned.stdout.take(),
+                    spawned.stderr.take(),
+                ) else {
+                    return Err(format!(
+                        "MCP server \"{}\": the child's stdio is not piped",
+                        self.name
+                    ));
+                };
+                self.drain_stderr(stderr);
+                let (reader, writer) = tokio::io::duplex(64 * 1024);
+                tokio::spawn(stdio::filter_stdout(
+                    stdout,
+                    writer,
+                    self.last_problem.clone(),
+                ));
+                child = Some(spawned);
+                handler.serve((reader, stdin)).await.map_err(|e| fail(&e))?
             }
             ServerConfig::Http { url, headers } => {
                 let mut custom = HashMap::new();
@@ -312,6 +335,7 @@ impl ServerClient {
             peer,
             capabilities,
             broken,
+            child,
         })
     }
 
@@ -393,11 +417,20 @@ impl ServerClient {
                 }
             };
             return match outcome {
-                Err(_) => Err(format!(
-                    "MCP server \"{}\" did not answer {method}{what} within {} ms",
-                    self.name,
-                    self.options.call_timeout.as_millis()
-                )),
+                Err(_) => {
+                    let problem = self
+                        .last_problem
+                        .lock()
+                        .ok()
+                        .and_then(|mut p| p.take())
+                        .map(|p| format!("; it sent nothing usable: {p}"))
+                        .unwrap_or_default();
+                    Err(format!(
+                        "MCP server \"{}\" did not answer {method}{what} within {} ms{problem}",
+                        self.name,
+                        self.options.call_timeout.as_millis()
+                    ))
+                }
                 Ok(Ok(value)) => Ok(value),
                 Ok(Err(ServiceError::McpError(e))) => Err(format!(
                     "MCP server \"{}\" refused {method}{what}: {}",
@@ -610,13 +643,22 @@ impl ServerClient {
         )
     }
 
-    /// Closes the connection: stdio children get their stdin closed, then SIGTERM, then SIGKILL
-    /// (rmcp's graceful shutdown, at most a few seconds); HTTP sessions are dropped.
+    /// Closes the connection: a stdio child gets its stdin closed, up to 3 s to exit, then SIGKILL
+    /// and reaping; HTTP sessions are dropped.
     pub async fn shutdown(&self) {
         let connection = self.connection.lock().await.take();
         if let Some(connection) = connection {
-            let _ =
-                tokio::time::timeout(Duration::from_secs(10), connection.service.cancel()).await;
+            let mut child = connection.child;
+            // Cancelling closes the transport, so the child reads end of input on stdin.
+            let _ = tokio::time::timeout(Duration::from_secs(3), connection.service.cancel()).await;
+            if let Some(child) = child.as_mut() {
+                if tokio::time::timeout(Duration::from_secs(3), child.wait())
+                    .await
+                    .is_err()
+                {
+                    let _ = child.kill().await;
+                }
+            }
         }
     }
 }

@@ -205,7 +205,7 @@ impl McpHub {
         }
     }
 
-    /// Closes every connection (children get stdin closed, SIGTERM, then SIGKILL).
+    /// Closes every connection (a child gets its stdin closed, up to 3 s to exit, then SIGKILL).
     pub async fn shutdown(&self) {
         let all = self.inner.servers.iter().map(|s| s.client.shutdown());
         futures::future::join_all(all).await;

@@ -11,6 +11,7 @@
 pub mod client;
 pub mod config;
 pub mod hub;
+pub mod stdio;
 
 pub use client::{ClientOptions, ServerClient, ServerListing};
 pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig};

@@ -273,7 +273,7 @@ async fn list_changed_storm_does_not_loop() {
     hub.shutdown().await;
 }
 
-/// `McpHub::shutdown` ends the child: stdin closed, then SIGTERM/SIGKILL, and it is reaped.
+/// `McpHub::shutdown` ends the child: stdin closed, then SIGKILL after 3 s, and it is reaped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_the_child() {
     let dir = tempfile::tempdir().unwrap();
@@ -314,7 +314,16 @@ rl.on("line", (line) => {
       { name: "bad_schema", inputSchema: "nope" },
       { description: "no name at all", inputSchema: { type: "object" } },
       { name: "", inputSchema: { type: "object" } },
+      { name: "surrogate" },
+      { name: "deep" },
     ] } });
+  } else if (m.method === "tools/call" && m.params.name === "surrogate") {
+    process.stdout.write("a log line on stdout\n");
+    send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: "cut \ud83d" }] } });
+  } else if (m.method === "tools/call" && m.params.name === "deep") {
+    let deep = {};
+    for (let i = 0; i < 200; i++) deep = { d: deep };
+    send({ jsonrpc: "2.0", id: m.id, result: { content: [], structuredContent: deep } });
   } else if (m.method === "tools/call") {
     send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: m.params.name }] } });
   } else {
@@ -343,7 +352,7 @@ async fn malformed_tool_entries_are_skipped_not_fatal() {
     let hub = McpHub::connect(&config, options()).await;
     let status = &hub.status()[0];
     assert!(status.connected, "{status:?}");
-    assert_eq!(status.tools, 2);
+    assert_eq!(status.tools, 4);
     assert_eq!(
         status.warnings,
         ["MCP server \"t\": skipped 2 tools with a missing, empty or duplicate name (\"\", \"\")"]
@@ -351,13 +360,24 @@ async fn malformed_tool_entries_are_skipped_not_fatal() {
     let specs = hub.specs();
     assert_eq!(
         specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-        ["t__good", "t__bad_schema"]
+        ["t__good", "t__bad_schema", "t__surrogate", "t__deep"]
     );
     // The malformed schema is dropped: the entry has no parameters.
     assert_eq!(specs[1].parameters, None);
     assert_eq!(
         call(&hub, "bad_schema", json!({})).await.unwrap()["content"][0]["text"],
         "bad_schema"
+    );
+    // A string cut inside a surrogate pair (what JSON.stringify emits for it) is repaired, and
+    // a log line on stdout is skipped.
+    assert_eq!(
+        call(&hub, "surrogate", json!({})).await.unwrap()["content"][0]["text"],
+        "cut \u{fffd}"
+    );
+    // A message nested past serde_json's limit cannot be read: the call times out and says why.
+    assert_eq!(
+        call(&hub, "deep", json!({})).await,
+        Err(r#"MCP server "t" did not answer tools/call "deep" within 2000 ms; it sent nothing usable: a message that is not JSON was dropped (recursion limit exceeded at line 1 column 693; it starts "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"content\":[],\"structuredContent\":{\"d\":{\"d\":{\"d")"#.into())
     );
     hub.shutdown().await;
 }
