@@ -775,7 +775,12 @@ impl Vm {
             Some(Trap::StackOverflow) => VmError::Trap(
                 "RangeError: Maximum call stack size exceeded (native stack exhausted)".into(),
             ),
-            Some(trap) => VmError::Trap(format!("wasm trap: {trap}")),
+            // The guest's Rust code aborts (and so traps `unreachable`) when an allocation
+            // fails: in practice the guest ran out of memory outside QuickJS's own accounting.
+            Some(Trap::UnreachableCodeReached) => VmError::Trap(
+                "the guest aborted (wasm `unreachable`), most likely out of memory".into(),
+            ),
+            Some(trap) => VmError::Trap(trap.to_string()),
             None => {
                 let text = e.to_string();
                 let first = text
