@@ -114,8 +114,8 @@ fn usable(line: &[u8], problem: &LastProblem) -> Option<Vec<u8>> {
     }
 }
 
-/// Replaces `\u` escapes of unpaired UTF-16 surrogates (`\ud800`–`\udfff`) with `\ufffd`; escaped backslashes
-/// (`\\ud800` is text, not an escape) and everything else are kept.
+/// Replaces `\u` escapes of unpaired UTF-16 surrogates (`\ud800`–`\udfff`) with `\ufffd`;
+/// escaped backslashes (`\\ud800` is text, not an escape) and everything else are kept.
 pub fn replace_lone_surrogates(text: &str) -> String {
     fn escape_at(bytes: &[u8], i: usize) -> Option<u16> {
         if bytes.get(i) != Some(&b'\\') || bytes.get(i + 1) != Some(&b'u') {
