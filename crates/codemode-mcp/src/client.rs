@@ -369,14 +369,22 @@ impl ServerClient {
         if tail.is_empty() {
             String::new()
         } else {
-            let last: String = tail
+            // The last line that names an error (Node and Python end a crash with a stack trace
+            // or a version line below `TypeError: …`), else the last line.
+            let lines: Vec<&str> = tail
                 .lines()
-                .last()
-                .unwrap_or("")
-                .chars()
-                .take(300)
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
                 .collect();
-            format!(" (stderr: {last})")
+            let line = lines
+                .iter()
+                .rev()
+                .find(|l| l.contains("Error") || l.contains("error"))
+                .or(lines.last())
+                .copied()
+                .unwrap_or("");
+            let line: String = line.chars().take(300).collect();
+            format!(" (stderr: {line})")
         }
     }
 
@@ -437,6 +445,9 @@ impl ServerClient {
                     self.name, e.message
                 )),
                 Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                    // A dying child writes its last words to stderr just before stdout closes;
+                    // give the drain task a moment to read them (failure path only).
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     Err(format!(
                         "MCP server \"{}\" closed the connection during {method}{what}: {}{}",
                         self.name,

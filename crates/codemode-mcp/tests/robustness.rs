@@ -316,6 +316,7 @@ rl.on("line", (line) => {
       { name: "", inputSchema: { type: "object" } },
       { name: "surrogate" },
       { name: "deep" },
+      { name: "explode" },
     ] } });
   } else if (m.method === "tools/call" && m.params.name === "surrogate") {
     process.stdout.write("a log line on stdout\n");
@@ -324,6 +325,8 @@ rl.on("line", (line) => {
     let deep = {};
     for (let i = 0; i < 200; i++) deep = { d: deep };
     send({ jsonrpc: "2.0", id: m.id, result: { content: [], structuredContent: deep } });
+  } else if (m.method === "tools/call" && m.params.name === "explode") {
+    throw new TypeError("explode went off");
   } else if (m.method === "tools/call") {
     send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: m.params.name }] } });
   } else {
@@ -352,7 +355,7 @@ async fn malformed_tool_entries_are_skipped_not_fatal() {
     let hub = McpHub::connect(&config, options()).await;
     let status = &hub.status()[0];
     assert!(status.connected, "{status:?}");
-    assert_eq!(status.tools, 4);
+    assert_eq!(status.tools, 5);
     assert_eq!(
         status.warnings,
         ["MCP server \"t\": skipped 2 tools with a missing, empty or duplicate name (\"\", \"\")"]
@@ -360,7 +363,13 @@ async fn malformed_tool_entries_are_skipped_not_fatal() {
     let specs = hub.specs();
     assert_eq!(
         specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-        ["t__good", "t__bad_schema", "t__surrogate", "t__deep"]
+        [
+            "t__good",
+            "t__bad_schema",
+            "t__surrogate",
+            "t__deep",
+            "t__explode"
+        ]
     );
     // The malformed schema is dropped: the entry has no parameters.
     assert_eq!(specs[1].parameters, None);
@@ -378,6 +387,11 @@ async fn malformed_tool_entries_are_skipped_not_fatal() {
     assert_eq!(
         call(&hub, "deep", json!({})).await,
         Err(r#"MCP server "t" did not answer tools/call "deep" within 2000 ms; it sent nothing usable: a message that is not JSON was dropped (recursion limit exceeded at line 1 column 693; it starts "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"content\":[],\"structuredContent\":{\"d\":{\"d\":{\"d")"#.into())
+    );
+    // A crash names the error from the child's stderr, not its stack trace or version line.
+    assert_eq!(
+        call(&hub, "explode", json!({})).await,
+        Err("MCP server \"t\" closed the connection during tools/call \"explode\": Transport closed (stderr: TypeError: explode went off)".into())
     );
     hub.shutdown().await;
 }
