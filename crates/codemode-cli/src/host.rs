@@ -184,6 +184,9 @@ impl Host {
     /// The catalog: the static or built-in tools plus the MCP servers' current entries, rebuilt
     /// only when an MCP server's tool list changed.
     fn catalog(&self) -> Result<Arc<Catalog>, Failure> {
+        if let Some(hub) = &self.hub {
+            hub.retry_failed();
+        }
         let generation = self.hub.as_ref().map_or(0, McpHub::generation);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((seen, catalog)) = cache.as_ref() {

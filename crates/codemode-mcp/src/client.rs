@@ -36,6 +36,9 @@ pub struct ClientOptions {
     pub max_list_pages: usize,
     /// Most tools cataloged from one server; the rest are dropped with a warning. Default 1,000.
     pub max_tools_per_server: usize,
+    /// How long a server that failed to connect or list is left alone before
+    /// [`crate::McpHub::retry_failed`] tries it again. Default 30,000 ms.
+    pub retry_failed_after: Duration,
 }
 
 impl Default for ClientOptions {
@@ -45,6 +48,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_millis(30_000),
             max_list_pages: 32,
             max_tools_per_server: 1_000,
+            retry_failed_after: Duration::from_millis(30_000),
         }
     }
 }

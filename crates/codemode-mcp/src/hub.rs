@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{McpOperation, ToolOrigin, ToolSpec};
@@ -46,6 +46,8 @@ struct Route {
 struct RefreshState {
     running: bool,
     again: bool,
+    /// When the last listing started.
+    started: Option<Instant>,
 }
 
 struct ServerEntry {
@@ -57,6 +59,7 @@ struct ServerEntry {
 
 struct HubInner {
     servers: Vec<ServerEntry>,
+    retry_failed_after: Duration,
     routes: RwLock<HashMap<String, Route>>,
     generation: tokio::sync::watch::Sender<u64>,
 }
@@ -123,6 +126,7 @@ impl McpHub {
                 .collect();
             HubInner {
                 servers,
+                retry_failed_after: options.retry_failed_after,
                 routes: RwLock::new(HashMap::new()),
                 generation: tokio::sync::watch::channel(0).0,
             }
@@ -148,6 +152,30 @@ impl McpHub {
             );
         }
         specs
+    }
+
+    /// Starts a new connection attempt, in the background, for every server whose last attempt
+    /// failed at least [`ClientOptions::retry_failed_after`] ago (a server that was down at
+    /// startup, or an `npx` download that outlasted the connect timeout). Cheap when nothing
+    /// failed; hosts call it before each `exec`, and a success bumps [`McpHub::generation`] so
+    /// a later `exec` sees the server. Must run inside a tokio runtime to do anything.
+    pub fn retry_failed(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for (index, server) in self.inner.servers.iter().enumerate() {
+            let failed = server.listing.read().map(|l| l.is_err()).unwrap_or(false);
+            let due = {
+                let state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
+                !state.running
+                    && state
+                        .started
+                        .is_none_or(|t| t.elapsed() >= self.inner.retry_failed_after)
+            };
+            if failed && due {
+                runtime.spawn(refresh(self.inner.clone(), index));
+            }
+        }
     }
 
     /// The state of every configured server, in name order.
@@ -223,6 +251,7 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
         }
         state.running = true;
         state.again = false;
+        state.started = Some(Instant::now());
     }
     loop {
         let listing = server.client.list().await;

@@ -395,3 +395,50 @@ async fn malformed_tool_entries_are_skipped_not_fatal() {
     );
     hub.shutdown().await;
 }
+
+/// A server that could not start is tried again by `retry_failed` once its retry interval has
+/// passed, and its tools then appear (the generation goes up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_was_down_is_retried() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("server.sh");
+    let config = McpServersConfig {
+        servers: BTreeMap::from([(
+            "t".to_string(),
+            ServerConfig::Stdio {
+                command: script.to_string_lossy().into_owned(),
+                args: vec![],
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )]),
+    };
+    let options = ClientOptions {
+        retry_failed_after: Duration::from_millis(100),
+        ..options()
+    };
+    let hub = McpHub::connect(&config, options).await;
+    assert!(!hub.status()[0].connected);
+    let seen = hub.generation();
+    // Too early: nothing is retried before the interval.
+    hub.retry_failed();
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(hub.client("t").unwrap().listings(), 1);
+
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nexec {:?}\n", common::testserver()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    hub.retry_failed();
+    assert_eq!(
+        hub.changed_since(seen, Duration::from_secs(10)).await,
+        seen + 1
+    );
+    assert!(hub.status()[0].connected);
+    assert_eq!(tool_names(&hub), with_operations(&TOOLS));
+    hub.shutdown().await;
+}
