@@ -98,6 +98,10 @@ struct ServeArgs {
     /// Append logs to this file instead of standard error (standard output is the protocol).
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
+    /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8765; port 0 picks one)
+    /// instead of stdio, until interrupted; the URL is printed on stderr.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -195,8 +199,16 @@ enum Failure {
     Run(String),
 }
 
-/// `codemode serve`: one MCP session over stdin/stdout, until the client closes it.
+/// `codemode serve`: one MCP session over stdin/stdout until the client closes it, or, with
+/// `--http ADDR`, any number of streamable HTTP sessions on a loopback address until SIGINT.
 fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
+    if let Some(addr) = args.http {
+        if !addr.ip().is_loopback() {
+            return Err(Failure::Usage(format!(
+                "--http {addr}: not a loopback address; code mode hands whoever can reach it the configured tools, so serve it on 127.0.0.1 or ::1"
+            )));
+        }
+    }
     let runtime = host::async_runtime()?;
     let host = host::host(&args.host, &runtime, false)?.map(Arc::new);
     let code_mode = runtime
@@ -204,7 +216,26 @@ fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::Run(e.to_string()))?;
     let code_mode = Arc::new(code_mode);
     let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
-    let served = runtime.block_on(CodeModeServer::new(code_mode.clone(), source).serve_stdio());
+    let server = CodeModeServer::new(code_mode.clone(), source);
+    let served = match args.http {
+        None => runtime.block_on(server.serve_stdio()),
+        Some(addr) => runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(codemode_mcp::server::ServeError::Io)?;
+            let local = listener
+                .local_addr()
+                .map_err(codemode_mcp::server::ServeError::Io)?;
+            eprintln!("codemode: serving MCP over streamable HTTP at http://{local}/mcp");
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            server.serve_http(listener, shutdown).await
+        }),
+    };
     code_mode.clear();
     if let Some(host) = &host {
         host.shutdown(&runtime);

@@ -115,3 +115,111 @@ return {{files: listing.content[0].text, todo: todo.content[0].text.trim(),
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(!logged.is_empty());
 }
+
+/// `codemode serve --http 127.0.0.1:0`: streamable HTTP on loopback, driven by our own MCP client.
+/// Every HTTP session is its own code-mode session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_over_streamable_http_on_loopback() {
+    use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
+    use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
+    use std::io::{BufRead, BufReader};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"memory": {"command": npm_server("mcp-server-memory"),
+            "env": {"MEMORY_FILE_PATH": dir.path().join("memory.jsonl")}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--http", "127.0.0.1:0", "--mcp-config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("codemode: serving MCP over streamable HTTP at ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+
+    let connect = || async {
+        McpHub::connect(
+            &McpServersConfig {
+                servers: [(
+                    "cm".to_string(),
+                    ServerConfig::Http {
+                        url: url.clone(),
+                        headers: Default::default(),
+                    },
+                )]
+                .into(),
+            },
+            ClientOptions::default(),
+        )
+        .await
+    };
+    let call = |hub: &McpHub, tool: &str, input: Value| {
+        hub.executor(None).execute(ToolCall {
+            tool_id: format!("mcp:cm:cm__{tool}"),
+            tool_name: format!("cm__{tool}"),
+            input,
+            scope: RunScope::default(),
+            bridge_id: "bridge:namespace:1".into(),
+            tool_call_id: "tool_search_code:test:cm:1".into(),
+            parent_tool_call_id: None,
+            code_mode_run_id: None,
+        })
+    };
+    let first = connect().await;
+    let names: Vec<String> = first.specs().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["cm__exec", "cm__wait"]);
+    let done = call(
+        &first,
+        "exec",
+        json!({"code": "return (await MCP.memory.readGraph({})).content[0].text"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        done["structuredContent"]["value"],
+        "{\n  \"entities\": [],\n  \"relations\": []\n}"
+    );
+    // A run parked in one HTTP session cannot be resumed from another.
+    let parked = call(
+        &first,
+        "exec",
+        json!({"code": "await yield_control(); return 7"}),
+    )
+    .await
+    .unwrap();
+    let run_id = parked["structuredContent"]["runId"].clone();
+    let second = connect().await;
+    let other = call(&second, "wait", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    assert_eq!(
+        other["structuredContent"]["error"],
+        "code mode run belongs to a different session."
+    );
+    let resumed = call(&first, "wait", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    assert_eq!(resumed["structuredContent"]["value"], 7);
+
+    first.shutdown().await;
+    second.shutdown().await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -73,6 +73,9 @@ pub enum ServeError {
     /// The task running the session panicked or was cancelled by the runtime.
     #[error("MCP session task failed: {0}")]
     Session(#[from] tokio::task::JoinError),
+    /// The HTTP listener failed to accept a connection.
+    #[error("MCP HTTP listener failed: {0}")]
+    Io(std::io::Error),
 }
 
 impl From<ServerInitializeError> for ServeError {
@@ -185,6 +188,53 @@ impl CodeModeServer {
         match reason {
             QuitReason::JoinError(e) => Err(ServeError::Session(e)),
             _ => Ok(()),
+        }
+    }
+
+    /// Serves code mode over streamable HTTP (MCP 2025-11-25 transport) on `listener` until
+    /// `shutdown` is cancelled: every HTTP session gets its own [`CodeModeServer`] and so its own
+    /// scope. rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
+    /// `127.0.0.1` or `::1` are accepted (DNS-rebinding protection), request bodies are capped,
+    /// and sessions live in memory. Hosts should bind a loopback address (the CLI refuses
+    /// others); every path is served (clients use `/mcp`).
+    ///
+    /// Errors: [`ServeError::Io`] when accepting a connection fails.
+    pub async fn serve_http(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) -> Result<(), ServeError> {
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService,
+        };
+        let mut config = StreamableHttpServerConfig::default();
+        config.cancellation_token = shutdown.child_token();
+        let (code_mode, source) = (self.code_mode, self.source);
+        let service = StreamableHttpService::new(
+            move || Ok(CodeModeServer::new(code_mode.clone(), source.clone())),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => accepted.map_err(ServeError::Io)?,
+                () = shutdown.cancelled() => return Ok(()),
+            };
+            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                tokio::select! {
+                    result = connection => {
+                        if let Err(e) = result {
+                            tracing::debug!(%peer, "MCP HTTP connection ended: {e}");
+                        }
+                    }
+                    () = shutdown.cancelled() => {}
+                }
+            });
         }
     }
 
