@@ -209,7 +209,18 @@ fn setup_guest() -> Result<(), String> {
 
 fn demo() -> Result<(), String> {
     run(cargo().args(["build", "-p", "codemode-cli"]))?;
-    let bin = root().join("target/debug/codemode");
+    // Where cargo put the binary: `CARGO_TARGET_DIR` (relative to the workspace) or `target/`.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| {
+            if dir.is_absolute() {
+                dir
+            } else {
+                root().join(dir)
+            }
+        })
+        .unwrap_or_else(|| root().join("target"));
+    let bin = target.join("debug").join("codemode");
     let mut examples: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
         .map_err(|e| format!("examples/: {e}"))?
         .filter_map(Result::ok)
