@@ -167,6 +167,26 @@ impl CodeMode {
         self.runs.clear();
     }
 
+    /// Ends the session `session`: drops every parked run it owns and cancels its pending tool
+    /// calls (spec "Run and snapshot lifecycle": snapshots are dropped on session end;
+    /// behaviour.md §5.3). A run belongs to the session when `session` sets `session_id` or
+    /// `session_key` and every one of the two it sets equals the run owner's; other runs are
+    /// untouched, and a scope that sets neither ends nothing. A run being resumed by a `wait`
+    /// that is still in flight is detached: that `wait` finishes, but the run is not parked
+    /// again. Returns how many runs were dropped.
+    pub fn end_session(&self, session: &RunScope) -> usize {
+        if session.session_id.is_none() && session.session_key.is_none() {
+            return 0;
+        }
+        let same = |wanted: &Option<String>, owned: &Option<String>| {
+            wanted.is_none() || wanted.as_deref() == owned.as_deref()
+        };
+        self.runs.remove_where(|owner| {
+            same(&session.session_id, &owner.session_id)
+                && same(&session.session_key, &owner.session_key)
+        })
+    }
+
     /// Runs one `exec` (behaviour.md §5.2). `input` is the model's argument object
     /// (`{code | command, language?, restartSafe?}`); `abort` cancels the call.
     pub async fn exec(&self, env: &RunEnv, input: &Value, abort: &AbortHandle) -> CodeModeResult {

@@ -912,6 +912,41 @@ async fn runs_do_not_survive_a_host_restart() {
 }
 
 #[tokio::test]
+async fn end_session_drops_only_that_sessions_runs() {
+    let mut h = harness();
+    let mine = h.exec("await yield_control(); return 1;").await;
+    let mine = mine.run_id().expect("waiting").to_string();
+    h.env.scope.session_id = Some("session-other".into());
+    let other = h.exec("await yield_control(); return 2;").await;
+    let other = other.run_id().expect("waiting").to_string();
+    assert_eq!(h.cm.parked_runs(), 2);
+
+    assert_eq!(
+        h.cm.end_session(&RunScope::default()),
+        0,
+        "no session named"
+    );
+    let unrelated = RunScope {
+        session_key: Some("agent:other:main".into()),
+        ..RunScope::default()
+    };
+    assert_eq!(h.cm.end_session(&unrelated), 0);
+    assert_eq!(h.cm.end_session(&scope()), 1);
+    assert_eq!(h.cm.parked_runs(), 1);
+    assert_eq!(
+        failure(&h.wait(&mine).await),
+        (
+            "code mode run is unavailable or expired.",
+            ErrorCode::InvalidInput
+        )
+    );
+    let done =
+        h.cm.wait(&h.env.scope, &json!({"runId": other}), &AbortHandle::new())
+            .await;
+    assert_eq!(value(&done), &json!(2));
+}
+
+#[tokio::test]
 async fn aborted_wait_disposes_the_run() {
     let fast = harness_with(
         json!({"enabled": true, "timeoutMs": 100}),

@@ -14,6 +14,9 @@
 //!   `structuredContent`; `isError` is `true` exactly when `status` is `"failed"`.
 //! - A `notifications/cancelled` for a running call, or the end of the session, aborts the run
 //!   (`failed` / `aborted`, §5.9).
+//! - When the session ends (the client closes stdio, deletes its HTTP session, or the server
+//!   shuts down), the runs it parked are dropped and their pending tool calls cancelled (spec
+//!   "Run and snapshot lifecycle"; behaviour.md §5.3 "dropped when their session ends").
 //!
 //! Nothing here writes to stdout (it is the protocol on stdio); diagnostics go to `tracing`.
 
@@ -93,16 +96,42 @@ impl From<ServerInitializeError> for ServeError {
 pub struct CodeModeServer {
     code_mode: Arc<CodeMode>,
     source: Arc<dyn EnvSource>,
+    session: Arc<Session>,
+}
+
+/// One code-mode session: its scope, and the end of it. When the last handle to it is dropped
+/// (the MCP session is over and no request of it is still running), the runs it parked are
+/// dropped ([`CodeMode::end_session`]).
+struct Session {
+    code_mode: Arc<CodeMode>,
     scope: RunScope,
 }
 
-/// A fresh session scope: `session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`.
-fn session_scope() -> RunScope {
-    let id = uuid::Uuid::new_v4();
-    RunScope {
-        session_id: Some(format!("mcp-{id}")),
-        session_key: Some(format!("mcp:{id}")),
-        ..RunScope::default()
+impl Session {
+    /// A fresh session: `session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`.
+    fn start(code_mode: Arc<CodeMode>) -> Arc<Session> {
+        let id = uuid::Uuid::new_v4();
+        Arc::new(Session {
+            code_mode,
+            scope: RunScope {
+                session_id: Some(format!("mcp-{id}")),
+                session_key: Some(format!("mcp:{id}")),
+                ..RunScope::default()
+            },
+        })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let dropped = self.code_mode.end_session(&self.scope);
+        if dropped > 0 {
+            tracing::info!(
+                session = ?self.scope.session_id,
+                dropped,
+                "codemode MCP session over; its parked runs were dropped"
+            );
+        }
     }
 }
 
@@ -153,9 +182,9 @@ impl CodeModeServer {
     /// `source`.
     pub fn new(code_mode: Arc<CodeMode>, source: Arc<dyn EnvSource>) -> Self {
         CodeModeServer {
+            session: Session::start(code_mode.clone()),
             code_mode,
             source,
-            scope: session_scope(),
         }
     }
 
@@ -177,10 +206,10 @@ impl CodeModeServer {
         E: std::error::Error + Send + Sync + 'static,
     {
         let server = CodeModeServer {
-            scope: session_scope(),
+            session: Session::start(self.code_mode.clone()),
             ..self
         };
-        let session = server.scope.session_id.clone().unwrap_or_default();
+        let session = server.session.scope.session_id.clone().unwrap_or_default();
         tracing::info!(%session, "codemode MCP session starting");
         let running = rmcp::serve_server(server, transport).await?;
         let reason = running.waiting().await?;
@@ -241,7 +270,7 @@ impl CodeModeServer {
     /// `exec` and `wait` as MCP tools for the current catalog (`exec_tool(None, None)` while
     /// code mode is disabled).
     fn tools(&self) -> Vec<Tool> {
-        let exec = match self.source.run_env(self.scope.clone()) {
+        let exec = match self.source.run_env(self.session.scope.clone()) {
             Some(env) => exec_definition(&env.catalog),
             None => exec_tool(None, None),
         };
@@ -249,7 +278,7 @@ impl CodeModeServer {
     }
 
     async fn exec(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
-        let Some(env) = self.source.run_env(self.scope.clone()) else {
+        let Some(env) = self.source.run_env(self.session.scope.clone()) else {
             return disabled_result();
         };
         let code_mode = &self.code_mode;
@@ -260,7 +289,7 @@ impl CodeModeServer {
     }
 
     async fn wait(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
-        let Some(env) = self.source.run_env(self.scope.clone()) else {
+        let Some(env) = self.source.run_env(self.session.scope.clone()) else {
             return disabled_result();
         };
         let code_mode = &self.code_mode;
@@ -301,7 +330,7 @@ impl ServerHandler for CodeModeServer {
         // Absent arguments go through as `null`, so the facade's own argument checks answer.
         let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let name = request.name.as_ref();
-        tracing::debug!(tool = name, session = ?self.scope.session_id, "codemode MCP call");
+        tracing::debug!(tool = name, session = ?self.session.scope.session_id, "codemode MCP call");
         let result = match name {
             "exec" => self.exec(input, &context).await,
             "wait" => self.wait(input, &context).await,

@@ -466,6 +466,81 @@ async fn the_session_ends_when_the_client_closes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_parked_runs_are_dropped_when_it_ends() {
+    let mut f = fixture_with(json!({"enabled": true, "timeoutMs": 100}), specs(), true);
+    let (ending, serving) = connect(&f.server).await;
+    let (staying, _serving_staying) = connect(&f.server).await;
+    let hanging = exec(
+        &ending,
+        "return await tools.callValue('openclaw:core:hang', {});",
+    )
+    .await;
+    assert_eq!(hanging["status"], "waiting", "{hanging}");
+    assert_eq!(hanging["reason"], "pending_tools");
+    tokio::time::timeout(Duration::from_secs(10), f.started.recv())
+        .await
+        .expect("the hanging tool starts")
+        .unwrap();
+    let yielded = exec(&ending, "await yield_control(); return 1;").await;
+    assert_eq!(yielded["status"], "waiting", "{yielded}");
+    let kept = exec(&staying, "await yield_control(); return 'kept';").await;
+    assert_eq!(kept["status"], "waiting", "{kept}");
+    assert_eq!(f.code_mode.parked_runs(), 3);
+
+    ending.cancel().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("serve returns")
+        .unwrap()
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), f.dropped.recv())
+        .await
+        .expect("the session end cancels the pending tool call")
+        .unwrap();
+    assert_eq!(
+        f.code_mode.parked_runs(),
+        1,
+        "only the other session's run stays"
+    );
+    let done = wait(&staying, kept["runId"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["value"], "kept");
+}
+
+/// Over streamable HTTP a session ends when the client deletes it (rmcp's client sends `DELETE`
+/// when it closes): its parked runs go with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_sessions_parked_runs_are_dropped_when_the_client_closes() {
+    let f = fixture();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(f.server.clone().serve_http(listener, shutdown.clone()));
+    let client = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url,
+        ))
+        .await
+        .expect("client handshake");
+    let first = exec(&client, "await yield_control(); return 1;").await;
+    assert_eq!(first["status"], "waiting", "{first}");
+    assert_eq!(f.code_mode.parked_runs(), 1);
+
+    client.cancel().await.unwrap();
+    let mut left = f.code_mode.parked_runs();
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = f.code_mode.parked_runs();
+    }
+    assert_eq!(left, 0, "the deleted HTTP session's run is dropped");
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transport_closed_before_the_handshake_is_an_error() {
     let f = fixture();
     let (server_end, client_end) = tokio::io::duplex(1024);

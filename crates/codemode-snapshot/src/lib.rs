@@ -441,23 +441,7 @@ impl<T: Send + 'static> SnapshotStore<T> {
     /// counted).
     pub fn purge_expired(&self) -> usize {
         let now = Instant::now();
-        let dead: Vec<(String, Record<T>)> = {
-            let mut state = self.shared.lock();
-            let ids: Vec<String> = state
-                .runs
-                .iter()
-                .filter(|(_, record)| record.expired(now))
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter()
-                .filter_map(|id| state.runs.remove_entry(id))
-                .collect()
-        };
-        let count = dead.len();
-        for (id, _) in &dead {
-            self.index.invalidate(id);
-        }
-        drop(dead);
+        let count = self.drop_where(|record| record.expired(now));
         self.index.run_pending_tasks();
         self.bury();
         count
@@ -476,6 +460,16 @@ impl<T: Send + 'static> SnapshotStore<T> {
         }
         self.bury();
         found
+    }
+
+    /// Removes every run whose [`Owner`] matches `owned` and drops its payload, cancelling its
+    /// work (spec "Run and snapshot lifecycle": snapshots are dropped on session end; behaviour.md
+    /// §5.3 "Runs … are dropped when their session ends"). Runs being resumed are detached as in
+    /// [`SnapshotStore::remove`]. Returns how many runs were removed.
+    pub fn remove_where(&self, owned: impl Fn(&Owner) -> bool) -> usize {
+        let count = self.drop_where(|record| owned(&record.owner));
+        self.bury();
+        count
     }
 
     /// Removes every run and drops its payload (session end or host shutdown; spec "Run and
@@ -512,6 +506,29 @@ impl<T: Send + 'static> SnapshotStore<T> {
     /// `true` when `run_id` is stored (being resumed or not, expired or not).
     pub fn contains(&self, run_id: &str) -> bool {
         self.shared.lock().runs.contains_key(run_id)
+    }
+
+    /// Removes every record `doomed` selects, drops them outside the lock and forgets their TTL
+    /// index entries; returns how many it removed.
+    fn drop_where(&self, doomed: impl Fn(&Record<T>) -> bool) -> usize {
+        let dead: Vec<(String, Record<T>)> = {
+            let mut state = self.shared.lock();
+            let ids: Vec<String> = state
+                .runs
+                .iter()
+                .filter(|(_, record)| doomed(record))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter()
+                .filter_map(|id| state.runs.remove_entry(id))
+                .collect()
+        };
+        let count = dead.len();
+        for (id, _) in &dead {
+            self.index.invalidate(id);
+        }
+        drop(dead);
+        count
     }
 
     /// Drops the payloads the TTL index's listener evicted, outside every lock.

@@ -409,6 +409,41 @@ fn remove_and_clear_drop_payloads() {
 }
 
 #[test]
+fn remove_where_drops_one_sessions_runs_only() {
+    let f = Fixture::new(8);
+    let session = |id: &str| Owner {
+        session_id: some(id),
+        ..Owner::default()
+    };
+    f.park("cm_a1", &session("a"), LONG, 1);
+    f.park("cm_a2", &session("a"), LONG, 2);
+    f.park("cm_b1", &session("b"), LONG, 3);
+    f.park("cm_none", &Owner::default(), LONG, 4);
+    let resumed = f.store.resume("cm_a2", &session("a")).unwrap();
+
+    let ended = |owner: &Owner| owner.session_id.as_deref() == Some("a");
+    assert_eq!(f.store.remove_where(ended), 2);
+    assert_eq!(f.drops(), 1, "the guard still holds cm_a2's payload");
+    assert!(!f.store.contains("cm_a1") && !f.store.contains("cm_a2"));
+    assert!(f.store.contains("cm_b1") && f.store.contains("cm_none"));
+    assert_eq!(
+        resumed.repark(LONG).unwrap_err().error,
+        StoreError::Unavailable
+    );
+    assert_eq!(f.drops(), 2);
+    assert_eq!(f.store.remove_where(ended), 0);
+    assert_eq!(f.store.len(), 2);
+    assert_eq!(
+        f.store
+            .resume("cm_b1", &session("b"))
+            .unwrap()
+            .finish()
+            .value,
+        3
+    );
+}
+
+#[test]
 fn a_run_removed_while_resumed_is_not_parked_again() {
     let f = Fixture::new(4);
     let owner = Owner::default();
