@@ -6,6 +6,8 @@
 //! so the host can snapshot the VM between calls by copying memory and `__stack_pointer`, and resume
 //! it later in a fresh instance.
 
+mod heap;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -198,8 +200,8 @@ pub unsafe extern "C" fn cm_init(ptr: *mut u8, len: u32) -> i32 {
 }
 
 fn init(input: InitInput) -> Result<Guest, String> {
-    let rt = Runtime::new().map_err(|e| format!("runtime: {e}"))?;
-    rt.set_memory_limit(input.memory_limit_bytes as usize);
+    let rt = Runtime::new_with_alloc(heap::HeapAllocator).map_err(|e| format!("runtime: {e}"))?;
+    heap::set_limit(input.memory_limit_bytes as usize);
     rt.set_max_stack_size(input.max_stack_bytes as usize);
     rt.set_interrupt_handler(Some(Box::new(|| unsafe { interrupt() != 0 })));
     let ctx = Context::full(&rt).map_err(|e| format!("context: {e}"))?;
@@ -235,7 +237,7 @@ fn init(input: InitInput) -> Result<Guest, String> {
 fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs::Result<String> {
     let id = OUTBOX.with(|o| {
         let mut o = o.borrow_mut();
-        if !o.methods.iter().any(|m| *m == method) {
+        if !o.methods.contains(&method) {
             return None;
         }
         let n = o.counters.entry(method.clone()).or_insert(0);
@@ -289,10 +291,7 @@ fn describe_exception(ctx: &Ctx<'_>, err: rquickjs::Error) -> String {
     if let rquickjs::Error::Exception = err {
         let value = ctx.catch();
         if let Some(ex) = value.as_exception() {
-            return format!(
-                "{}",
-                ex.message().unwrap_or_else(|| "exception".to_string())
-            );
+            return ex.message().unwrap_or_else(|| "exception".to_string());
         }
         return format!("{value:?}");
     }
@@ -332,38 +331,40 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
         if guest.main.is_some() {
             return protocol_error("already started");
         }
-        guest.rt.set_memory_limit(input.memory_limit_bytes as usize);
+        heap::set_limit(input.memory_limit_bytes as usize);
         OUTBOX.with(|o| {
             let mut o = o.borrow_mut();
             o.max_output_bytes = input.max_output_bytes;
             o.max_requests = input.max_requests;
         });
         let internals = guest.internals.clone();
-        let started = guest.ctx.with(|ctx| -> Result<Result<Persistent<Promise<'static>>, String>, String> {
-            let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
-            let setup: Function = internals.get("setup").map_err(|e| e.to_string())?;
-            let seed = random_seed().to_vec();
-            if let Err(e) = setup.call::<_, ()>((input.context, seed)) {
-                return Err(format!("setup: {}", describe_exception(&ctx, e)));
-            }
-            let wrapped = format!("(async () => {{\n{}\n}})()", input.code);
-            let mut opts = EvalOptions::default();
-            opts.global = true;
-            opts.strict = false;
-            opts.backtrace_barrier = true;
-            opts.filename = Some(input.filename);
-            match ctx.eval_with_options::<Value, _>(wrapped.into_bytes(), opts) {
-                Ok(v) => match v.into_promise() {
-                    Some(p) => Ok(Ok(Persistent::save(&ctx, p))),
-                    None => Err("wrapper did not produce a promise".to_string()),
-                },
-                Err(rquickjs::Error::Exception) => {
-                    let ex = ctx.catch();
-                    Ok(Err(format_error(&ctx, &internals, ex)))
+        let started = guest.ctx.with(
+            |ctx| -> Result<Result<Persistent<Promise<'static>>, String>, String> {
+                let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
+                let setup: Function = internals.get("setup").map_err(|e| e.to_string())?;
+                let seed = random_seed().to_vec();
+                if let Err(e) = setup.call::<_, ()>((input.context, seed)) {
+                    return Err(format!("setup: {}", describe_exception(&ctx, e)));
                 }
-                Err(e) => Ok(Err(e.to_string())),
-            }
-        });
+                let wrapped = format!("(async () => {{\n{}\n}})()", input.code);
+                let mut opts = EvalOptions::default();
+                opts.global = true;
+                opts.strict = false;
+                opts.backtrace_barrier = true;
+                opts.filename = Some(input.filename);
+                match ctx.eval_with_options::<Value, _>(wrapped.into_bytes(), opts) {
+                    Ok(v) => match v.into_promise() {
+                        Some(p) => Ok(Ok(Persistent::save(&ctx, p))),
+                        None => Err("wrapper did not produce a promise".to_string()),
+                    },
+                    Err(rquickjs::Error::Exception) => {
+                        let ex = ctx.catch();
+                        Ok(Err(format_error(&ctx, &internals, ex)))
+                    }
+                    Err(e) => Ok(Err(e.to_string())),
+                }
+            },
+        );
         match started {
             Err(e) => protocol_error(&e),
             Ok(Err(error)) => finish_failed(guest, error),
@@ -460,13 +461,18 @@ fn report(guest: &mut Guest) -> i32 {
         let (status, field) = match main.state() {
             PromiseState::Pending => (STATUS_PENDING, String::new()),
             PromiseState::Resolved => {
-                let value: Value = main.result::<Value>().unwrap_or_else(|| Ok(Value::new_null(ctx.clone()))).unwrap_or_else(|_| Value::new_null(ctx.clone()));
+                let value: Value = main
+                    .result::<Value>()
+                    .unwrap_or_else(|| Ok(Value::new_null(ctx.clone())))
+                    .unwrap_or_else(|_| Value::new_null(ctx.clone()));
                 let finish: Function = internals.get("finish").map_err(|e| e.to_string())?;
                 match finish.call::<_, String>((value,)) {
                     Ok(json) => (STATUS_COMPLETED, format!(",\"value\":{json}")),
                     Err(e) => {
                         let error = match e {
-                            rquickjs::Error::Exception => format_error(&ctx, &internals, ctx.catch()),
+                            rquickjs::Error::Exception => {
+                                format_error(&ctx, &internals, ctx.catch())
+                            }
                             other => other.to_string(),
                         };
                         (STATUS_FAILED, format!(",\"error\":{}", json_string(&error)))

@@ -138,6 +138,65 @@ fn memory_bomb_is_a_clean_failure() {
     assert_eq!(completed("return 'alive'"), json!("alive"));
 }
 
+/// Runs `code` in a fresh VM with a QuickJS heap limit of `limit` bytes.
+fn start_with_heap(code: &str, limit: u64) -> GuestState {
+    let limits = VmLimits {
+        memory_limit_bytes: limit,
+        ..VmLimits::default()
+    };
+    let mut vm = runtime().fresh_vm(&limits).unwrap();
+    vm.start(code, r#"{"tools":[]}"#, &limits, &budget(20000))
+        .unwrap()
+        .state
+}
+
+/// behaviour.md §5.7 "Memory": a heap filled with small objects (where QuickJS could not even
+/// build its error object and threw `null`) raises the catchable QuickJS error, and uncaught it
+/// is `InternalError: out of memory` with its backtrace.
+#[test]
+fn heap_exhaustion_by_small_objects_is_the_quickjs_error() {
+    let small = "const a = []; while (true) a.push({x: a.length, y: 's' + a.length});";
+    match start_with_heap(small, 8 * 1024 * 1024) {
+        GuestState::Failed { error } => assert!(
+            error.starts_with("InternalError: out of memory\n    at "),
+            "{error}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let caught = "const a = []; \
+        try { while (true) a.push({x: a.length}); } \
+        catch (e) { const filled = a.length > 10000; a.length = 0; \
+          return [e instanceof InternalError, e.message, filled, [1, 2, 3].map(x => x * 2)]; }";
+    match start_with_heap(caught, 8 * 1024 * 1024) {
+        GuestState::Completed { value } => assert_eq!(
+            value,
+            json!([true, "out of memory", true, [2, 4, 6]]),
+            "the error is catchable and the heap usable again once freed"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The limit is `memoryLimitBytes`, not more: 6 MiB fit in an 8 MiB heap, 12 MiB do not.
+#[test]
+fn heap_limit_is_enforced() {
+    let limit = 8 * 1024 * 1024;
+    match start_with_heap("return new ArrayBuffer(6 * 1024 * 1024).byteLength;", limit) {
+        GuestState::Completed { value } => assert_eq!(value, json!(6 * 1024 * 1024)),
+        other => panic!("{other:?}"),
+    }
+    match start_with_heap(
+        "return new ArrayBuffer(12 * 1024 * 1024).byteLength;",
+        limit,
+    ) {
+        GuestState::Failed { error } => assert!(
+            error.starts_with("RangeError: ") || error.starts_with("InternalError: out of memory"),
+            "{error}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn bridge_requests_deliveries_and_output() {
     let rt = runtime();

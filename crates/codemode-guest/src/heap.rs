@@ -1,0 +1,129 @@
+//! The QuickJS heap limit, enforced by the allocator (behaviour.md §5.7 "Memory").
+//!
+//! QuickJS's own limit (`JS_SetMemoryLimit`) refuses an allocation before it reaches the
+//! allocator, and when the heap is full the `InternalError: out of memory` object cannot be
+//! built either: QuickJS then throws `null`, so a program that fills the heap with small objects
+//! ended as `Uncaught null` instead of the catchable QuickJS error the spec asks for. Here the
+//! QuickJS limit stays off and [`HeapAllocator`] enforces `memoryLimitBytes` itself: the first
+//! allocation over the limit fails (QuickJS raises its out-of-memory error), and until usage is
+//! back under the limit further allocations may use a [`RESERVE_BYTES`] reserve, which is what
+//! building that error object and its backtrace needs. Past the reserve every allocation fails.
+
+use std::cell::Cell;
+
+use rquickjs::allocator::{Allocator, RustAllocator};
+
+/// Bytes past `memoryLimitBytes` the heap may use while QuickJS reports running out of memory.
+/// Far below the linear-memory headroom the host grants above the heap limit (D10).
+pub const RESERVE_BYTES: usize = 256 * 1024;
+
+/// Per-allocation bookkeeping of [`RustAllocator`] (its header), counted as used.
+const HEADER_BYTES: usize = 8;
+
+thread_local! {
+    /// Bytes held by QuickJS allocations (usable sizes plus headers).
+    static USED: Cell<usize> = const { Cell::new(0) };
+    /// `memoryLimitBytes`; 0 means no limit (only while the runtime is being created).
+    static LIMIT: Cell<usize> = const { Cell::new(0) };
+    /// An allocation failed over the limit and usage has not dropped back under it since.
+    static OUT_OF_MEMORY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Sets the heap limit (`memoryLimitBytes`, bytes; 0 = none) for the allocations that follow.
+pub fn set_limit(bytes: usize) {
+    LIMIT.with(|l| l.set(bytes));
+    OUT_OF_MEMORY.with(|o| o.set(false));
+}
+
+/// Whether `extra` more bytes may be allocated now (see the module docs).
+fn admit(extra: usize) -> bool {
+    let limit = LIMIT.with(Cell::get);
+    if limit == 0 {
+        return true;
+    }
+    let after = USED.with(Cell::get).saturating_add(extra);
+    OUT_OF_MEMORY.with(|oom| {
+        if after <= limit {
+            oom.set(false);
+            true
+        } else if oom.get() {
+            after <= limit.saturating_add(RESERVE_BYTES)
+        } else {
+            oom.set(true);
+            false
+        }
+    })
+}
+
+fn add(bytes: usize) {
+    USED.with(|u| u.set(u.get().saturating_add(bytes)));
+}
+
+fn sub(bytes: usize) {
+    USED.with(|u| u.set(u.get().saturating_sub(bytes)));
+}
+
+/// The bytes an allocation of `size` requested bytes occupies (rounded to 8, plus the header).
+fn footprint(size: usize) -> usize {
+    size.div_ceil(8)
+        .saturating_mul(8)
+        .saturating_add(HEADER_BYTES)
+}
+
+/// QuickJS's allocator: Rust's global allocator ([`RustAllocator`]) under the heap limit.
+pub struct HeapAllocator;
+
+// SAFETY: every pointer comes from `RustAllocator` and goes back to it unchanged; null is
+// returned only where `RustAllocator` would return null or the limit refuses the allocation.
+unsafe impl Allocator for HeapAllocator {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        if !admit(footprint(size)) {
+            return std::ptr::null_mut();
+        }
+        let ptr = RustAllocator.alloc(size);
+        if !ptr.is_null() {
+            add(footprint(size));
+        }
+        ptr
+    }
+
+    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+        let Some(total) = count.checked_mul(size) else {
+            return std::ptr::null_mut();
+        };
+        if total == 0 || !admit(footprint(total)) {
+            return std::ptr::null_mut();
+        }
+        let ptr = RustAllocator.calloc(count, size);
+        if !ptr.is_null() {
+            add(footprint(total));
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&mut self, ptr: *mut u8) {
+        sub(RustAllocator::usable_size(ptr).saturating_add(HEADER_BYTES));
+        RustAllocator.dealloc(ptr);
+    }
+
+    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+        if ptr.is_null() {
+            return self.alloc(new_size);
+        }
+        let old = RustAllocator::usable_size(ptr).saturating_add(HEADER_BYTES);
+        let new = footprint(new_size);
+        if new > old && !admit(new - old) {
+            return std::ptr::null_mut();
+        }
+        let moved = RustAllocator.realloc(ptr, new_size);
+        if !moved.is_null() {
+            sub(old);
+            add(new);
+        }
+        moved
+    }
+
+    unsafe fn usable_size(ptr: *mut u8) -> usize {
+        RustAllocator::usable_size(ptr)
+    }
+}
