@@ -209,6 +209,11 @@ fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             )));
         }
     }
+    if args.host.mcp_config.is_none() && args.host.root.is_none() && args.host.tools.is_none() {
+        eprintln!(
+            "codemode: serve has no tools: give --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE"
+        );
+    }
     let runtime = host::async_runtime()?;
     let host = host::host(&args.host, &runtime, false)?.map(Arc::new);
     let code_mode = runtime

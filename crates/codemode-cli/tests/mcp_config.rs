@@ -125,3 +125,17 @@ fn session_reaches_an_mcp_server_across_lines() {
         json!(["mcp/index.d.ts", "mcp/everything.d.ts"])
     );
 }
+
+#[test]
+fn serve_without_any_tool_source_says_so() {
+    // stdin is closed at once: the MCP session ends before it starts, after the warning.
+    let out = codemode(&["serve"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "codemode: serve has no tools: give --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE\n"
+        ),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -69,6 +69,7 @@ impl McpServersConfig {
         let root = value
             .as_object()
             .ok_or_else(|| ConfigError("the MCP config must be a JSON object".into()))?;
+        let bare = !root.contains_key("mcpServers");
         let servers = match root.get("mcpServers") {
             Some(Value::Object(servers)) => servers,
             Some(_) => return Err(ConfigError("\"mcpServers\" must be an object".into())),
@@ -98,6 +99,11 @@ impl McpServersConfig {
                     )))
                 }
             }
+            if bare && holds_servers(server) {
+                return Err(ConfigError(format!(
+                    "\"{name}\" holds servers, but the MCP config's top-level key must be \"mcpServers\" (or the file is the bare map of servers)"
+                )));
+            }
             config
                 .servers
                 .insert(name.clone(), parse_server(name, server)?);
@@ -123,6 +129,17 @@ impl McpServersConfig {
         McpServersConfig::from_value(&value)
             .map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
     }
+}
+
+/// A would-be server entry that has neither `command` nor `url` but whose values look like
+/// servers: a wrong top-level key such as VS Code's `"servers"` or a misspelt `"mcpServer"`.
+fn holds_servers(entry: &Map<String, Value>) -> bool {
+    !entry.contains_key("command")
+        && !entry.contains_key("url")
+        && entry.values().any(|v| {
+            v.as_object()
+                .is_some_and(|v| v.contains_key("command") || v.contains_key("url"))
+        })
 }
 
 fn parse_server(name: &str, server: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
@@ -299,6 +316,14 @@ mod tests {
         assert_eq!(
             err(json!({"mcpServers": {"a": {}}})),
             "MCP server \"a\" needs \"command\" (stdio) or \"url\" (streamable HTTP)"
+        );
+        assert_eq!(
+            err(json!({"servers": {"memory": {"command": "mcp-server-memory"}}})),
+            "\"servers\" holds servers, but the MCP config's top-level key must be \"mcpServers\" (or the file is the bare map of servers)"
+        );
+        assert_eq!(
+            err(json!({"mcpServer": {"web": {"url": "http://127.0.0.1:1/mcp"}}})),
+            "\"mcpServer\" holds servers, but the MCP config's top-level key must be \"mcpServers\" (or the file is the bare map of servers)"
         );
         assert_eq!(
             err(json!({"mcpServers": {"a": {"command": "x", "args": [1]}}})),

@@ -1,5 +1,5 @@
 //! Runtime benchmarks (docs/benchmarks.md): fresh VM from the image vs from scratch, a trivial
-//! cell, and snapshot + restore of a suspended VM.
+//! cell, an allocation-heavy cell, and snapshot + restore of a suspended VM.
 
 use std::time::Duration;
 
@@ -31,6 +31,20 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let mut vm = rt.fresh_vm(&limits).unwrap();
             vm.start("return 1 + 2", ctx, &limits, &budget()).unwrap()
+        })
+    });
+
+    // Allocation-heavy: 100,000 small objects through the guest's QuickJS allocator.
+    c.bench_function("alloc_cell", |b| {
+        b.iter(|| {
+            let mut vm = rt.fresh_vm(&limits).unwrap();
+            vm.start(
+                "const a = []; for (let i = 0; i < 100000; i++) a.push({i, s: 'x' + i}); return a.length;",
+                ctx,
+                &limits,
+                &budget(),
+            )
+            .unwrap()
         })
     });
 
