@@ -30,7 +30,8 @@ pub struct ClientOptions {
     /// Budget of one request to a server (`tools/call`, `resources/read`, one list page), in
     /// ms. Default 60,000.
     pub call_timeout: Duration,
-    /// Budget of connecting and the initialize handshake, in ms. Default 30,000.
+    /// Budget of connecting and the initialize handshake, in ms, and of one whole listing of a
+    /// server by [`crate::McpHub`] (every page, and the connect it may need). Default 30,000.
     pub connect_timeout: Duration,
     /// Most pages read from one `*/list` listing before it stops (with a warning). Default 32.
     pub max_list_pages: usize,
@@ -103,8 +104,44 @@ struct Connection {
     /// request, which is how servers reject a session they no longer know (HTTP 400 "No valid
     /// session ID"): every request in flight on it would otherwise wait for its timeout.
     broken: tokio::sync::watch::Receiver<Option<String>>,
-    /// The stdio child (killed when dropped).
-    child: Option<tokio::process::Child>,
+    /// The stdio child (its process group is killed when dropped).
+    child: Option<ChildProcess>,
+}
+
+/// A stdio server's child process. On Unix it leads a process group of its own, so the helpers
+/// it starts (`npx` → `node`, `sh -c …`, `uvx` → `python`) end with it instead of being orphaned.
+struct ChildProcess {
+    child: tokio::process::Child,
+    /// The process group id (the child's pid), `None` off Unix.
+    group: Option<i32>,
+}
+
+impl ChildProcess {
+    fn new(child: tokio::process::Child) -> ChildProcess {
+        let group = if cfg!(unix) {
+            child.id().and_then(|pid| i32::try_from(pid).ok())
+        } else {
+            None
+        };
+        ChildProcess { child, group }
+    }
+
+    /// Sends SIGKILL to every process left in the child's group (nothing off Unix).
+    fn kill_group(&self) {
+        #[cfg(unix)]
+        if let Some(group) = self.group.filter(|&g| g > 1) {
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
 }
 
 impl Connection {
@@ -267,6 +304,8 @@ impl ServerClient {
             } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).envs(env).kill_on_drop(true);
+                #[cfg(unix)]
+                cmd.process_group(0);
                 if let Some(cwd) = cwd {
                     if !cwd.is_dir() {
                         return Err(format!(
@@ -305,7 +344,7 @@ impl ServerClient {
                     writer,
                     self.last_problem.clone(),
                 ));
-                child = Some(spawned);
+                child = Some(ChildProcess::new(spawned));
                 handler.serve((reader, stdin)).await.map_err(|e| fail(&e))?
             }
             ServerConfig::Http { url, headers } => {
@@ -659,21 +698,24 @@ impl ServerClient {
     }
 
     /// Closes the connection: a stdio child gets its stdin closed, up to 3 s to exit, then SIGKILL
-    /// and reaping; HTTP sessions are dropped.
+    /// and reaping, and whatever is left in its process group gets SIGKILL too (Unix); HTTP
+    /// sessions are dropped.
     pub async fn shutdown(&self) {
         let connection = self.connection.lock().await.take();
         if let Some(connection) = connection {
             let mut child = connection.child;
             // Cancelling closes the transport, so the child reads end of input on stdin.
             let _ = tokio::time::timeout(Duration::from_secs(3), connection.service.cancel()).await;
-            if let Some(child) = child.as_mut() {
-                if tokio::time::timeout(Duration::from_secs(3), child.wait())
+            if let Some(process) = child.as_mut() {
+                if tokio::time::timeout(Duration::from_secs(3), process.child.wait())
                     .await
                     .is_err()
                 {
-                    let _ = child.kill().await;
+                    process.kill_group();
+                    let _ = process.child.kill().await;
                 }
             }
+            drop(child); // kills what is left of the group
         }
     }
 }

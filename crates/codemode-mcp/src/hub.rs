@@ -60,6 +60,8 @@ struct ServerEntry {
 struct HubInner {
     servers: Vec<ServerEntry>,
     retry_failed_after: Duration,
+    /// Budget of one whole listing, connect included ([`ClientOptions::connect_timeout`]).
+    listing_timeout: Duration,
     routes: RwLock<HashMap<String, Route>>,
     generation: tokio::sync::watch::Sender<u64>,
 }
@@ -71,16 +73,20 @@ struct HubInner {
 /// `notifications/tools/list_changed` re-lists that server in the background and bumps
 /// [`McpHub::generation`]; hosts read [`McpHub::specs`] again for the next `exec`. A
 /// notification that arrives while the server is being listed causes one more listing only if
-/// the listing changed, so a server that notifies on every `tools/list` cannot cause a loop.
+/// the listing changed, at most [`MAX_RELISTS`] times in a row, and one server is listed at most
+/// once per [`MIN_RELIST_INTERVAL`]: a server that notifies on every `tools/list`, or floods
+/// notifications while its listing keeps changing, costs at most one listing a second and never
+/// holds up [`McpHub::connect`] past the connect timeout.
 #[derive(Clone)]
 pub struct McpHub {
     inner: Arc<HubInner>,
 }
 
 impl McpHub {
-    /// Connects to every server in `config` concurrently and lists it. Never fails as a whole:
-    /// a server that cannot be reached is reported by [`McpHub::status`] and contributes no
-    /// entries. Must run inside a tokio runtime.
+    /// Connects to every server in `config` concurrently and lists it, in at most
+    /// [`ClientOptions::connect_timeout`] (plus [`MIN_RELIST_INTERVAL`]) for connect and
+    /// listing together. Never fails as a whole: a server that cannot be reached is reported by
+    /// [`McpHub::status`] and contributes no entries. Must run inside a tokio runtime.
     pub async fn connect(config: &McpServersConfig, options: ClientOptions) -> McpHub {
         // Two configured names can make the same safe name (`a.b`, `a_b`): the later one gets
         // `_2`, `_3`, … so catalog ids stay unique.
@@ -127,12 +133,22 @@ impl McpHub {
             HubInner {
                 servers,
                 retry_failed_after: options.retry_failed_after,
+                listing_timeout: options.connect_timeout,
                 routes: RwLock::new(HashMap::new()),
                 generation: tokio::sync::watch::channel(0).0,
             }
         });
-        let listings = (0..inner.servers.len()).map(|i| refresh(inner.clone(), i));
-        futures::future::join_all(listings).await;
+        // Each server's first listing is bounded by the connect timeout; listings that
+        // notifications ask for meanwhile go on in the background.
+        let listed: Vec<_> = (0..inner.servers.len())
+            .map(|i| {
+                let (done, listed) = tokio::sync::oneshot::channel();
+                tokio::spawn(refresh_then(inner.clone(), i, Some(done)));
+                listed
+            })
+            .collect();
+        let budget = inner.listing_timeout + MIN_RELIST_INTERVAL;
+        let _ = tokio::time::timeout(budget, futures::future::join_all(listed)).await;
         McpHub { inner }
     }
 
@@ -240,10 +256,27 @@ impl McpHub {
     }
 }
 
+/// Most listings one [`refresh`] makes after its first for notifications that arrived meanwhile.
+pub const MAX_RELISTS: usize = 3;
+
+/// Least time between the starts of two listings of one server (notifications in between are
+/// coalesced into the next listing).
+pub const MIN_RELIST_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Lists server `index` again, coalescing notifications that arrive meanwhile (see [`McpHub`]).
 async fn refresh(inner: Arc<HubInner>, index: usize) {
+    refresh_then(inner, index, None).await;
+}
+
+/// [`refresh`], telling `first_listed` when the first listing is stored (or when there is
+/// nothing to wait for because a refresh is already running).
+async fn refresh_then(
+    inner: Arc<HubInner>,
+    index: usize,
+    mut first_listed: Option<tokio::sync::oneshot::Sender<()>>,
+) {
     let server = &inner.servers[index];
-    {
+    let previous = {
         let mut state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
         if state.running {
             state.again = true;
@@ -251,10 +284,30 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
         }
         state.running = true;
         state.again = false;
-        state.started = Some(Instant::now());
-    }
+        state.started
+    };
+    let mut relists = 0;
+    let mut last_start = previous;
     loop {
-        let listing = server.client.list().await;
+        if let Some(wait) = last_start.and_then(|t| MIN_RELIST_INTERVAL.checked_sub(t.elapsed())) {
+            tokio::time::sleep(wait).await;
+        }
+        let now = Instant::now();
+        last_start = Some(now);
+        server
+            .refresh
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .started = Some(now);
+        let listing = tokio::time::timeout(inner.listing_timeout, server.client.list())
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "MCP server \"{}\" did not finish connecting and listing within {} ms",
+                    server.client.name(),
+                    inner.listing_timeout.as_millis()
+                ))
+            });
         let changed = {
             let mut slot = server.listing.write().unwrap_or_else(|e| e.into_inner());
             let changed = match (&*slot, &listing) {
@@ -264,14 +317,25 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
             };
             match &listing {
                 Ok(new) => {
-                    // Routes only grow: a run that started before a change still reaches the
-                    // tools of its catalog (the server decides whether they still exist).
+                    // The routes of this listing and the one before: a run that started before
+                    // a change still reaches the tools of its catalog (the server decides whether
+                    // they still exist), and a server whose tool names keep changing cannot grow
+                    // the table without bound.
+                    let id = |spec: &ToolSpec| format!("mcp:{}:{}", server.safe_name, spec.name);
+                    let mut keep: std::collections::HashSet<String> = match &*slot {
+                        Ok(old) => server_specs(server.client.name(), &server.safe_name, old)
+                            .iter()
+                            .map(|(spec, _, _)| id(spec))
+                            .collect(),
+                        Err(_) => Default::default(),
+                    };
                     let mut routes = inner.routes.write().unwrap_or_else(|e| e.into_inner());
                     for (spec, operation, tool) in
                         server_specs(server.client.name(), &server.safe_name, new)
                     {
+                        keep.insert(id(&spec));
                         routes.insert(
-                            format!("mcp:{}:{}", server.safe_name, spec.name),
+                            id(&spec),
                             Route {
                                 server: index,
                                 operation,
@@ -279,6 +343,7 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
                             },
                         );
                     }
+                    routes.retain(|key, route| route.server != index || keep.contains(key));
                     drop(routes);
                     *slot = listing;
                 }
@@ -295,9 +360,13 @@ async fn refresh(inner: Arc<HubInner>, index: usize) {
         if changed {
             inner.generation.send_modify(|g| *g += 1);
         }
+        if let Some(done) = first_listed.take() {
+            let _ = done.send(());
+        }
         let mut state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
-        if state.again && changed {
+        if state.again && changed && relists < MAX_RELISTS {
             state.again = false;
+            relists += 1;
             continue;
         }
         state.running = false;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
+use codemode_mcp::hub::{MAX_RELISTS, MIN_RELIST_INTERVAL};
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
 use serde_json::{json, Value};
 
@@ -273,6 +274,92 @@ async fn list_changed_storm_does_not_loop() {
     hub.shutdown().await;
 }
 
+/// A server that notifies on every `tools/list` and whose listing never repeats stops being
+/// re-listed after `MAX_RELISTS` listings in a row, one per `MIN_RELIST_INTERVAL`, and the
+/// routing table holds only the current and the previous listing's tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_listings_with_list_changed_stop_after_the_relist_cap() {
+    let started = Instant::now();
+    let hub = hub(&["--list-changed-on-list", "--rotating-tools"]).await;
+    assert!(hub.status()[0].connected);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let client = hub.client("t").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.listings() < 1 + MAX_RELISTS as u64 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(MIN_RELIST_INTERVAL * 2).await;
+    assert_eq!(client.listings(), 1 + MAX_RELISTS as u64);
+    let last = format!("t__gen_{}", 1 + MAX_RELISTS);
+    let mut expected: Vec<&str> = TOOLS.to_vec();
+    expected.push(&last);
+    assert_eq!(tool_names(&hub), with_operations(&expected));
+    // The previous listing's tool is still routed to the server (a run may hold it; the server
+    // decides that it is gone); older ones are not routed at all.
+    let previous = format!("gen_{}", MAX_RELISTS);
+    assert_eq!(
+        call(&hub, &previous, json!({"text": "still"}))
+            .await
+            .unwrap_err(),
+        format!("MCP server \"t\" refused tools/call \"{previous}\": unknown tool {previous}")
+    );
+    let older = call(&hub, "gen_1", json!({"text": "gone"}))
+        .await
+        .unwrap_err();
+    assert_eq!(older, "no tool executor for mcp:t:t__gen_1");
+    hub.shutdown().await;
+}
+
+/// A server that floods `list_changed` while its listing keeps changing neither holds up the
+/// connect nor gets listed more than once per `MIN_RELIST_INTERVAL`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_flood_is_rate_limited() {
+    let started = Instant::now();
+    let hub = hub(&["--flood-list-changed", "--rotating-tools"]).await;
+    assert!(hub.status()[0].connected);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let client = hub.client("t").unwrap();
+    let before = client.listings();
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    let during = client.listings() - before;
+    assert!((2..=4).contains(&during), "{during} listings in 3.5 s");
+    hub.shutdown().await;
+}
+
+/// Connecting and listing together are bounded by the connect timeout, not by one call timeout
+/// per page: 7 pages of 400 ms each do not fit in 1 s, although each page fits its 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_listing_is_bounded_by_the_connect_timeout() {
+    let options = ClientOptions {
+        connect_timeout: Duration::from_millis(1_000),
+        ..options()
+    };
+    let started = Instant::now();
+    let hub = McpHub::connect(
+        &testserver(&["--pages", "7", "--slow-list", "400"]),
+        options,
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(2_500), "{took:?}");
+    let status = &hub.status()[0];
+    assert!(!status.connected);
+    assert_eq!(
+        status.error.as_deref(),
+        Some("MCP server \"t\" did not finish connecting and listing within 1000 ms")
+    );
+    assert_eq!(hub.specs(), vec![]);
+    hub.shutdown().await;
+}
+
 /// `McpHub::shutdown` ends the child: stdin closed, then SIGKILL after 3 s, and it is reaped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_the_child() {
@@ -441,4 +528,43 @@ async fn a_server_that_was_down_is_retried() {
     assert!(hub.status()[0].connected);
     assert_eq!(tool_names(&hub), with_operations(&TOOLS));
     hub.shutdown().await;
+}
+
+/// Helpers a server starts (a wrapper's real server, a background job) end with it: the child
+/// leads its own process group, and shutdown kills what is left of the group.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_the_servers_helpers_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("helper.pid");
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; exec '{}'",
+        pid_file.display(),
+        common::testserver().display()
+    );
+    let config = McpServersConfig {
+        servers: BTreeMap::from([(
+            "t".to_string(),
+            ServerConfig::Stdio {
+                command: "sh".into(),
+                args: vec!["-c".into(), script],
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )]),
+    };
+    let hub = McpHub::connect(&config, options()).await;
+    assert!(hub.status()[0].connected, "{:?}", hub.status());
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive());
+    hub.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(), "the server's helper {pid} outlived shutdown");
 }

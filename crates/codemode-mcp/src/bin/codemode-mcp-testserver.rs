@@ -32,6 +32,11 @@
 //!   that does not drain the child's stderr sees its calls stall.
 //! - `--list-changed-on-list`: every `tools/list` request also sends
 //!   `notifications/tools/list_changed` (a client that re-lists on every notification loops).
+//! - `--slow-list MS`: every `tools/list` page is answered after `MS` milliseconds.
+//! - `--rotating-tools`: every `tools/list` also lists one tool `gen_<n>` (an echo), where `n`
+//!   counts the `tools/list` requests, so no two listings are equal.
+//! - `--flood-list-changed`: once initialized, sends `notifications/tools/list_changed` every
+//!   10 ms forever.
 //! - `--exit-after-init`: exits with status 4 as soon as the client's
 //!   `notifications/initialized` arrives (a dead child right after the handshake).
 //!
@@ -59,10 +64,13 @@ use serde_json::{json, Value};
 #[derive(Debug, Default)]
 struct Flags {
     pages: Option<usize>,
+    slow_list_ms: u64,
     repeat_cursor: bool,
     endless_cursor: bool,
     flood_stderr: bool,
     list_changed_on_list: bool,
+    rotating_tools: bool,
+    flood_list_changed: bool,
     exit_after_init: bool,
 }
 
@@ -82,6 +90,14 @@ fn parse_flags() -> Result<Flags, String> {
             "--endless-cursor" => flags.endless_cursor = true,
             "--flood-stderr" => flags.flood_stderr = true,
             "--list-changed-on-list" => flags.list_changed_on_list = true,
+            "--slow-list" => {
+                let n = args.next().ok_or("--slow-list needs a number")?;
+                flags.slow_list_ms = n
+                    .parse()
+                    .map_err(|_| format!("--slow-list: not a number: {n}"))?;
+            }
+            "--rotating-tools" => flags.rotating_tools = true,
+            "--flood-list-changed" => flags.flood_list_changed = true,
             "--exit-after-init" => flags.exit_after_init = true,
             other => return Err(format!("unknown argument: {other}")),
         }
@@ -95,6 +111,8 @@ struct TestServer {
     added: Mutex<Vec<String>>,
     /// Counts `tools/list` requests, for `--endless-cursor`.
     lists: AtomicU64,
+    /// Counts `tools/list` requests, for `--rotating-tools`.
+    rotations: AtomicU64,
 }
 
 fn schema(value: Value) -> Arc<JsonObject> {
@@ -219,9 +237,17 @@ impl ServerHandler for TestServer {
         info
     }
 
-    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if self.flags.exit_after_init {
             std::process::exit(4);
+        }
+        if self.flags.flood_list_changed {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while peer.notify_tool_list_changed().await.is_ok() {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            });
         }
     }
 
@@ -233,8 +259,16 @@ impl ServerHandler for TestServer {
         if self.flags.list_changed_on_list {
             let _ = context.peer.notify_tool_list_changed().await;
         }
+        if self.flags.slow_list_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(self.flags.slow_list_ms)).await;
+        }
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (tools, next) = self.page(self.tools(), cursor)?;
+        let mut tools = self.tools();
+        if self.flags.rotating_tools {
+            let n = self.rotations.fetch_add(1, Ordering::Relaxed) + 1;
+            tools.push(echo_tool(format!("gen_{n}"), "A tool of one listing only."));
+        }
+        let (tools, next) = self.page(tools, cursor)?;
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;
         Ok(result)
@@ -382,6 +416,7 @@ async fn main() {
         flags,
         added: Mutex::new(Vec::new()),
         lists: AtomicU64::new(0),
+        rotations: AtomicU64::new(0),
     };
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,
