@@ -107,11 +107,14 @@
     delete pending[id];
     outstanding--;
     if (ok) {
-      let value = null;
+      // The host sends valid JSON, so parsing fails only when the heap is full: the awaiting
+      // code gets that catchable error (behaviour.md §5.7), not a silent null.
+      let value;
       try {
         value = parse(payload);
-      } catch (_) {
-        value = null;
+      } catch (e) {
+        entry.reject(e);
+        return true;
       }
       entry.resolve(value);
     } else {

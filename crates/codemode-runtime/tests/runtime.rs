@@ -197,6 +197,49 @@ fn heap_limit_is_enforced() {
     }
 }
 
+/// A delivered result that does not fit in the heap rejects the awaiting promise with the
+/// catchable QuickJS error (behaviour.md §5.7) instead of resolving to `null`.
+#[test]
+fn a_result_too_big_for_the_heap_is_a_catchable_error() {
+    let limits = VmLimits {
+        memory_limit_bytes: 8 * 1024 * 1024,
+        ..VmLimits::default()
+    };
+    let mut vm = runtime().fresh_vm(&limits).unwrap();
+    let code = "const keep = []; \
+        try { for (;;) keep.push(await tools.callValue('openclaw:core:big', {})); } \
+        catch (e) { const n = keep.length; keep.length = 0; return [String(e), n]; }";
+    let ctx = r#"{"tools":[{"id":"openclaw:core:big","name":"big","description":"Big.","source":"openclaw","input":"unknown"}]}"#;
+    let big = json!("x".repeat(3 * 1024 * 1024));
+    let mut r = vm.start(code, ctx, &limits, &budget(20000)).unwrap();
+    let mut n = 0;
+    while r.state == GuestState::Pending {
+        n += 1;
+        assert!(n < 10, "the heap never filled");
+        let id = r.requests[0].id.clone();
+        r = vm
+            .deliver(
+                &Delivery {
+                    id,
+                    outcome: Ok(big.clone()),
+                },
+                &budget(20000),
+            )
+            .unwrap();
+    }
+    match r.state {
+        GuestState::Completed { value } => {
+            assert_eq!(value[0], "InternalError: out of memory");
+            assert_eq!(
+                value[1],
+                json!(n - 1),
+                "every result before the failing one was kept"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn bridge_requests_deliveries_and_output() {
     let rt = runtime();
