@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, CustomRequest,
-    GetPromptRequestParams, Implementation, JsonRpcMessage, ReadResourceRequestParams,
+    ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, GetPromptRequestParams,
+    Implementation, JsonRpcMessage, ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -625,12 +625,18 @@ impl ServerClient {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, String> {
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        // Sent raw and read back raw (rmcp's untagged result falls back to the JSON as is): a
+        // typed `CallToolResult` would lose a whole result over one content item of a type rmcp
+        // does not know, and the guest gets the raw MCP result anyway.
+        let params = json!({"name": tool, "arguments": arguments});
         let what = format!(" {tool:?}");
         to_json(
             self.request("tools/call", &what, |p| {
-                let params = params.clone();
-                async move { p.call_tool(params).await }
+                let request = ClientRequest::CustomRequest(CustomRequest::new(
+                    "tools/call",
+                    Some(params.clone()),
+                ));
+                async move { p.send_request(request).await }
             })
             .await?,
         )

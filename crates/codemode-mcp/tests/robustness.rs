@@ -568,3 +568,29 @@ async fn shutdown_ends_the_servers_helpers_too() {
     }
     assert!(!alive(), "the server's helper {pid} outlived shutdown");
 }
+
+/// A `tools/call` result rmcp's typed model does not know (an unknown content type, a text item
+/// without `text`, an extra field) reaches the caller as the server sent it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusual_tool_result_is_passed_on_raw() {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/raw_server.py");
+    let config = McpServersConfig {
+        servers: BTreeMap::from([(
+            "t".to_string(),
+            ServerConfig::Stdio {
+                command: "python3".into(),
+                args: vec![script.to_string_lossy().into_owned()],
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )]),
+    };
+    let hub = McpHub::connect(&config, options()).await;
+    assert!(hub.status()[0].connected, "{:?}", hub.status());
+    assert_eq!(
+        call(&hub, "odd", json!({})).await.unwrap(),
+        json!({"content": [{"type": "weird", "x": 1}, {"type": "text"}], "extra": true})
+    );
+    hub.shutdown().await;
+}
