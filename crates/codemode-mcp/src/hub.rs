@@ -76,7 +76,9 @@ struct HubInner {
 /// the listing changed, at most [`MAX_RELISTS`] times in a row, and one server is listed at most
 /// once per [`MIN_RELIST_INTERVAL`]: a server that notifies on every `tools/list`, or floods
 /// notifications while its listing keeps changing, costs at most one listing a second and never
-/// holds up [`McpHub::connect`] past the connect timeout.
+/// holds up [`McpHub::connect`] past the connect timeout. (rmcp runs notification handlers as
+/// tasks, so a notification sent during a listing may arrive after its refresh ended and start
+/// another; the rate bound holds regardless.)
 #[derive(Clone)]
 pub struct McpHub {
     inner: Arc<HubInner>,
@@ -114,6 +116,11 @@ impl McpHub {
                     let weak = weak.clone();
                     let on_changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
                         if let Some(inner) = weak.upgrade() {
+                            // Coalesce into a running refresh here rather than in a new task,
+                            // so a notification sent during a listing is seen by that refresh.
+                            if mark_again_if_running(&inner.servers[index]) {
+                                return;
+                            }
                             tokio::spawn(refresh(inner, index));
                         }
                     });
@@ -254,6 +261,15 @@ impl McpHub {
         let all = self.inner.servers.iter().map(|s| s.client.shutdown());
         futures::future::join_all(all).await;
     }
+}
+
+/// Asks a running refresh of `server` for one more listing; `false` when none is running.
+fn mark_again_if_running(server: &ServerEntry) -> bool {
+    let mut state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
+    if state.running {
+        state.again = true;
+    }
+    state.running
 }
 
 /// Most listings one [`refresh`] makes after its first for notifications that arrived meanwhile.
