@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
-use codemode_mcp::hub::{MAX_RELISTS, MIN_RELIST_INTERVAL};
+use codemode_mcp::hub::MAX_RELISTS;
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
 use serde_json::{json, Value};
 
