@@ -282,20 +282,25 @@ async fn list_changed_storm_does_not_loop() {
     hub.shutdown().await;
 }
 
+/// A hub over the test server with `flags`, checked to have connected within 3 s (a server's
+/// notifications never hold up the connect), and the server's client.
+async fn quickly_connected(flags: &[&str]) -> (McpHub, std::sync::Arc<codemode_mcp::ServerClient>) {
+    let started = Instant::now();
+    let hub = hub(flags).await;
+    assert!(hub.status()[0].connected);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    let client = hub.client("t").unwrap();
+    (hub, client)
+}
+
 /// A server that notifies on every `tools/list` and whose listing never repeats is listed at
 /// most `1 + MAX_RELISTS` times in a row and at most once per `MIN_RELIST_INTERVAL`, and does not
 /// hold up the connect.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changing_listings_with_list_changed_are_bounded() {
     let started = Instant::now();
-    let hub = hub(&["--list-changed-on-list", "--rotating-tools"]).await;
-    assert!(hub.status()[0].connected);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
-    let client = hub.client("t").unwrap();
+    let (hub, client) = quickly_connected(&["--list-changed-on-list", "--rotating-tools"]).await;
     tokio::time::sleep(Duration::from_millis(4_500)).await;
     // One listing at connect, then at most one a second (normally exactly MAX_RELISTS more,
     // then none: a notification rmcp hands over only after the refresh ended may start another).
@@ -343,15 +348,7 @@ async fn routes_keep_the_current_and_previous_listing() {
 /// connect nor gets listed more than once per `MIN_RELIST_INTERVAL`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_flood_is_rate_limited() {
-    let started = Instant::now();
-    let hub = hub(&["--flood-list-changed", "--rotating-tools"]).await;
-    assert!(hub.status()[0].connected);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
-    let client = hub.client("t").unwrap();
+    let (hub, client) = quickly_connected(&["--flood-list-changed", "--rotating-tools"]).await;
     let before = client.listings();
     tokio::time::sleep(Duration::from_millis(3_500)).await;
     let during = client.listings() - before;
