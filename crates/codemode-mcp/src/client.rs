@@ -412,21 +412,7 @@ impl ServerClient {
         if tail.is_empty() {
             String::new()
         } else {
-            // The last line that names an error (Node and Python end a crash with a stack trace
-            // or a version line below `TypeError: …`), else the last line.
-            let lines: Vec<&str> = tail
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            let line = lines
-                .iter()
-                .rev()
-                .find(|l| l.contains("Error") || l.contains("error"))
-                .or(lines.last())
-                .copied()
-                .unwrap_or("");
-            let line: String = line.chars().take(300).collect();
+            let line: String = error_line(&tail).chars().take(300).collect();
             format!(" (stderr: {line})")
         }
     }
@@ -726,6 +712,31 @@ impl ServerClient {
     }
 }
 
+/// The line of a child's stderr tail that best says what went wrong: for npm (`npx` of a package
+/// that does not exist, a failed install) the first `npm error` line after its `code` line
+/// (`npm error 404 Not Found - GET …`; npm ends with a line naming its log file); otherwise the
+/// last line that names an error (Node and Python end a crash with a stack trace or a version
+/// line below `TypeError: …`), else the last line.
+fn error_line(tail: &str) -> &str {
+    let lines: Vec<&str> = tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let npm = lines
+        .iter()
+        .find(|l| l.starts_with("npm error ") && !l.starts_with("npm error code "));
+    npm.or_else(|| {
+        lines
+            .iter()
+            .rev()
+            .find(|l| l.contains("Error") || l.contains("error"))
+    })
+    .or(lines.last())
+    .copied()
+    .unwrap_or("")
+}
+
 /// What a request needs of the live connection.
 struct Live {
     peer: Peer<RoleClient>,
@@ -782,7 +793,31 @@ fn to_json<T: serde::Serialize>(value: T) -> Result<Value, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::without_type_names;
+    use super::{error_line, without_type_names};
+
+    #[test]
+    fn the_stderr_line_that_says_what_went_wrong() {
+        let npm = "npm error code E404\n\
+            npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found\n\
+            npm error 404\n\
+            npm error 404  'nope@*' is not in this registry.\n\
+            npm error A complete log of this run can be found in: /root/.npm/_logs/x.log\n";
+        assert_eq!(
+            error_line(npm),
+            "npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found"
+        );
+        let node = "/srv/x.js:3\n  throw new TypeError('no config');\n  ^\n\n\
+            TypeError: no config\n    at Object.<anonymous> (/srv/x.js:3:9)\n\nNode.js v20.20.2\n";
+        assert_eq!(error_line(node), "TypeError: no config");
+        let python = "Traceback (most recent call last):\n  File \"/srv/errors.py\", line 1\n\
+            ValueError: bad port\n";
+        assert_eq!(error_line(python), "ValueError: bad port");
+        assert_eq!(
+            error_line("starting\nlistening on stdio\n"),
+            "listening on stdio"
+        );
+        assert_eq!(error_line(""), "");
+    }
 
     #[test]
     fn type_names_are_dropped_from_transport_errors() {
