@@ -396,15 +396,23 @@ async fn shutdown_ends_the_child() {
     }
     let hub = McpHub::connect(&config, options()).await;
     assert!(hub.status()[0].connected);
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    shuts_down_process(hub, &pid_file, "the test server").await;
+}
+
+/// Shuts `hub` down and checks that the process whose id is in `pid_file` is gone within 5 s.
+async fn shuts_down_process(hub: McpHub, pid_file: &std::path::Path, what: &str) {
+    let pid = std::fs::read_to_string(pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
     let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
-    assert!(alive());
+    assert!(alive(), "{what} {pid} is not running");
     hub.shutdown().await;
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(!alive(), "the test server {pid} outlived shutdown");
+    assert!(!alive(), "{what} {pid} outlived shutdown");
 }
 
 /// A raw JSON-RPC MCP server in Node whose `tools/list` mixes good and malformed entries.
@@ -567,18 +575,7 @@ async fn shutdown_ends_the_servers_helpers_too() {
     let config = stdio_config("sh", vec!["-c".into(), script]);
     let hub = McpHub::connect(&config, options()).await;
     assert!(hub.status()[0].connected, "{:?}", hub.status());
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_string();
-    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
-    assert!(alive());
-    hub.shutdown().await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(!alive(), "the server's helper {pid} outlived shutdown");
+    shuts_down_process(hub, &pid_file, "the server's helper").await;
 }
 
 /// A `tools/call` result rmcp's typed model does not know (an unknown content type, a text item
