@@ -11,10 +11,15 @@
 //!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
 //! - `test`: setup, then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
+//! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
+//!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
+//!   (`citations.rs`). Not part of `test` yet.
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+mod citations;
 
 fn main() -> ExitCode {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -24,8 +29,9 @@ fn main() -> ExitCode {
         "demo" => setup().and_then(|()| demo()),
         "test" => setup().and_then(|()| test(&rest)),
         "bench" => setup_guest().and_then(|()| bench(&rest)),
+        "citations" => check_citations(&rest),
         _ => {
-            eprintln!("usage: cargo xtask <setup | demo | test | bench>");
+            eprintln!("usage: cargo xtask <setup | demo | test | bench | citations>");
             return ExitCode::from(2);
         }
     };
@@ -324,4 +330,12 @@ fn bench(extra: &[String]) -> Result<(), String> {
             "codemode-mcp",
         ])
         .args(extra))
+}
+
+/// `cargo xtask citations [DIR]`: every reference into `docs/contract/` resolves to an existing
+/// file and anchor, and no file cites the old out-of-repository spec (see `citations.rs`). `DIR`
+/// checks another checkout instead of this repository.
+fn check_citations(args: &[String]) -> Result<(), String> {
+    let root = args.first().map(PathBuf::from).unwrap_or_else(root);
+    citations::check(&root)
 }
