@@ -6,11 +6,15 @@
 //!   `server-memory` and `server-filesystem`, exact versions in [`MCP_SERVERS`]) into
 //!   `target/mcp-servers` with `npm install` (needs Node 20+ and npm). A stamp file there records
 //!   the installed versions, so a second run does nothing.
-//! - `demo`: setup, build the `codemode` binary, run it on every program in `examples/`, then run
+//! - `demo`: setup, build what `test` builds (the two share one build: same targets, features and
+//!   profile), run the `codemode` binary on every program in `examples/`, then run
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
 //!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
-//! - `test`: setup, then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
+//! - `test`: setup, the lint gates (`cargo fmt --check`, `cargo clippy --workspace --all-targets
+//!   -- -D warnings`, clippy on the wasm guest, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
+//!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
+//! - `lint`: the guest part of setup, then only the lint gates of `test`.
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
 //!   (`citations.rs`). Not part of `test` yet.
@@ -28,10 +32,11 @@ fn main() -> ExitCode {
         "setup" => setup(),
         "demo" => setup().and_then(|()| demo()),
         "test" => setup().and_then(|()| test(&rest)),
+        "lint" => setup_guest().and_then(|()| lint()),
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         "citations" => check_citations(&rest),
         _ => {
-            eprintln!("usage: cargo xtask <setup | demo | test | bench | citations>");
+            eprintln!("usage: cargo xtask <setup | demo | test | lint | bench | citations>");
             return ExitCode::from(2);
         }
     };
@@ -214,7 +219,10 @@ fn setup_guest() -> Result<(), String> {
 }
 
 fn demo() -> Result<(), String> {
-    run(cargo().args(["build", "-p", "codemode-cli"]))?;
+    // The same build as `test` (every workspace target, dev-dependencies included): building only
+    // `codemode-cli` resolves other features (criterion, proptest and the CLI's rmcp test client
+    // turn on features of zerocopy, fnv and rmcp), so `demo` after `test` rebuilt 79 crates.
+    run(test_build().arg("--no-run"))?;
     // Where cargo put the binary: `CARGO_TARGET_DIR` (relative to the workspace) or `target/`.
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -310,12 +318,52 @@ fn mcp_demo_config(bins: &Path, dir: &Path, notes: &Path) -> String {
     )
 }
 
-fn test(extra: &[String]) -> Result<(), String> {
+/// `cargo test --workspace` with the environment the MCP tests read: the one build `test` and
+/// `demo` share.
+fn test_build() -> Command {
     let servers = mcp_servers_dir().join("node_modules").join(".bin");
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace"])
+        .env("CODEMODE_MCP_SERVERS", servers);
+    cmd
+}
+
+fn test(extra: &[String]) -> Result<(), String> {
+    lint()?;
+    run(test_build().args(extra))
+}
+
+/// The gates CI enforces before the tests: formatting, clippy on every workspace target and on
+/// the wasm guest (its own workspace), and rustdoc with warnings as errors (broken intra-doc
+/// links, missing docs under `[workspace.lints]`).
+fn lint() -> Result<(), String> {
+    run(cargo().args(["fmt", "--all", "--check"]))
+        .map_err(|e| format!("{e}\nRun `cargo fmt --all` and commit the result."))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    if std::env::var_os("CODEMODE_GUEST_WASM").is_none() {
+        let guest_target = std::env::var_os("CODEMODE_GUEST_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join("target").join("codemode-guest"));
+        run(Command::new(
+            std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
+        )
+        .current_dir(root().join("crates").join("codemode-guest"))
+        .args(["clippy", "--release", "--locked", "--target", "wasm32-wasip1"])
+        .arg("--target-dir")
+        .arg(guest_target)
+        .args(["--", "-D", "warnings"])
+        .env_remove("CARGO_TARGET_DIR"))?;
+    }
     run(cargo()
-        .args(["test", "--workspace"])
-        .args(extra)
-        .env("CODEMODE_MCP_SERVERS", servers))
+        .args(["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings"))
 }
 
 fn bench(extra: &[String]) -> Result<(), String> {
