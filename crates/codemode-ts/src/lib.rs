@@ -23,6 +23,7 @@
 
 #![deny(missing_docs)]
 
+mod checks;
 mod depth;
 mod input;
 mod module_access;
@@ -32,6 +33,7 @@ mod rejection;
 mod scan;
 mod shell;
 mod typescript;
+mod wrapper;
 
 pub use input::{parse_exec_input, ExecInput, Language};
 pub use module_access::is_module_access_reference_error;
@@ -42,25 +44,4 @@ pub use rejection::{
     TYPESCRIPT_TRANSFORM_FAILED_PREFIX,
 };
 pub use typescript::{strip_typescript, typescript_transform_count};
-
-/// The text the runtime puts before the user's code (behaviour.md §4.1 "Wrapping"):
-/// `(async () => {` and a newline. The code is a function body, so top-level `await` and `return`
-/// work; backtrace line numbers are one higher than the user's.
-pub const WRAPPER_PREFIX: &str = "(async () => {\n";
-
-/// The text the runtime puts after the user's code (behaviour.md §4.1): a newline and `})()`.
-pub const WRAPPER_SUFFIX: &str = "\n})()";
-
-/// The script name the runtime evaluates the wrapped code under (behaviour.md §4.1).
-pub const SCRIPT_NAME: &str = "openclaw-code-mode:user.js";
-
-/// Wraps prepared JavaScript exactly as the runtime evaluates it (behaviour.md §4.1):
-/// `(async () => {\n<code>\n})()`. Returns a new string of `code.len() + 20` bytes.
-pub fn wrap_source(code: &str) -> String {
-    let mut wrapped =
-        String::with_capacity(WRAPPER_PREFIX.len() + code.len() + WRAPPER_SUFFIX.len());
-    wrapped.push_str(WRAPPER_PREFIX);
-    wrapped.push_str(code);
-    wrapped.push_str(WRAPPER_SUFFIX);
-    wrapped
-}
+pub use wrapper::{wrap_source, SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};

@@ -8,7 +8,8 @@ use swc_core::ecma::parser::error::Error as ParseError;
 use swc_core::ecma::parser::{parse_file_as_script, EsSyntax, Syntax, TsSyntax};
 
 use crate::depth::{self, Depth};
-use crate::{scan, wrap_source};
+use crate::scan;
+use crate::wrapper::{wrap_source, SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
 
 /// The stack every swc run gets regardless of depth. In an unoptimised build,
 /// `the_stack_budget_suffices` passes with 1 MiB (and 32 KiB per unit) and crashes with 512 KiB
@@ -72,7 +73,7 @@ pub(crate) fn parse_wrapped(
 ) -> Parsed {
     let cm: Lrc<SourceMap> = Default::default();
     let file = cm.new_source_file(
-        FileName::Custom(crate::SCRIPT_NAME.into()).into(),
+        FileName::Custom(SCRIPT_NAME.into()).into(),
         wrap_source(code),
     );
     let too_deep_at = depth.exceeded_at;
@@ -115,8 +116,8 @@ impl Parsed {
         let start = self.file.start_pos;
         let wrapped: &str = &self.file.src;
         let offset = (pos.0.saturating_sub(start.0) as usize).min(wrapped.len());
-        let prefix = crate::WRAPPER_PREFIX.len();
-        let user_len = wrapped.len() - prefix - crate::WRAPPER_SUFFIX.len();
+        let prefix = WRAPPER_PREFIX.len();
+        let user_len = wrapped.len() - prefix - WRAPPER_SUFFIX.len();
         if offset < prefix {
             return (1, 1);
         }
@@ -134,8 +135,7 @@ impl Parsed {
     pub fn diagnostics(&self) -> Vec<String> {
         if let Some(at) = self.too_deep_at {
             let (line, column) = user_line_column(
-                &self.file.src[crate::WRAPPER_PREFIX.len()
-                    ..self.file.src.len() - crate::WRAPPER_SUFFIX.len()],
+                &self.file.src[WRAPPER_PREFIX.len()..self.file.src.len() - WRAPPER_SUFFIX.len()],
                 at,
             );
             return vec![format!(

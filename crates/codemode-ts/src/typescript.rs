@@ -10,10 +10,10 @@ use swc_core::ecma::codegen::{text_writer::JsWriter, Config as CodegenConfig, Em
 use swc_core::ecma::transforms::base::{fixer::fixer, hygiene::hygiene, resolver};
 use swc_core::ecma::transforms::typescript::{typescript, Config as TsConfig};
 
+use crate::checks::check_javascript;
 use crate::depth::{self, Depth};
 use crate::module_access::{masked_source_has_module_access, tree_has_module_access};
 use crate::parse::{self, Grammar, Parsed};
-use crate::prepare::check_javascript;
 use crate::rejection::Rejection;
 
 /// How many times the TypeScript transform ran in this process.
