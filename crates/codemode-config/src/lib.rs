@@ -35,7 +35,9 @@ mod agents;
 mod catalog;
 mod config;
 mod fail_closed;
+mod hooks;
 mod load;
+mod policy;
 
 pub use activation::{decide, ActivationDecision, ActivationReason, RunContext, RunTools};
 pub use agents::resolve_for_agent;
@@ -50,4 +52,9 @@ pub use config::{
     SNAPSHOT_TTL_SECONDS, TIMEOUT_MS,
 };
 pub use fail_closed::{RuntimeUnavailable, ToolSurface};
+pub use hooks::{
+    resolve_hooks, HookConfig, HookSpec, ResolvedHooks, DEFAULT_HOOK_TIMEOUT_MS,
+    MAX_HOOK_TIMEOUT_MS, MIN_HOOK_TIMEOUT_MS,
+};
 pub use load::{load_config_file, load_config_value, parse_config_text, ConfigReport, LoadError};
+pub use policy::{resolve_policy, ApprovalPolicy, ResolvedPolicy, ToolPattern, ToolPolicy};

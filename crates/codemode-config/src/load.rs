@@ -2,6 +2,8 @@
 
 use crate::agents::resolve_for_agent;
 use crate::config::{CodeModeConfig, Resolved, Warning};
+use crate::hooks::{resolve_hooks, HookConfig};
+use crate::policy::{resolve_policy, ToolPolicy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,11 @@ use std::path::{Path, PathBuf};
 /// ```
 ///
 /// `agentId` is `null` for the global value. See [`Warning`] for the warning shape.
+///
+/// When configured, the report also carries `toolPolicy` (host.md H1: `{allow, deny, approvals:
+/// {require}}`), `hooks` (H2: `{beforeToolCall, afterToolCall}`) and `hostWarnings` (the
+/// warnings about those values, same shape as `warnings`); each is omitted while it is the
+/// default (every tool allowed, no hooks, no warnings), so older reports read the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigReport {
@@ -23,6 +30,16 @@ pub struct ConfigReport {
     pub config: CodeModeConfig,
     /// Every ignored or clamped value (see [`crate::resolve_for_agent`]).
     pub warnings: Vec<Warning>,
+    /// The effective tool policy for the agent (see [`crate::resolve_policy`]).
+    #[serde(default, skip_serializing_if = "ToolPolicy::is_default")]
+    pub tool_policy: ToolPolicy,
+    /// The command hooks (see [`crate::resolve_hooks`]).
+    #[serde(default, skip_serializing_if = "HookConfig::is_empty")]
+    pub hooks: HookConfig,
+    /// Warnings about `tools.allow`/`deny`/`approvals` and `hooks`; a warning already in
+    /// `warnings` (a config root or `tools` of the wrong shape, an unknown agent) is not repeated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_warnings: Vec<Warning>,
 }
 
 impl ConfigReport {
@@ -30,10 +47,22 @@ impl ConfigReport {
     /// for `agent_id`.
     pub fn from_root(root: &Value, agent_id: Option<&str>) -> Self {
         let Resolved { config, warnings } = resolve_for_agent(root, agent_id);
+        let policy = resolve_policy(root, agent_id);
+        let hooks = resolve_hooks(root);
+        let mut host_warnings = policy.warnings;
+        host_warnings.extend(hooks.warnings);
+        host_warnings.retain(|h| {
+            !warnings
+                .iter()
+                .any(|w| w.path == h.path && w.kind == h.kind)
+        });
         ConfigReport {
             agent_id: agent_id.map(str::to_string),
             config,
             warnings,
+            tool_policy: policy.policy,
+            hooks: hooks.hooks,
+            host_warnings,
         }
     }
 
