@@ -1,4 +1,4 @@
-//! Per-run counters and the `telemetry` record on every result (behaviour.md §9).
+//! Per-run counters and the `telemetry` record on every result (docs/contract/telemetry.md#s9).
 
 use std::ops::{Add, AddAssign};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 /// The cumulative bridge counts of one code-mode run's catalog, across `exec` and `wait`.
 ///
 /// Serialises as `{"search": 0, "describe": 0, "call": 0}`: the shape of
-/// `meta.agentMeta.bridgeCalls` (host.md H5). In a result's [`Telemetry`] the same numbers
-/// appear as `searchCount`, `describeCount` and `callCount`.
+/// `meta.agentMeta.bridgeCalls` (docs/contract/host.md#h5). In a result's [`Telemetry`] the
+/// same numbers appear as `searchCount`, `describeCount` and `callCount`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct BridgeCounters {
     /// `tools.search` calls.
@@ -101,8 +101,8 @@ pub struct Sources {
     pub client: usize,
 }
 
-/// The `telemetry` field of every `exec`/`wait` result (behaviour.md §9), serialised in this
-/// order with camelCase keys:
+/// The `telemetry` field of every `exec`/`wait` result (docs/contract/telemetry.md#s9),
+/// serialised in this order with camelCase keys:
 ///
 /// ```json
 /// {"catalogSize":3,"sources":{"openclaw":3,"mcp":0,"client":0},"searchCount":0,

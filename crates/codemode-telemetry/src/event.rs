@@ -1,4 +1,4 @@
-//! Trajectory events (host.md H4): one JSON line each.
+//! Trajectory events (docs/contract/host.md#h4): one JSON line each.
 //!
 //! Every line is an object with `type` first, then `ts` (RFC 3339, UTC, milliseconds), then the
 //! scope ids that are known (`agentId`, `sessionId`, `sessionKey`, `runId`), then the fields of
@@ -11,9 +11,9 @@
 //! ```
 //!
 //! `runId` is the scope's **agent** run id (as in `RunScope` and the `before_tool_call` hook
-//! event, host.md H2). The code-mode run id (`cm_<uuid>`) is `codeModeRunId`, also on
-//! `tool_result`, where H4 calls it `runId?`: both can be known at once in an agent turn, and a
-//! line cannot hold two values under one key.
+//! event, docs/contract/host.md#h2). The code-mode run id (`cm_<uuid>`) is `codeModeRunId`,
+//! also on `tool_result`, where H4 calls it `runId?`: both can be known at once in an agent turn,
+//! and a line cannot hold two values under one key.
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -42,7 +42,7 @@ pub struct Scope {
 
 const SCOPE_KEYS: [&str; 4] = ["agentId", "sessionId", "sessionKey", "runId"];
 
-/// What kind of provider-visible tool a call is (`toolKind`, host.md H2).
+/// What kind of provider-visible tool a call is (`toolKind`, docs/contract/host.md#h2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolKind {
@@ -178,7 +178,7 @@ pub struct ToolResultEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NestedToolCallEvent {
-    /// `tool_search_code:<parent>:<tool name>:<seq>` (behaviour.md §3.5).
+    /// `tool_search_code:<parent>:<tool name>:<seq>` (docs/contract/catalog.md#s3-5).
     pub tool_call_id: String,
     /// The original `exec` call's id, even during a `wait`; absent when the host gave none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,7 +226,7 @@ pub struct NestedToolResultEvent {
     pub error: Option<String>,
 }
 
-/// `approval_requested`: a nested call waits for a person's decision (host.md H3).
+/// `approval_requested`: a nested call waits for a person's decision (docs/contract/host.md#h3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequestedEvent {

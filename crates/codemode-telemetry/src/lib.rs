@@ -1,14 +1,15 @@
 //! Code-mode telemetry, below the facade and free of wasmtime and tokio (`docs/telemetry.md`).
 //!
 //! - [`counters`]: the per-run bridge counters ([`BridgeCounters`], [`AtomicBridgeCounters`])
-//!   and the `telemetry` record on every result ([`Telemetry`], [`Sources`]; behaviour.md §9).
-//! - [`event`]: trajectory events (host.md H4), one JSON line each ([`TrajectoryEvent`],
-//!   [`EventKind`]), redacted when built.
+//!   and the `telemetry` record on every result ([`Telemetry`], [`Sources`];
+//!   docs/contract/telemetry.md#s9).
+//! - [`event`]: trajectory events (docs/contract/host.md#h4), one JSON line each
+//!   ([`TrajectoryEvent`], [`EventKind`]), redacted when built.
 //! - [`redact`]: the redaction rule for inputs, results and errors.
 //! - [`sink`]: the [`TrajectorySink`] trait, the JSON-lines file sink, the in-memory sink, the
 //!   `tracing` sink, the fan-out, and the [`Trajectory`] handle a run records through.
 //! - [`transcript`]: the transcript projection, nested calls under their `exec`/`wait`.
-//! - [`meta`]: run metadata (host.md H5): `agentMeta`, `toolSummary`, `costUsd`.
+//! - [`meta`]: run metadata (docs/contract/host.md#h5): `agentMeta`, `toolSummary`, `costUsd`.
 #![deny(missing_docs)]
 
 pub mod counters;

@@ -1,5 +1,5 @@
-//! Run metadata (host.md H5, spec "Telemetry"): `meta.agentMeta` and `meta.toolSummary`, and the
-//! cost estimate from token usage.
+//! Run metadata (docs/contract/host.md#h5, docs/contract/telemetry.md#run-metadata):
+//! `meta.agentMeta` and `meta.toolSummary`, and the cost estimate from token usage.
 
 use std::collections::BTreeMap;
 use std::ops::{Add, AddAssign};

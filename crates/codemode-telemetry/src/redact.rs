@@ -1,4 +1,4 @@
-//! Redaction of values placed in trajectory events (host.md H4).
+//! Redaction of values placed in trajectory events (docs/contract/host.md#h4).
 //!
 //! Two rules, applied at any depth of a JSON value:
 //!

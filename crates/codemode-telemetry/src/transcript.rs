@@ -1,5 +1,6 @@
-//! The transcript projection (host.md H4): provider-visible calls with their arguments and
-//! results, and every nested call as a real tool call under the `exec` or `wait` it happened in.
+//! The transcript projection (docs/contract/host.md#h4): provider-visible calls with their
+//! arguments and results, and every nested call as a real tool call under the `exec` or `wait`
+//! it happened in.
 //!
 //! Placement of a nested call started while provider calls are open (newest first):
 //!
@@ -7,7 +8,8 @@
 //! 2. an open `wait` on the same code-mode run: its `runId` argument is the nested call's
 //!    `codeModeRunId`, or is a run that the parent `exec` parked as (learned from that `exec`'s
 //!    `tool_result` or from `run_parked`). Its `parentToolCallId` stays the original `exec`'s id,
-//!    as the nested call id `tool_search_code:<exec id>:<tool>:<seq>` says (behaviour.md §3.5);
+//!    as the nested call id `tool_search_code:<exec id>:<tool>:<seq>` says
+//!    (docs/contract/catalog.md#s3-5);
 //! 3. otherwise the provider call named by `parentToolCallId`, if there was one;
 //! 4. otherwise the only open `exec`/`wait`, if exactly one is open;
 //! 5. otherwise it is kept in `unplacedNestedCalls`, never dropped.

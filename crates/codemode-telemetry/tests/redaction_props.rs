@@ -1,5 +1,6 @@
 //! Properties of the redaction rule: no value under a sensitive key survives, at any depth, in
-//! any event; the key test is exactly host.md's regular expression; strings are cut exactly.
+//! any event; the key test is exactly the regular expression of docs/contract/host.md#h4;
+//! strings are cut exactly.
 
 use codemode_telemetry::*;
 use proptest::prelude::*;
@@ -109,8 +110,9 @@ proptest! {
 
     #[test]
     fn key_rule_is_the_spec_regex(k in "\\PC{0,16}|[a-zA-Z_-]{0,4}(token|secret|passw(or)?d|api[-_]?key|authorization|cookie|toke|apikkey)[a-zA-Z_-]{0,4}") {
-        // host.md H4's /(token|secret|password|passwd|api[-_]?key|authorization|cookie)/i; `-u`
-        // gives JavaScript's non-Unicode case folding (ASCII only).
+        // The expression of docs/contract/host.md#h4,
+        // /(token|secret|password|passwd|api[-_]?key|authorization|cookie)/i; `-u` gives
+        // JavaScript's non-Unicode case folding (ASCII only).
         let re = regex::Regex::new("(?i-u)(token|secret|password|passwd|api[-_]?key|authorization|cookie)").unwrap();
         let mixed: String = k.chars().enumerate()
             .map(|(i, c)| if i % 2 == 0 { c.to_ascii_uppercase() } else { c })
