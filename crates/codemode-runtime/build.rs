@@ -47,6 +47,15 @@ fn build_guest(guest_dir: &Path, manifest_dir: &Path) -> Vec<u8> {
     for rel in ["src", "c", "Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", guest_dir.join(rel).display());
     }
+    // The guest depends on codemode-bridge (the wire format), whose manifest inherits from the
+    // workspace's.
+    for rel in [
+        "../codemode-bridge/src",
+        "../codemode-bridge/Cargo.toml",
+        "../../Cargo.toml",
+    ] {
+        println!("cargo:rerun-if-changed={}", guest_dir.join(rel).display());
+    }
     let target_dir = env::var_os("CODEMODE_GUEST_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest_dir.join("../../target/codemode-guest"));

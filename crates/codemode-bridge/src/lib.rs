@@ -3,12 +3,16 @@
 //! This crate owns the protocol both sides speak (`docs/guest-abi.md`):
 //! - [`PRELUDE`], the JavaScript the guest evaluates once per VM image: it installs the guest
 //!   globals (`ALL_TOOLS`, `tools`, `text`, `json`) and the JSON adapter (behaviour.md §6);
+//! - [`abi`], the wire format of the guest ABI: the `cm_init`/`cm_start`/`cm_deliver` inputs and
+//!   the report, serialised by one side and parsed by the other with the same types (the guest
+//!   crate depends on this one), plus the code wrapper and the user script name;
 //! - [`GuestReport`], the parsed and validated report the guest returns after every step;
 //! - [`BridgeRequest`] and [`Delivery`], a guest call into the host and its settlement;
 //! - [`OutputItem`], an entry of a result's `output` array (spec "Output API");
 //! - [`ToolExecutor`], the trait a host implements to run catalog tools for nested calls.
 //!
-//! It has no dependency on wasmtime or tokio, so hosts and tests can use it alone.
+//! It depends only on serde, serde_json and thiserror, so hosts and tests can use it alone and it
+//! builds for the wasm32-wasip1 guest.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -17,12 +21,12 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod abi;
+pub use abi::{wrap_user_code, USER_SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
+
 /// The guest prelude: a JavaScript function expression `(native) => internals`, evaluated once per
 /// VM image before any user code (docs/guest-abi.md, "Prelude").
 pub const PRELUDE: &str = include_str!("prelude.js");
-
-/// Script name under which user code is evaluated; backtraces name it (behaviour.md §4.1).
-pub const USER_SCRIPT_NAME: &str = "openclaw-code-mode:user.js";
 
 /// A bridge method: the kind of a guest call into the host (behaviour.md, "Terms" and §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -75,8 +79,10 @@ impl BridgeMethod {
     }
 }
 
-/// One guest call into the host, as recorded by the guest (behaviour.md §4.3).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One guest call into the host (behaviour.md §4.3), validated from the guest's
+/// [`abi::ReportRequest`]. The host keeps the ones the guest still waits for, in creation order,
+/// and stores them in every snapshot (JSON `{id, method, args}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BridgeRequest {
     /// `bridge:<method>:<n>`, one counter per method per run, starting at 1.
     pub id: String,
@@ -156,32 +162,6 @@ pub enum ProtocolError {
     UnsupportedMethod,
 }
 
-#[derive(Deserialize)]
-struct RawReport {
-    status: String,
-    #[serde(default)]
-    value: Option<Value>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    outstanding: u32,
-    #[serde(default)]
-    requests: Vec<RawRequest>,
-    #[serde(default)]
-    output: Vec<OutputItem>,
-    #[serde(default, rename = "outputOverflow")]
-    output_overflow: bool,
-    #[serde(default, rename = "requestOverflow")]
-    request_overflow: bool,
-}
-
-#[derive(Deserialize)]
-struct RawRequest {
-    id: String,
-    method: String,
-    args: String,
-}
-
 impl GuestReport {
     /// Parses and validates a report (UTF-8 JSON from guest memory).
     ///
@@ -189,25 +169,44 @@ impl GuestReport {
     /// [`ProtocolError::Malformed`] for anything that is not a valid report, and the id/method
     /// errors for requests that break behaviour.md §4.3.
     pub fn parse(bytes: &[u8]) -> Result<GuestReport, ProtocolError> {
-        let raw: RawReport =
+        let raw: abi::Report =
             serde_json::from_slice(bytes).map_err(|e| ProtocolError::Malformed(e.to_string()))?;
-        let state = match raw.status.as_str() {
-            "completed" => GuestState::Completed {
-                value: raw.value.unwrap_or(Value::Null),
+        GuestReport::from_wire(raw)
+    }
+
+    /// Validates a parsed [`abi::Report`] (see [`GuestReport::parse`] for the errors). A
+    /// `ready` report (the answer to `cm_init`) is not a step report and is
+    /// [`ProtocolError::Malformed`].
+    pub fn from_wire(raw: abi::Report) -> Result<GuestReport, ProtocolError> {
+        let malformed =
+            |what: &str, e: serde_json::Error| ProtocolError::Malformed(format!("{what}: {e}"));
+        let state = match raw.status {
+            abi::ReportStatus::Completed => GuestState::Completed {
+                value: match raw.value {
+                    Some(json) => {
+                        serde_json::from_str(json.get()).map_err(|e| malformed("value", e))?
+                    }
+                    None => Value::Null,
+                },
             },
-            "pending" => GuestState::Pending,
-            "failed" => GuestState::Failed {
+            abi::ReportStatus::Pending => GuestState::Pending,
+            abi::ReportStatus::Failed => GuestState::Failed {
                 error: raw.error.unwrap_or_default(),
             },
-            "protocol_error" => {
+            abi::ReportStatus::ProtocolError => {
                 return Err(ProtocolError::Rejected(raw.error.unwrap_or_default()));
             }
-            other => {
-                return Err(ProtocolError::Malformed(format!(
-                    "unknown status {other:?}"
-                )))
+            abi::ReportStatus::Ready => {
+                return Err(ProtocolError::Malformed(
+                    "unexpected status \"ready\"".to_string(),
+                ))
             }
         };
+        let output = raw
+            .output
+            .iter()
+            .map(|item| serde_json::from_str(item.get()).map_err(|e| malformed("output item", e)))
+            .collect::<Result<Vec<OutputItem>, _>>()?;
         let mut requests = Vec::with_capacity(raw.requests.len());
         for r in raw.requests {
             let method = BridgeMethod::parse(&r.method).ok_or(ProtocolError::UnsupportedMethod)?;
@@ -226,7 +225,7 @@ impl GuestReport {
             state,
             outstanding: raw.outstanding,
             requests,
-            output: raw.output,
+            output,
             output_overflow: raw.output_overflow,
             request_overflow: raw.request_overflow,
         })
@@ -249,7 +248,8 @@ pub fn valid_bridge_id(id: &str, method: BridgeMethod) -> bool {
     matches!(chars.next(), Some('1'..='9')) && chars.all(|c| c.is_ascii_digit())
 }
 
-/// The settlement of one bridge request, delivered into the guest.
+/// The settlement of one bridge request: what host work sends back when it finishes, and what
+/// the host delivers into the guest ([`Delivery::to_guest_input`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
     /// The request's bridge id.
@@ -260,18 +260,28 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// The guest's `cm_deliver` input: JSON `{id, ok, json?, error?}` where `json` is the value's
-    /// JSON text. Values are copied as text, so later mutation on either side has no effect.
+    /// The wire form: [`abi::DeliverInput::Resolve`] with the value's JSON text, or
+    /// [`abi::DeliverInput::Reject`] with the message. Values are copied as text, so later
+    /// mutation on either side has no effect.
+    pub fn to_wire(&self) -> abi::DeliverInput<'_> {
+        let id = std::borrow::Cow::Borrowed(self.id.as_str());
+        match &self.outcome {
+            Ok(value) => abi::DeliverInput::Resolve {
+                id,
+                json: std::borrow::Cow::Owned(
+                    serde_json::to_string(value).unwrap_or_else(|_| "null".into()),
+                ),
+            },
+            Err(message) => abi::DeliverInput::Reject {
+                id,
+                error: std::borrow::Cow::Borrowed(message),
+            },
+        }
+    }
+
+    /// The guest's `cm_deliver` input: [`Delivery::to_wire`] as JSON bytes.
     pub fn to_guest_input(&self) -> Vec<u8> {
-        let body = match &self.outcome {
-            Ok(value) => serde_json::json!({
-                "id": self.id,
-                "ok": true,
-                "json": serde_json::to_string(value).unwrap_or_else(|_| "null".into()),
-            }),
-            Err(message) => serde_json::json!({"id": self.id, "ok": false, "error": message}),
-        };
-        serde_json::to_vec(&body).unwrap_or_default()
+        serde_json::to_vec(&self.to_wire()).unwrap_or_default()
     }
 }
 
@@ -402,7 +412,7 @@ mod tests {
         };
         assert_eq!(
             String::from_utf8(d.to_guest_input()).unwrap(),
-            r#"{"id":"bridge:call:1","ok":true,"json":"{\"b\":1,\"a\":[true]}"}"#
+            r#"{"outcome":"resolve","id":"bridge:call:1","json":"{\"b\":1,\"a\":[true]}"}"#
         );
         let e = Delivery {
             id: "bridge:call:2".into(),
@@ -410,7 +420,7 @@ mod tests {
         };
         assert_eq!(
             String::from_utf8(e.to_guest_input()).unwrap(),
-            r#"{"id":"bridge:call:2","ok":false,"error":"fast failure"}"#
+            r#"{"outcome":"reject","id":"bridge:call:2","error":"fast failure"}"#
         );
     }
 }

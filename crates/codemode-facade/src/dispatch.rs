@@ -5,15 +5,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_bridge::{BridgeMethod, RunScope, ToolCall, ToolExecutor};
+use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, RunScope, ToolCall, ToolExecutor};
 use codemode_catalog::{Catalog, McpNamespace, NamespaceAction};
-use codemode_runtime::PendingRequest;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
-
-/// A settled bridge request: its id and the value or error message for the guest.
-pub(crate) type Settled = (String, Result<Value, String>);
 
 /// Cumulative bridge counters of one run (behaviour.md §9).
 #[derive(Debug, Default)]
@@ -40,13 +36,14 @@ pub(crate) struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// Starts `request` on the async runtime; its settlement is sent to `tx` when it completes.
+    /// Starts `request` on the async runtime; its settlement is sent to `tx` as a [`Delivery`]
+    /// when it completes.
     /// Counters move at dispatch time, so they are exact even for calls still running.
     pub(crate) fn dispatch(
         &self,
-        request: &PendingRequest,
+        request: &BridgeRequest,
         run_id: Option<String>,
-        tx: UnboundedSender<Settled>,
+        tx: UnboundedSender<Delivery>,
     ) -> JoinHandle<()> {
         let this = self.clone();
         let request = request.clone();
@@ -61,11 +58,14 @@ impl Dispatcher {
         }
         tokio::spawn(async move {
             let outcome = this.run(&request, run_id).await;
-            let _ = tx.send((request.id, outcome));
+            let _ = tx.send(Delivery {
+                id: request.id,
+                outcome,
+            });
         })
     }
 
-    async fn run(&self, request: &PendingRequest, run_id: Option<String>) -> Result<Value, String> {
+    async fn run(&self, request: &BridgeRequest, run_id: Option<String>) -> Result<Value, String> {
         let args = &request.args;
         match request.method {
             BridgeMethod::Search => {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use codemode_bridge::{RunScope, ToolExecutor};
 use codemode_catalog::Catalog;
 use codemode_config::CodeModeConfig;
-use codemode_runtime::{AbortHandle, Runtime, RuntimeError};
+use codemode_runtime::{AbortHandle, Runtime, RuntimeError, VmError};
 use serde_json::Value;
 
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
@@ -48,10 +48,6 @@ pub const TOO_MANY_SUSPENDED: &str = "too many suspended code mode runs.";
 pub const TOO_MANY_PENDING: &str = "too many pending code mode tool calls";
 /// `code mode promise is pending without host work` (behaviour.md §4.1).
 pub const PENDING_WITHOUT_HOST_WORK: &str = "code mode promise is pending without host work";
-/// `code mode timeout exceeded` (behaviour.md §5.7).
-pub const TIMEOUT_EXCEEDED: &str = "code mode timeout exceeded";
-/// `code mode execution aborted` (behaviour.md §5.9).
-pub const EXECUTION_ABORTED: &str = "code mode execution aborted";
 /// `code mode output limit exceeded` (behaviour.md §5.5).
 pub const OUTPUT_LIMIT_EXCEEDED: &str = "code mode output limit exceeded";
 /// `code mode snapshot limit exceeded` (behaviour.md §5.6).
@@ -204,12 +200,12 @@ impl CodeMode {
             Err(rejection) => return run::refusal(&env, rejection.message()),
         };
         if abort.is_aborted() {
-            return run::failure(&env, ErrorCode::Aborted, EXECUTION_ABORTED, false);
+            return run::vm_failure(&env, &VmError::Aborted);
         }
         let deadline = started + Duration::from_millis(env.config.timeout_ms);
         // Preparation counts against the cell's deadline (behaviour.md §4.4).
         if Instant::now() >= deadline {
-            return run::failure(&env, ErrorCode::Timeout, TIMEOUT_EXCEEDED, false);
+            return run::vm_failure(&env, &VmError::Timeout);
         }
         let restart_safe = env.force_restart_safe || prepared.restart_safe;
         let mut run = Run::new(env, restart_safe, self.runs.clone());
@@ -270,7 +266,7 @@ impl CodeMode {
         let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms);
         match guard.wait_ready(deadline, abort).await {
             run::Readiness::Aborted => {
-                return guard.finish().fail(ErrorCode::Aborted, EXECUTION_ABORTED);
+                return guard.finish().fail_vm(&VmError::Aborted);
             }
             // Dropping the guard keeps the run parked with its expiry unchanged.
             run::Readiness::NotReady => return guard.waiting_result(run_id.to_string()),

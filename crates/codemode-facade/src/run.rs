@@ -6,21 +6,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{BridgeMethod, Delivery, GuestReport, GuestState, OutputItem};
-use codemode_runtime::{
-    run_leg, AbortHandle, LegBudget, PendingRequest, Runtime, Snapshot, Vm, VmError, VmLimits,
-};
+use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem};
+use codemode_runtime::{run_leg, AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
 use codemode_snapshot::{Reservation, SnapshotStore};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
-use crate::dispatch::{Counters, Dispatcher, Settled};
+use crate::dispatch::{Counters, Dispatcher};
 use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
 use crate::{
-    RunEnv, EXECUTION_ABORTED, OUTPUT_LIMIT_EXCEEDED, PENDING_WITHOUT_HOST_WORK,
-    RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS, SNAPSHOT_LIMIT_EXCEEDED, TIMEOUT_EXCEEDED,
-    TOO_MANY_PENDING,
+    RunEnv, OUTPUT_LIMIT_EXCEEDED, PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE,
+    RESTART_SAFE_SIDE_EFFECTS, SNAPSHOT_LIMIT_EXCEEDED, TOO_MANY_PENDING,
 };
 
 pub(crate) enum Readiness {
@@ -46,14 +43,14 @@ pub(crate) struct Run {
     pub(crate) env: Arc<RunEnv>,
     restart_safe: bool,
     dispatcher: Dispatcher,
-    tx: UnboundedSender<Settled>,
-    rx: UnboundedReceiver<Settled>,
+    tx: UnboundedSender<Delivery>,
+    rx: UnboundedReceiver<Delivery>,
     /// In-flight host work by bridge id; aborted when the run is dropped.
     tasks: HashMap<String, JoinHandle<()>>,
     /// Settled requests not yet delivered, in the order they settled.
-    arrived: Vec<Settled>,
+    arrived: Vec<Delivery>,
     /// Requests the guest waits for (delivered ones removed), in creation order.
-    pending: Vec<PendingRequest>,
+    pending: Vec<BridgeRequest>,
     /// The main promise's first settlement.
     main: Option<Result<Value, String>>,
     /// Output since the previous result (D5).
@@ -84,17 +81,17 @@ fn limits(env: &RunEnv) -> VmLimits {
     }
 }
 
+/// The result code for a VM error; the message is always the error's `Display`.
 fn map_vm_error(e: &VmError) -> (ErrorCode, String) {
-    match e {
-        VmError::Timeout => (ErrorCode::Timeout, TIMEOUT_EXCEEDED.into()),
-        VmError::Aborted => (ErrorCode::Aborted, EXECUTION_ABORTED.into()),
-        VmError::Trap(_) | VmError::Unavailable(_) => {
-            (ErrorCode::RuntimeUnavailable, e.to_string())
-        }
+    let code = match e {
+        VmError::Timeout => ErrorCode::Timeout,
+        VmError::Aborted => ErrorCode::Aborted,
+        VmError::Trap(_) | VmError::Unavailable(_) => ErrorCode::RuntimeUnavailable,
         VmError::Protocol(_) | VmError::Poisoned(_) | VmError::UnknownRequest(_) => {
-            (ErrorCode::InternalError, e.to_string())
+            ErrorCode::InternalError
         }
-    }
+    };
+    (code, e.to_string())
 }
 
 fn telemetry(env: &RunEnv, counters: &Counters) -> Telemetry {
@@ -116,6 +113,12 @@ fn telemetry(env: &RunEnv, counters: &Counters) -> Telemetry {
 /// A refused `exec` (bad arguments or source): `failed`/`invalid_input`, no run created.
 pub(crate) fn refusal(env: &RunEnv, message: String) -> CodeModeResult {
     failure(env, ErrorCode::InvalidInput, &message, false)
+}
+
+/// A failure for a VM error (its code and `Display`) with the env's telemetry and no run.
+pub(crate) fn vm_failure(env: &RunEnv, e: &VmError) -> CodeModeResult {
+    let (code, message) = map_vm_error(e);
+    failure(env, code, &message, false)
 }
 
 /// A failure with the env's telemetry and no run.
@@ -307,7 +310,7 @@ impl Run {
                 return Outcome::Park;
             }
             if abort.is_aborted() {
-                return Outcome::Done(self.fail(ErrorCode::Aborted, EXECUTION_ABORTED));
+                return Outcome::Done(self.fail_vm(&VmError::Aborted));
             }
             if let Some(result) = self.output_limit_failure(None) {
                 return Outcome::Done(result);
@@ -327,9 +330,7 @@ impl Run {
             }
             self.dispatch_new();
             match self.wait_ready(deadline, abort).await {
-                Readiness::Aborted => {
-                    return Outcome::Done(self.fail(ErrorCode::Aborted, EXECUTION_ABORTED))
-                }
+                Readiness::Aborted => return Outcome::Done(self.fail_vm(&VmError::Aborted)),
                 Readiness::NotReady => return Outcome::Park,
                 Readiness::Ready => {}
             }
@@ -347,10 +348,7 @@ impl Run {
             self.error = Some((ErrorCode::InternalError, "code mode VM is missing".into()));
             return;
         };
-        let deliveries: Vec<Delivery> = std::mem::take(&mut self.arrived)
-            .into_iter()
-            .map(|(id, outcome)| Delivery { id, outcome })
-            .collect();
+        let deliveries = std::mem::take(&mut self.arrived);
         let budget = LegBudget {
             soft_deadline: deadline,
             abort: abort.clone(),
@@ -378,7 +376,7 @@ impl Run {
     fn dispatch_new(&mut self) {
         for request in &self.pending {
             if self.tasks.contains_key(&request.id)
-                || self.arrived.iter().any(|(id, _)| *id == request.id)
+                || self.arrived.iter().any(|d| d.id == request.id)
             {
                 continue;
             }
@@ -389,10 +387,12 @@ impl Run {
         }
     }
 
-    fn accept(&mut self, (id, outcome): Settled) {
-        self.tasks.remove(&id);
-        if self.pending.iter().any(|p| p.id == id) && !self.arrived.iter().any(|(a, _)| *a == id) {
-            self.arrived.push((id, outcome));
+    fn accept(&mut self, delivery: Delivery) {
+        self.tasks.remove(&delivery.id);
+        if self.pending.iter().any(|p| p.id == delivery.id)
+            && !self.arrived.iter().any(|a| a.id == delivery.id)
+        {
+            self.arrived.push(delivery);
         }
     }
 
@@ -494,7 +494,7 @@ impl Run {
         Parking::Parked(self.waiting_result(run_id.to_string()))
     }
 
-    fn replay_safe(&self, request: &PendingRequest) -> bool {
+    fn replay_safe(&self, request: &BridgeRequest) -> bool {
         match request.method {
             BridgeMethod::Search | BridgeMethod::Describe | BridgeMethod::Yield => true,
             BridgeMethod::Namespace | BridgeMethod::Nodes => false,
@@ -517,11 +517,11 @@ impl Run {
     /// The `waiting` result: unsettled requests, output since the previous result.
     pub(crate) fn waiting_result(&mut self, run_id: String) -> CodeModeResult {
         // A yield is settled from the start but still listed until delivered (behaviour.md §5.10).
-        let unsettled: Vec<&PendingRequest> = self
+        let unsettled: Vec<&BridgeRequest> = self
             .pending
             .iter()
             .filter(|p| {
-                p.method == BridgeMethod::Yield || !self.arrived.iter().any(|(id, _)| *id == p.id)
+                p.method == BridgeMethod::Yield || !self.arrived.iter().any(|d| d.id == p.id)
             })
             .collect();
         let reason =
@@ -609,6 +609,12 @@ impl Run {
             }
             None => self.fail(ErrorCode::InternalError, PENDING_WITHOUT_HOST_WORK),
         }
+    }
+
+    /// A terminal failure for a VM error: its result code and its `Display` as the message.
+    pub(crate) fn fail_vm(&mut self, e: &VmError) -> CodeModeResult {
+        let (code, message) = map_vm_error(e);
+        self.fail(code, &message)
     }
 
     /// A terminal failure: cancels leftover host work and disposes of the VM.

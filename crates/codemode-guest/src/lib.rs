@@ -1,6 +1,8 @@
 //! The codemode guest: QuickJS (through `rquickjs`) compiled to `wasm32-wasip1`, plus the bridge ABI
 //! the host (`codemode-runtime`) drives. The ABI (exports, imports, memory ownership, status codes,
-//! report format) is specified in `docs/guest-abi.md`; keep the two in step.
+//! report format) is specified in `docs/guest-abi.md`; the wire format itself (the inputs, the
+//! report, the code wrapper and script names) is `codemode_bridge::abi`, shared with the host, so
+//! this crate only parses and builds those types.
 //!
 //! The guest holds exactly one QuickJS runtime and context. All of its state lives in linear memory,
 //! so the host can snapshot the VM between calls by copying memory and `__stack_pointer`, and resume
@@ -11,22 +13,16 @@ mod heap;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use codemode_bridge::abi::{
+    self, DeliverInput, InitInput, Report, ReportRequest, ReportStatus, StartInput,
+    PRELUDE_SCRIPT_NAME, USER_SCRIPT_NAME,
+};
+use codemode_bridge::BridgeMethod;
 use rquickjs::context::EvalOptions;
 use rquickjs::function::Func;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value};
-use serde::Deserialize;
-
-/// Status: the main promise fulfilled; the report carries `value`.
-const STATUS_COMPLETED: i32 = 0;
-/// Status: the main promise is still pending.
-const STATUS_PENDING: i32 = 1;
-/// Status: the main promise rejected or evaluation threw; the report carries `error`.
-const STATUS_FAILED: i32 = 2;
-/// Status: the host broke the protocol (bad JSON, call out of order); the report carries `error`.
-const STATUS_PROTOCOL_ERROR: i32 = -1;
-/// Script name of the prelude; its frames are dropped from error texts (docs/guest-abi.md).
-const PRELUDE_SCRIPT_NAME: &str = "codemode:prelude.js";
+use serde_json::value::RawValue;
 
 #[link(wasm_import_module = "codemode")]
 extern "C" {
@@ -71,12 +67,13 @@ struct Guest {
 
 #[derive(Default)]
 struct Outbox {
-    methods: Vec<String>,
-    counters: HashMap<String, u64>,
-    /// JSON objects `{"id","method","args"}` (args as JSON text) created since the last report.
-    requests: Vec<String>,
+    /// The methods `cm_init` allowed.
+    methods: Vec<BridgeMethod>,
+    counters: HashMap<BridgeMethod, u64>,
+    /// Requests created since the last report.
+    requests: Vec<ReportRequest>,
     /// JSON output items created since the last report.
-    output: Vec<String>,
+    output: Vec<Box<RawValue>>,
     /// Bytes of `output`; past `max_output_bytes` items are dropped and the step reports an
     /// output overflow (the host's limit would fail the result anyway).
     output_bytes: u64,
@@ -150,40 +147,27 @@ unsafe fn parse_input<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(&bytes).map_err(|e| protocol_error(&format!("bad {what} input: {e}")))
 }
 
-fn set_report(status: i32, body: String) -> i32 {
-    REPORT.with(|r| *r.borrow_mut() = body.into_bytes());
-    status
+/// Stores `report` as the last call's report and returns its status code.
+fn set_report(report: &Report) -> i32 {
+    // Serialising strings, numbers and raw JSON cannot fail; should it, the empty report is a
+    // protocol violation the host detects.
+    let bytes = serde_json::to_vec(report).unwrap_or_default();
+    REPORT.with(|r| *r.borrow_mut() = bytes);
+    report.status.code()
 }
 
 fn protocol_error(message: &str) -> i32 {
-    let body = format!(
-        "{{\"status\":\"protocol_error\",\"error\":{}}}",
-        json_string(message)
-    );
-    set_report(STATUS_PROTOCOL_ERROR, body)
-}
-
-fn json_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct InitInput {
-    prelude: String,
-    methods: Vec<String>,
-    memory_limit_bytes: u64,
-    max_stack_bytes: u64,
+    set_report(&Report::protocol_error(message))
 }
 
 /// Creates the QuickJS runtime and context and evaluates the bridge prelude.
-/// Input: JSON `{prelude, methods, memoryLimitBytes, maxStackBytes}`. Returns 0 or -1.
+/// Input: [`InitInput`]. Returns 0 (`ready`) or -1 (protocol error).
 ///
 /// # Safety
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_init(ptr: *mut u8, len: u32) -> i32 {
-    let input: InitInput = match parse_input(ptr, len, "init") {
+    let input: InitInput<'static> = match parse_input(ptr, len, "init") {
         Ok(v) => v,
         Err(status) => return status,
     };
@@ -193,13 +177,13 @@ pub unsafe extern "C" fn cm_init(ptr: *mut u8, len: u32) -> i32 {
     match init(input) {
         Ok(guest) => {
             GUEST.with(|g| *g.borrow_mut() = Some(guest));
-            set_report(STATUS_COMPLETED, "{\"status\":\"ready\"}".to_string())
+            set_report(&Report::new(ReportStatus::Ready))
         }
         Err(e) => protocol_error(&e),
     }
 }
 
-fn init(input: InitInput) -> Result<Guest, String> {
+fn init(input: InitInput<'static>) -> Result<Guest, String> {
     let rt = Runtime::new_with_alloc(heap::HeapAllocator).map_err(|e| format!("runtime: {e}"))?;
     heap::set_limit(input.memory_limit_bytes as usize);
     rt.set_max_stack_size(input.max_stack_bytes as usize);
@@ -219,7 +203,7 @@ fn init(input: InitInput) -> Result<Guest, String> {
         opts.strict = true;
         opts.filename = Some(PRELUDE_SCRIPT_NAME.to_string());
         let factory: Function = ctx
-            .eval_with_options(input.prelude.into_bytes(), opts)
+            .eval_with_options(input.prelude.into_owned().into_bytes(), opts)
             .map_err(|e| format!("prelude: {}", describe_exception(&ctx, e)))?;
         let internals: Object = factory
             .call((native,))
@@ -237,24 +221,20 @@ fn init(input: InitInput) -> Result<Guest, String> {
 fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs::Result<String> {
     let id = OUTBOX.with(|o| {
         let mut o = o.borrow_mut();
-        if !o.methods.contains(&method) {
-            return None;
-        }
-        let n = o.counters.entry(method.clone()).or_insert(0);
+        let method = BridgeMethod::parse(&method).filter(|m| o.methods.contains(m))?;
+        let n = o.counters.entry(method).or_insert(0);
         *n += 1;
-        let id = format!("bridge:{method}:{n}");
+        let id = format!("bridge:{}:{n}", method.as_str());
         if o.request_overflow || o.requests.len() as u64 >= o.max_requests {
             o.request_overflow = true;
             o.requests.clear();
             return Some(id);
         }
-        let entry = format!(
-            "{{\"id\":{},\"method\":{},\"args\":{}}}",
-            json_string(&id),
-            json_string(&method),
-            json_string(&args)
-        );
-        o.requests.push(entry);
+        o.requests.push(ReportRequest {
+            id: id.clone(),
+            method: method.as_str().to_string(),
+            args,
+        });
         Some(id)
     });
     match id {
@@ -263,20 +243,28 @@ fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs:
     }
 }
 
-fn native_output(item: String) {
+/// `native.output(itemJson)`: buffers one output item (JSON text built by the prelude). Text that
+/// is not JSON (a prelude bug) throws instead of corrupting the report.
+fn native_output<'js>(ctx: Ctx<'js>, item: String) -> rquickjs::Result<()> {
     OUTBOX.with(|o| {
         let mut o = o.borrow_mut();
         if o.output_overflow {
-            return;
+            return Ok(());
         }
         o.output_bytes += item.len() as u64;
         if o.output_bytes > o.max_output_bytes {
             o.output_overflow = true;
             o.output.clear();
-            return;
+            return Ok(());
         }
-        o.output.push(item);
-    });
+        match RawValue::from_string(item) {
+            Ok(item) => {
+                o.output.push(item);
+                Ok(())
+            }
+            Err(_) => Err(throw_error(&ctx, "code mode output item is not JSON")),
+        }
+    })
 }
 
 fn throw_error(ctx: &Ctx<'_>, message: &str) -> rquickjs::Error {
@@ -298,28 +286,14 @@ fn describe_exception(ctx: &Ctx<'_>, err: rquickjs::Error) -> String {
     err.to_string()
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StartInput {
-    code: String,
-    filename: String,
-    /// JSON text handed to the prelude's `setup` (catalog entries and run options).
-    context: String,
-    memory_limit_bytes: u64,
-    /// The run's `maxOutputBytes`.
-    max_output_bytes: u64,
-    /// Most bridge requests one step may create (the run's `maxPendingToolCalls`).
-    max_requests: u64,
-}
-
 /// Installs the run's globals and evaluates the wrapped user code.
-/// Input: JSON `{code, filename, context, memoryLimitBytes}`. Returns a status (see docs).
+/// Input: [`StartInput`]. Returns the report's status code (see docs).
 ///
 /// # Safety
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
-    let input: StartInput = match parse_input(ptr, len, "start") {
+    let input: StartInput<'static> = match parse_input(ptr, len, "start") {
         Ok(v) => v,
         Err(status) => return status,
     };
@@ -343,15 +317,15 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
                 let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
                 let setup: Function = internals.get("setup").map_err(|e| e.to_string())?;
                 let seed = random_seed().to_vec();
-                if let Err(e) = setup.call::<_, ()>((input.context, seed)) {
+                if let Err(e) = setup.call::<_, ()>((input.context.into_owned(), seed)) {
                     return Err(format!("setup: {}", describe_exception(&ctx, e)));
                 }
-                let wrapped = format!("(async () => {{\n{}\n}})()", input.code);
+                let wrapped = abi::wrap_user_code(&input.code);
                 let mut opts = EvalOptions::default();
                 opts.global = true;
                 opts.strict = false;
                 opts.backtrace_barrier = true;
-                opts.filename = Some(input.filename);
+                opts.filename = Some(USER_SCRIPT_NAME.to_string());
                 match ctx.eval_with_options::<Value, _>(wrapped.into_bytes(), opts) {
                     Ok(v) => match v.into_promise() {
                         Some(p) => Ok(Ok(Persistent::save(&ctx, p))),
@@ -376,26 +350,14 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
     })
 }
 
-#[derive(Deserialize)]
-struct DeliverInput {
-    id: String,
-    ok: bool,
-    /// JSON text of the value (when `ok`).
-    #[serde(default)]
-    json: Option<String>,
-    /// Error message (when not `ok`).
-    #[serde(default)]
-    error: Option<String>,
-}
-
 /// Settles one bridge request and drains the job queue.
-/// Input: JSON `{id, ok, json?, error?}`. Returns a status (see docs).
+/// Input: [`DeliverInput`]. Returns the report's status code (see docs).
 ///
 /// # Safety
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_deliver(ptr: *mut u8, len: u32) -> i32 {
-    let input: DeliverInput = match parse_input(ptr, len, "deliver") {
+    let input: DeliverInput<'static> = match parse_input(ptr, len, "deliver") {
         Ok(v) => v,
         Err(status) => return status,
     };
@@ -411,13 +373,13 @@ pub unsafe extern "C" fn cm_deliver(ptr: *mut u8, len: u32) -> i32 {
         let delivered = guest.ctx.with(|ctx| -> Result<bool, String> {
             let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
             let deliver: Function = internals.get("deliver").map_err(|e| e.to_string())?;
-            let payload = if input.ok {
-                input.json.unwrap_or_else(|| "null".to_string())
-            } else {
-                input.error.unwrap_or_default()
+            // The prelude's `deliver(id, ok, payload)`: JSON text to parse, or an error message.
+            let (id, ok, payload) = match input {
+                DeliverInput::Resolve { id, json } => (id, true, json),
+                DeliverInput::Reject { id, error } => (id, false, error),
             };
             deliver
-                .call::<_, bool>((input.id, input.ok, payload))
+                .call::<_, bool>((id.into_owned(), ok, payload.into_owned()))
                 .map_err(|e| describe_exception(&ctx, e))
         });
         match delivered {
@@ -450,7 +412,7 @@ fn report(guest: &mut Guest) -> i32 {
     }
     let internals = guest.internals.clone();
     let main = guest.main.clone();
-    let outcome = guest.ctx.with(|ctx| -> Result<(i32, String), String> {
+    let outcome = guest.ctx.with(|ctx| -> Result<Report, String> {
         let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
         let outstanding: Function = internals.get("outstanding").map_err(|e| e.to_string())?;
         let outstanding: u32 = outstanding.call(()).map_err(|e| e.to_string())?;
@@ -458,8 +420,8 @@ fn report(guest: &mut Guest) -> i32 {
             return Err("not started".to_string());
         };
         let main = main.restore(&ctx).map_err(|e| e.to_string())?;
-        let (status, field) = match main.state() {
-            PromiseState::Pending => (STATUS_PENDING, String::new()),
+        let mut report = match main.state() {
+            PromiseState::Pending => Report::new(ReportStatus::Pending),
             PromiseState::Resolved => {
                 let value: Value = main
                     .result::<Value>()
@@ -467,16 +429,19 @@ fn report(guest: &mut Guest) -> i32 {
                     .unwrap_or_else(|_| Value::new_null(ctx.clone()));
                 let finish: Function = internals.get("finish").map_err(|e| e.to_string())?;
                 match finish.call::<_, String>((value,)) {
-                    Ok(json) => (STATUS_COMPLETED, format!(",\"value\":{json}")),
-                    Err(e) => {
-                        let error = match e {
-                            rquickjs::Error::Exception => {
-                                format_error(&ctx, &internals, ctx.catch())
-                            }
-                            other => other.to_string(),
-                        };
-                        (STATUS_FAILED, format!(",\"error\":{}", json_string(&error)))
-                    }
+                    Ok(json) => match RawValue::from_string(json) {
+                        Ok(value) => Report {
+                            value: Some(value),
+                            ..Report::new(ReportStatus::Completed)
+                        },
+                        Err(e) => {
+                            failed_report(format!("InternalError: the result is not JSON: {e}"))
+                        }
+                    },
+                    Err(e) => failed_report(match e {
+                        rquickjs::Error::Exception => format_error(&ctx, &internals, ctx.catch()),
+                        other => other.to_string(),
+                    }),
                 }
             }
             PromiseState::Rejected => {
@@ -485,52 +450,48 @@ fn report(guest: &mut Guest) -> i32 {
                     Some(Ok(v)) => v,
                     _ => Value::new_undefined(ctx.clone()),
                 };
-                let error = format_error(&ctx, &internals, reason);
-                (STATUS_FAILED, format!(",\"error\":{}", json_string(&error)))
+                failed_report(format_error(&ctx, &internals, reason))
             }
         };
-        let label = match status {
-            STATUS_COMPLETED => "completed",
-            STATUS_PENDING => "pending",
-            _ => "failed",
-        };
-        Ok((
-            status,
-            format!(
-                "{{\"status\":\"{label}\"{field},\"outstanding\":{outstanding},{}}}",
-                take_outbox()
-            ),
-        ))
+        report.outstanding = outstanding;
+        Ok(report)
     });
     match outcome {
-        Ok((status, body)) => set_report(status, body),
+        Ok(mut report) => {
+            take_outbox(&mut report);
+            set_report(&report)
+        }
         Err(e) => protocol_error(&e),
     }
 }
 
-fn finish_failed(_guest: &mut Guest, error: String) -> i32 {
-    let body = format!(
-        "{{\"status\":\"failed\",\"error\":{},\"outstanding\":0,{}}}",
-        json_string(&error),
-        take_outbox()
-    );
-    set_report(STATUS_FAILED, body)
+/// A `failed` report carrying `error`.
+fn failed_report(error: String) -> Report {
+    Report {
+        error: Some(error),
+        ..Report::new(ReportStatus::Failed)
+    }
 }
 
-/// `"requests":[...],"output":[...]` plus overflow flags, emptying the outbox for the next step.
-fn take_outbox() -> String {
+/// Ends the step as `failed` with nothing outstanding (evaluation threw, or a job did).
+fn finish_failed(_guest: &mut Guest, error: String) -> i32 {
+    let mut report = failed_report(error);
+    take_outbox(&mut report);
+    set_report(&report)
+}
+
+/// Moves the step's requests, output and overflow flags into `report`, emptying the outbox for
+/// the next step.
+fn take_outbox(report: &mut Report) {
     OUTBOX.with(|o| {
         let mut o = o.borrow_mut();
-        let requests = std::mem::take(&mut o.requests).join(",");
-        let output = std::mem::take(&mut o.output).join(",");
-        let flags = format!(
-            "\"outputOverflow\":{},\"requestOverflow\":{}",
-            o.output_overflow, o.request_overflow
-        );
+        report.requests = std::mem::take(&mut o.requests);
+        report.output = std::mem::take(&mut o.output);
+        report.output_overflow = o.output_overflow;
+        report.request_overflow = o.request_overflow;
         o.output_bytes = 0;
         o.output_overflow = false;
         o.request_overflow = false;
-        format!("\"requests\":[{requests}],\"output\":[{output}],{flags}")
     })
 }
 

@@ -7,11 +7,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, OptLevel,
-    PoolingAllocationConfig,
+    Config, Engine, InstanceAllocationStrategy, Linker, OptLevel, PoolingAllocationConfig,
 };
 
-use crate::vm::{self, HostState, Image, Vm, VmLimits};
+use crate::error::{RuntimeError, VmError};
+use crate::limits::{VmLimits, MAX_WASM_STACK};
+use crate::snapshot::{Image, Snapshot};
+use crate::vm::{self, HostState, Vm, VmTemplate, WallClock};
 
 /// The guest module (`codemode_guest.wasm`) embedded at build time.
 pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/codemode_guest.wasm"));
@@ -19,12 +21,8 @@ pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/codemode
 /// Lowercase hex SHA-256 of [`GUEST_WASM`]; snapshots record it and refuse a different guest.
 pub const GUEST_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/codemode_guest.sha256"));
 
-/// Native wasm stack for guest code in bytes (`Config::max_wasm_stack`). Large enough that
-/// QuickJS's own stack limit (on the shadow stack) trips first, giving a catchable `RangeError`.
-pub(crate) const MAX_WASM_STACK: usize = 64 * 1024 * 1024;
-
 /// Interval of the epoch ticker; the hard deadline is detected within one tick.
-pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
+const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// How a [`Runtime`] makes a fresh VM (measured in `benches/runtime.rs`, docs/benchmarks.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,9 +33,6 @@ pub enum FreshVm {
     Init,
 }
 
-/// A wall clock: time since the Unix epoch. Injectable for deterministic tests.
-pub type WallClock = Arc<dyn Fn() -> Duration + Send + Sync>;
-
 /// Options for [`Runtime::new`].
 #[derive(Clone)]
 pub struct RuntimeOptions {
@@ -45,7 +40,7 @@ pub struct RuntimeOptions {
     /// Default: `$CODEMODE_CACHE_DIR`, `$XDG_CACHE_HOME/codemode` or `~/.cache/codemode`.
     pub cache_dir: Option<PathBuf>,
     /// Pool slots: the most VMs alive at once in this process (default 128). Instantiating past
-    /// it fails with [`RuntimeError::Instantiate`].
+    /// it fails with [`RuntimeError::Instantiate`] (and [`VmError::Unavailable`] on restore).
     pub max_live_vms: u32,
     /// The guest's wall clock (`Date.now()`); default the system clock.
     pub wall_clock: Option<WallClock>,
@@ -67,25 +62,10 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// The runtime could not be created or a VM could not be made (`runtime_unavailable`,
-/// behaviour.md D10).
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RuntimeError {
-    /// The engine or module could not be set up.
-    #[error("code mode runtime is unavailable: {0}")]
-    Setup(String),
-    /// A VM could not be instantiated or initialised.
-    #[error("code mode runtime is unavailable: cannot create a VM: {0}")]
-    Instantiate(String),
-}
-
 /// The process-wide host of the guest. Cheap to share (`Arc`); all methods take `&self`.
 pub struct Runtime {
-    pub(crate) engine: Engine,
-    pub(crate) pre: InstancePre<HostState>,
-    pub(crate) options: RuntimeOptions,
-    pub(crate) image: Arc<Image>,
-    pub(crate) guest_sha256: [u8; 32],
+    template: VmTemplate,
+    fresh_vm: FreshVm,
     ticker_stop: Arc<AtomicBool>,
     setup_time: Duration,
 }
@@ -129,7 +109,8 @@ impl Runtime {
             .total_stacks(1)
             .max_memory_size(1 << 32);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(|e| RuntimeError::Setup(format!("{e:#}")))?;
+        let engine = Engine::new(&config)
+            .map_err(|e| RuntimeError::setup("cannot configure the engine", e))?;
 
         let module = crate::cache::load_or_compile(
             &engine,
@@ -137,15 +118,16 @@ impl Runtime {
             GUEST_SHA256.trim(),
             options.cache_dir.as_deref(),
         )
-        .map_err(|e| RuntimeError::Setup(format!("cannot compile the guest: {e:#}")))?;
+        .map_err(|e| RuntimeError::setup("cannot compile the guest", e))?;
 
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut HostState| &mut s.wasi)
-            .map_err(|e| RuntimeError::Setup(format!("{e:#}")))?;
-        vm::add_codemode_imports(&mut linker).map_err(|e| RuntimeError::Setup(format!("{e:#}")))?;
+            .map_err(|e| RuntimeError::setup("cannot link WASI", e))?;
+        vm::add_codemode_imports(&mut linker)
+            .map_err(|e| RuntimeError::setup("cannot link the codemode imports", e))?;
         let pre = linker
             .instantiate_pre(&module)
-            .map_err(|e| RuntimeError::Setup(format!("{e:#}")))?;
+            .map_err(|e| RuntimeError::setup("cannot link the guest", e))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {
@@ -159,7 +141,7 @@ impl Runtime {
                         engine.increment_epoch();
                     }
                 })
-                .map_err(|e| RuntimeError::Setup(format!("cannot start the epoch ticker: {e}")))?;
+                .map_err(|e| RuntimeError::setup("cannot start the epoch ticker", e))?;
         }
 
         let mut guest_sha256 = [0u8; 32];
@@ -167,18 +149,25 @@ impl Runtime {
         for (i, byte) in guest_sha256.iter_mut().enumerate() {
             *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2).unwrap_or("00"), 16).unwrap_or(0);
         }
-        let mut runtime = Runtime {
+        let mut template = VmTemplate {
             engine,
             pre,
-            options,
-            image: Arc::new(Image::default()),
             guest_sha256,
-            ticker_stop,
-            setup_time: Duration::ZERO,
+            image: Arc::new(Image::default()),
+            wall_clock: options.wall_clock,
+            deterministic_random: options.deterministic_random,
         };
-        runtime.image = Arc::new(vm::take_image(&runtime)?);
-        runtime.setup_time = started.elapsed();
-        Ok(Arc::new(runtime))
+        // Stop the ticker if the image cannot be taken (the runtime is never built then).
+        let image = vm::take_image(&template).inspect_err(|_| {
+            ticker_stop.store(true, Ordering::Relaxed);
+        })?;
+        template.image = Arc::new(image);
+        Ok(Arc::new(Runtime {
+            template,
+            fresh_vm: options.fresh_vm,
+            ticker_stop,
+            setup_time: started.elapsed(),
+        }))
     }
 
     /// How long [`Runtime::new`] took (compile or cache load, plus the image).
@@ -188,12 +177,12 @@ impl Runtime {
 
     /// Bytes of linear memory in the post-initialisation image.
     pub fn image_bytes(&self) -> usize {
-        self.image.data.len()
+        self.template.image.data.len()
     }
 
     /// A fresh VM, made as [`RuntimeOptions::fresh_vm`] says, ready for [`Vm::start`].
     pub fn fresh_vm(self: &Arc<Self>, limits: &VmLimits) -> Result<Vm, RuntimeError> {
-        self.fresh_vm_with(limits, self.options.fresh_vm)
+        self.fresh_vm_with(limits, self.fresh_vm)
     }
 
     /// A fresh VM made the given way (both ways give the same guest state; for benchmarks).
@@ -203,19 +192,21 @@ impl Runtime {
         how: FreshVm,
     ) -> Result<Vm, RuntimeError> {
         match how {
-            FreshVm::Image => Vm::from_image(self, limits),
-            FreshVm::Init => Vm::from_init(self, limits),
+            FreshVm::Image => Vm::from_image(&self.template, limits),
+            FreshVm::Init => Vm::from_init(&self.template, limits),
         }
     }
 
-    /// Continues a [`crate::Snapshot`] in a fresh VM. The snapshot is not consumed: the same one
-    /// can be restored again, with different deliveries.
+    /// Continues a [`Snapshot`] in a fresh VM. The snapshot is not consumed: the same one can be
+    /// restored again, with different deliveries. Errors: [`VmError::Unavailable`] for a snapshot
+    /// of another guest or process, or when no VM can be made; [`VmError::Protocol`] for a
+    /// corrupt one.
     pub fn restore(
         self: &Arc<Self>,
-        snapshot: &crate::Snapshot,
+        snapshot: &Snapshot,
         limits: &VmLimits,
-    ) -> Result<Vm, crate::VmError> {
-        Vm::restore(self, snapshot, limits)
+    ) -> Result<Vm, VmError> {
+        Vm::restore(&self.template, snapshot, limits)
     }
 }
 

@@ -17,19 +17,23 @@
 //!
 //! Errors never panic the host: traps, protocol violations and panics in host code become
 //! [`VmError`] values that the facade maps to `failed` results (behaviour.md D10).
+//!
+//! Modules depend in one direction: `engine` → `vm` → `snapshot`, `budget`, `worker` →
+//! `limits`, `error` (and `cache`, used by `engine` only).
 
+mod budget;
 mod cache;
 mod engine;
+mod error;
+mod limits;
 mod snapshot;
 mod vm;
 mod worker;
 
-pub use engine::{
-    FreshVm, Runtime, RuntimeError, RuntimeOptions, WallClock, GUEST_SHA256, GUEST_WASM,
-};
-pub use snapshot::{Snapshot, SnapshotError, SNAPSHOT_FORMAT_VERSION};
-pub use vm::{
-    AbortHandle, LegBudget, PendingRequest, Vm, VmError, VmLimits, HARD_DEADLINE_GRACE,
-    SHADOW_STACK_BYTES,
-};
+pub use budget::{AbortHandle, LegBudget, HARD_DEADLINE_GRACE};
+pub use engine::{FreshVm, Runtime, RuntimeOptions, GUEST_SHA256, GUEST_WASM};
+pub use error::{RuntimeError, SnapshotError, VmError};
+pub use limits::{VmLimits, SHADOW_STACK_BYTES};
+pub use snapshot::{Snapshot, SNAPSHOT_FORMAT_VERSION};
+pub use vm::{Vm, WallClock};
 pub use worker::{on_leg_stack, run_leg, LegPanic, LEG_THREAD_STACK_BYTES};

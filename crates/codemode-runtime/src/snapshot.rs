@@ -1,11 +1,16 @@
-//! The snapshot byte format (docs/guest-abi.md, "Snapshots").
+//! Guest memory at rest: the post-initialisation [`Image`] every fresh VM starts from, capturing
+//! a VM's memory into a [`Snapshot`] (a delta against the image, zstd-compressed) and restoring
+//! it, and the snapshot byte format (docs/guest-abi.md, "Snapshots").
+//!
+//! Works on plain byte slices; [`crate::Vm`] hands it the memory and applies the result.
 
 use std::collections::BTreeMap;
 
-use codemode_bridge::BridgeMethod;
+use codemode_bridge::{BridgeMethod, BridgeRequest};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-use crate::vm::PendingRequest;
+use crate::error::{SnapshotError, VmError};
 
 /// Version of the byte format written by [`Snapshot::to_bytes`]; bumped on any layout change.
 pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
@@ -31,36 +36,136 @@ pub struct Snapshot {
     pub(crate) pages: u64,
     pub(crate) data_len: u64,
     pub(crate) compressed: Vec<u8>,
-    pub(crate) pending: Vec<PendingRequest>,
+    pub(crate) pending: Vec<BridgeRequest>,
     pub(crate) counters: BTreeMap<BridgeMethod, u64>,
-}
-
-/// A snapshot byte string could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SnapshotError {
-    /// Not a snapshot, or cut short.
-    #[error("corrupt code mode snapshot: {0}")]
-    Corrupt(String),
-    /// Written by another format version.
-    #[error("unsupported code mode snapshot format version {0}")]
-    Version(u32),
-    /// Written by a different guest module.
-    #[error("code mode snapshot was taken with a different guest module")]
-    GuestMismatch,
-    /// Taken against a different post-initialisation image (another process).
-    #[error("code mode snapshot was taken against a different VM image")]
-    ImageMismatch,
 }
 
 #[derive(Serialize, Deserialize)]
 struct HostTable {
-    pending: Vec<PendingRequest>,
+    pending: Vec<BridgeRequest>,
     counters: BTreeMap<BridgeMethod, u64>,
 }
 
+/// The linear memory a fresh VM starts from: bytes `[base, base + data.len())`, grown to `pages`,
+/// with `__stack_pointer` at `stack_pointer`. Taken once per process right after `cm_init`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Image {
+    pub(crate) stack_pointer: u32,
+    pub(crate) pages: u64,
+    pub(crate) data: Vec<u8>,
+    /// SHA-256 of `data`: snapshots are stored as a delta against this image and record it.
+    pub(crate) sha256: [u8; 32],
+}
+
+/// A VM's linear memory between calls, as [`crate::Vm`] hands it over: the page count, the
+/// (empty-stack) `__stack_pointer`, the stack top `base`, and the bytes from `base` up to the
+/// last one that must be kept ([`used_memory`]).
+pub(crate) struct MemoryAtRest<'a> {
+    pub(crate) pages: u64,
+    pub(crate) stack_pointer: u32,
+    pub(crate) base: u32,
+    pub(crate) data: &'a [u8],
+}
+
+/// `memory[base..end]` where `end` drops trailing zero bytes beyond the module's initial memory
+/// (`initial_bytes`; a fresh instance has zeros there). Empty when `base` is past the end.
+pub(crate) fn used_memory(memory: &[u8], base: usize, initial_bytes: usize) -> &[u8] {
+    let mut end = memory.len();
+    while end > initial_bytes.max(base) && memory[end - 1] == 0 {
+        end -= 1;
+    }
+    memory.get(base..end).unwrap_or(&[])
+}
+
+/// `data[i] ^= image[i]` over their common length: turns memory into a delta against the image
+/// (mostly zeros for an idle run, which zstd stores in almost nothing) and back.
+fn xor_with_image(data: &mut [u8], image: &[u8]) {
+    let n = data.len().min(image.len());
+    for (d, i) in data[..n].iter_mut().zip(&image[..n]) {
+        *d ^= *i;
+    }
+}
+
+impl Image {
+    /// The image of memory at rest, padded with zeros to the whole region a restore overwrites
+    /// (`pages` × 64 KiB less `base`).
+    pub(crate) fn capture(memory: MemoryAtRest<'_>) -> Image {
+        let mut data = memory.data.to_vec();
+        let full = (memory.pages as usize * 65536).saturating_sub(memory.base as usize);
+        data.resize(full, 0);
+        let sha256 = Sha256::digest(&data).into();
+        Image {
+            stack_pointer: memory.stack_pointer,
+            pages: memory.pages,
+            data,
+            sha256,
+        }
+    }
+}
+
 impl Snapshot {
+    /// Captures memory at rest as a delta against `image`, compressed with zstd level 1 and its
+    /// content checksum (so a corrupted snapshot fails to restore), plus the host's table.
+    /// Errors: [`VmError::Protocol`] when compression fails.
+    pub(crate) fn capture(
+        guest_sha256: [u8; 32],
+        image: &Image,
+        memory: MemoryAtRest<'_>,
+        pending: Vec<BridgeRequest>,
+        counters: BTreeMap<BridgeMethod, u64>,
+    ) -> Result<Snapshot, VmError> {
+        let mut delta = memory.data.to_vec();
+        xor_with_image(&mut delta, &image.data);
+        let compressed = zstd::bulk::Compressor::new(1)
+            .and_then(|mut c| {
+                c.include_checksum(true)?;
+                c.compress(&delta)
+            })
+            .map_err(|e| VmError::Protocol(format!("cannot compress snapshot: {e}")))?;
+        Ok(Snapshot {
+            guest_sha256,
+            image_sha256: image.sha256,
+            stack_pointer: memory.stack_pointer,
+            base: memory.base,
+            pages: memory.pages,
+            data_len: delta.len() as u64,
+            compressed,
+            pending,
+            counters,
+        })
+    }
+
+    /// Checks that this process can restore the snapshot: the same guest module
+    /// ([`SnapshotError::GuestMismatch`]) and the same image ([`SnapshotError::ImageMismatch`]).
+    pub(crate) fn check_origin(
+        &self,
+        guest_sha256: &[u8; 32],
+        image: &Image,
+    ) -> Result<(), VmError> {
+        if self.guest_sha256 != *guest_sha256 {
+            return Err(SnapshotError::GuestMismatch.into());
+        }
+        if self.image_sha256 != image.sha256 {
+            return Err(SnapshotError::ImageMismatch.into());
+        }
+        Ok(())
+    }
+
+    /// Decompresses the memory into `dst` (linear memory from the stack top, already grown to
+    /// the snapshot's page count) and XORs the image back in. Errors: [`VmError::Protocol`] when the
+    /// data is corrupt or shorter than recorded.
+    pub(crate) fn restore_memory(&self, dst: &mut [u8], image: &Image) -> Result<(), VmError> {
+        let written = zstd::bulk::decompress_to_buffer(&self.compressed, dst)
+            .map_err(|e| VmError::Protocol(format!("corrupt snapshot: {e}")))?;
+        if written as u64 != self.data_len {
+            return Err(VmError::Protocol("corrupt snapshot: short memory".into()));
+        }
+        xor_with_image(&mut dst[..written], &image.data);
+        Ok(())
+    }
+
     /// The bridge requests the suspended guest waits for, in creation order.
-    pub fn pending(&self) -> &[PendingRequest] {
+    pub fn pending(&self) -> &[BridgeRequest] {
         &self.pending
     }
 
@@ -111,8 +216,17 @@ impl Snapshot {
         if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
             return Err(corrupt("bad header"));
         }
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        // In bounds: `bytes` holds at least HEADER_BYTES, past every offset read below.
+        let u32_at = |at: usize| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&bytes[at..at + 4]);
+            u32::from_le_bytes(b)
+        };
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
         let version = u32_at(8);
         if version != SNAPSHOT_FORMAT_VERSION {
             return Err(SnapshotError::Version(version));

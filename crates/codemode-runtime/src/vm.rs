@@ -1,192 +1,43 @@
-//! One guest instance ([`Vm`]), its limits and deadlines, and the imports the guest needs.
+//! One guest instance ([`Vm`]): its store and host state, the `codemode` imports, and the calls
+//! into the guest ABI (docs/guest-abi.md). Limits live in [`crate::limits`], deadlines in
+//! [`crate::budget`], memory capture and restore in [`crate::snapshot`]; the [`crate::Runtime`]
+//! hands every VM the same [`VmTemplate`].
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use codemode_bridge::{
-    BridgeMethod, Delivery, GuestReport, ProtocolError, PRELUDE, USER_SCRIPT_NAME,
-};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use codemode_bridge::abi::{InitInput, StartInput};
+use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, ProtocolError, PRELUDE};
 use wasmtime::{
-    Caller, Global, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder, Trap, TypedFunc,
-    UpdateDeadline,
+    Caller, Engine, Global, InstancePre, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder,
+    Trap, TypedFunc, UpdateDeadline,
 };
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 
-use crate::engine::{Runtime, RuntimeError};
-use crate::snapshot::{Snapshot, SnapshotError};
-
-/// Size of the guest's shadow stack in bytes (linked with `-zstack-size`, see the guest's
-/// `.cargo/config.toml`). The stack sits first in linear memory, below the data segments.
-pub const SHADOW_STACK_BYTES: u64 = 8 * 1024 * 1024;
-
-/// QuickJS's stack limit (`JS_SetMaxStackSize`): the shadow stack less 1 MiB of headroom for the
-/// C frames that run below the last check.
-pub(crate) const JS_STACK_LIMIT_BYTES: u64 = SHADOW_STACK_BYTES - 1024 * 1024;
-
-/// How long after the soft deadline the epoch deadline traps the guest (behaviour.md D6: ≤ 250 ms).
-pub const HARD_DEADLINE_GRACE: Duration = Duration::from_millis(250);
+use crate::budget::{AbortHandle, Deadline, LegBudget};
+use crate::error::{RuntimeError, VmError};
+use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES};
+use crate::snapshot::{self, Image, MemoryAtRest, Snapshot};
 
 /// Bytes of guest stdout/stderr kept for diagnostics (the guest never writes there on purpose).
 const STDIO_CAPTURE_BYTES: usize = 16 * 1024;
 
-/// Per-VM limits (spec "Configuration").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VmLimits {
-    /// QuickJS heap limit in bytes (`memoryLimitBytes`). Allocation past it raises a catchable
-    /// guest error. The wasmtime `StoreLimits` backstop on linear memory sits above it:
-    /// heap × 1.25 + shadow stack + 32 MiB, at most 4 GiB.
-    pub memory_limit_bytes: u64,
-    /// Output bytes one step may buffer in the guest (`maxOutputBytes`); past it the step
-    /// reports [`GuestReport::output_overflow`] instead of holding the output.
-    pub max_output_bytes: u64,
-    /// Bridge requests one step may create (`maxPendingToolCalls`); past it the step reports
-    /// [`GuestReport::request_overflow`].
-    pub max_requests: u64,
-}
+/// A wall clock: time since the Unix epoch. Injectable for deterministic tests.
+pub type WallClock = Arc<dyn Fn() -> Duration + Send + Sync>;
 
-impl Default for VmLimits {
-    /// The spec's defaults: 64 MiB heap, 64 KiB output, 16 requests.
-    fn default() -> Self {
-        VmLimits {
-            memory_limit_bytes: 64 * 1024 * 1024,
-            max_output_bytes: 65_536,
-            max_requests: 16,
-        }
-    }
-}
-
-impl VmLimits {
-    fn linear_memory_cap(&self) -> usize {
-        let cap = self.memory_limit_bytes
-            + self.memory_limit_bytes / 4
-            + SHADOW_STACK_BYTES
-            + 32 * 1024 * 1024;
-        cap.min((1u64 << 32) - 65536) as usize
-    }
-}
-
-/// Cancels running guest code and pending waits from any thread (behaviour.md §5.9). Cloning
-/// shares the signal.
-#[derive(Debug, Clone, Default)]
-pub struct AbortHandle(Arc<AbortInner>);
-
-#[derive(Debug, Default)]
-struct AbortInner {
-    fired: AtomicBool,
-    notify: tokio::sync::Notify,
-}
-
-impl AbortHandle {
-    /// A handle that has not fired.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Fires: the interrupt handler stops the guest at its next poll, the epoch callback traps
-    /// it within one epoch tick (5 ms) if it does not poll, and [`AbortHandle::fired`] wakes.
-    pub fn abort(&self) {
-        self.0.fired.store(true, Ordering::SeqCst);
-        self.0.notify.notify_waiters();
-    }
-    /// Whether [`AbortHandle::abort`] was called.
-    pub fn is_aborted(&self) -> bool {
-        self.0.fired.load(Ordering::SeqCst)
-    }
-    /// Resolves once the handle has fired (at once if it already has).
-    pub async fn fired(&self) {
-        let mut notified = std::pin::pin!(self.0.notify.notified());
-        notified.as_mut().enable();
-        if self.is_aborted() {
-            return;
-        }
-        notified.await;
-    }
-}
-
-/// The time a guest call may take: the soft deadline (QuickJS interrupt) and, derived from it,
-/// the hard deadline ([`HARD_DEADLINE_GRACE`] later, wasmtime epoch).
-#[derive(Debug, Clone)]
-pub struct LegBudget {
-    /// When the interrupt handler stops the guest.
-    pub soft_deadline: Instant,
-    /// Aborts the call early.
-    pub abort: AbortHandle,
-}
-
-impl LegBudget {
-    /// A budget of `budget` from now.
-    pub fn new(budget: Duration, abort: AbortHandle) -> Self {
-        LegBudget {
-            soft_deadline: Instant::now() + budget,
-            abort,
-        }
-    }
-}
-
-/// A guest call did not produce a report (behaviour.md D10 maps each to a result code).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum VmError {
-    /// The soft or hard deadline passed (`timeout`, `code mode timeout exceeded`).
-    #[error("code mode timeout exceeded")]
-    Timeout,
-    /// The abort handle fired (`aborted`, `code mode execution aborted`).
-    #[error("code mode execution aborted")]
-    Aborted,
-    /// The instance trapped (`runtime_unavailable`); the VM is discarded.
-    #[error("code mode runtime trapped: {0}")]
-    Trap(String),
-    /// The guest broke the protocol or a snapshot is corrupt (`internal_error`).
-    #[error("code mode guest protocol violation: {0}")]
-    Protocol(String),
-    /// A VM could not be created or restored (`runtime_unavailable`).
-    #[error("{0}")]
-    Unavailable(String),
-    /// The VM already failed; it must be discarded.
-    #[error("code mode VM is no longer usable: {0}")]
-    Poisoned(String),
-    /// `deliver` named a request that is not pending in this VM.
-    #[error("unknown or settled bridge request id: {0}")]
-    UnknownRequest(String),
-}
-
-impl From<SnapshotError> for VmError {
-    fn from(e: SnapshotError) -> Self {
-        match e {
-            SnapshotError::GuestMismatch | SnapshotError::ImageMismatch => {
-                VmError::Unavailable(e.to_string())
-            }
-            other => VmError::Protocol(other.to_string()),
-        }
-    }
-}
-
-/// A bridge request the guest still waits for (part of every [`Snapshot`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingRequest {
-    /// `bridge:<method>:<n>`.
-    pub id: String,
-    /// The bridge method.
-    pub method: BridgeMethod,
-    /// The JSON-adapted arguments.
-    pub args: serde_json::Value,
-}
-
+/// The per-store host state: WASI, the memory backstop, the armed deadline and captured stderr.
 pub(crate) struct HostState {
     pub(crate) wasi: WasiP1Ctx,
     limits: StoreLimits,
-    soft_deadline: Option<Instant>,
-    hard_deadline: Option<Instant>,
-    abort: Option<AbortHandle>,
-    interrupted: bool,
+    deadline: Deadline,
     stderr: MemoryOutputPipe,
 }
 
-struct Clock(crate::engine::WallClock);
+struct Clock(WallClock);
 
 impl HostWallClock for Clock {
     fn resolution(&self) -> Duration {
@@ -203,37 +54,22 @@ pub(crate) fn add_codemode_imports(linker: &mut Linker<HostState>) -> wasmtime::
         "codemode",
         "interrupt",
         |mut caller: Caller<'_, HostState>| -> i32 {
-            let state = caller.data_mut();
-            let aborted = state.abort.as_ref().is_some_and(|a| a.is_aborted());
-            let late = state.soft_deadline.is_some_and(|d| Instant::now() >= d);
-            if aborted || late {
-                state.interrupted = true;
-                1
-            } else {
-                0
-            }
+            i32::from(caller.data_mut().deadline.poll_interrupt())
         },
     )?;
     Ok(())
 }
 
-/// The linear memory a fresh VM starts from: bytes `[base, base + data.len())`, grown to `pages`.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Image {
-    pub(crate) stack_pointer: u32,
-    pub(crate) pages: u64,
-    pub(crate) data: Vec<u8>,
-    /// SHA-256 of `data`: snapshots are stored as a delta against this image and record it.
-    pub(crate) sha256: [u8; 32],
-}
-
-/// `data[i] ^= image[i]` over their common length: turns memory into a delta against the image
-/// (mostly zeros for an idle run, which zstd stores in almost nothing) and back.
-fn xor_with_image(data: &mut [u8], image: &[u8]) {
-    let n = data.len().min(image.len());
-    for (d, i) in data[..n].iter_mut().zip(&image[..n]) {
-        *d ^= *i;
-    }
+/// What every VM of one runtime is made from: the engine, the linked guest, the guest's hash,
+/// the post-initialisation image and the injectable clock and random source.
+pub(crate) struct VmTemplate {
+    pub(crate) engine: Engine,
+    pub(crate) pre: InstancePre<HostState>,
+    pub(crate) guest_sha256: [u8; 32],
+    /// Empty while the image itself is being taken.
+    pub(crate) image: Arc<Image>,
+    pub(crate) wall_clock: Option<WallClock>,
+    pub(crate) deterministic_random: Option<Vec<u8>>,
 }
 
 struct Exports {
@@ -261,7 +97,7 @@ pub struct Vm {
     /// Initial `__stack_pointer`: the top of the shadow stack. Everything below it is dead
     /// between calls, so snapshots start here.
     base: u32,
-    pending: Vec<PendingRequest>,
+    pending: Vec<BridgeRequest>,
     /// Highest request number seen per method (duplicate detection).
     counters: BTreeMap<BridgeMethod, u64>,
     poisoned: Option<String>,
@@ -276,37 +112,17 @@ impl std::fmt::Debug for Vm {
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct InitInput<'a> {
-    prelude: &'a str,
-    methods: Vec<&'static str>,
-    memory_limit_bytes: u64,
-    max_stack_bytes: u64,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StartInput<'a> {
-    code: &'a str,
-    filename: &'a str,
-    context: &'a str,
-    memory_limit_bytes: u64,
-    max_output_bytes: u64,
-    max_requests: u64,
-}
-
 impl Vm {
-    fn instantiate(runtime: &Runtime, limits: &VmLimits) -> Result<Vm, RuntimeError> {
+    fn instantiate(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
         let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
         let mut builder = WasiCtxBuilder::new();
         builder
             .stdout(MemoryOutputPipe::new(STDIO_CAPTURE_BYTES))
             .stderr(stderr.clone());
-        if let Some(clock) = &runtime.options.wall_clock {
+        if let Some(clock) = &template.wall_clock {
             builder.wall_clock(Clock(clock.clone()));
         }
-        if let Some(bytes) = &runtime.options.deterministic_random {
+        if let Some(bytes) = &template.deterministic_random {
             builder.secure_random(wasmtime_wasi::Deterministic::new(bytes.clone()));
             builder.insecure_random(wasmtime_wasi::Deterministic::new(bytes.clone()));
         }
@@ -318,29 +134,23 @@ impl Vm {
                 .memories(1)
                 .tables(1)
                 .build(),
-            soft_deadline: None,
-            hard_deadline: None,
-            abort: None,
-            interrupted: false,
+            deadline: Deadline::default(),
             stderr,
         };
-        let mut store = Store::new(&runtime.engine, state);
+        let mut store = Store::new(&template.engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|ctx| {
-            let state = ctx.data();
-            let aborted = state.abort.as_ref().is_some_and(|a| a.is_aborted());
-            let late = state.hard_deadline.is_some_and(|d| Instant::now() >= d);
-            if aborted || late {
+            if ctx.data().deadline.hard_expired() {
                 Ok(UpdateDeadline::Interrupt)
             } else {
                 Ok(UpdateDeadline::Continue(1))
             }
         });
         store.set_epoch_deadline(1);
-        let instance = runtime
+        let instance = template
             .pre
             .instantiate(&mut store)
-            .map_err(|e| RuntimeError::Instantiate(format!("{e:#}")))?;
+            .map_err(|e| RuntimeError::instantiate("instantiating the guest", e))?;
         let exports = (|| -> wasmtime::Result<Exports> {
             Ok(Exports {
                 memory: instance
@@ -358,17 +168,17 @@ impl Vm {
                 initialize: instance.get_typed_func(&mut store, "_initialize")?,
             })
         })()
-        .map_err(|e| RuntimeError::Instantiate(format!("{e:#}")))?;
-        let base = exports
-            .stack_pointer
-            .get(&mut store)
-            .i32()
-            .ok_or_else(|| RuntimeError::Instantiate("__stack_pointer is not i32".into()))?
-            as u32;
+        .map_err(|e| RuntimeError::instantiate("looking up the guest's exports", e))?;
+        let base = exports.stack_pointer.get(&mut store).i32().ok_or_else(|| {
+            RuntimeError::instantiate(
+                "reading __stack_pointer",
+                wasmtime::format_err!("__stack_pointer is not i32"),
+            )
+        })? as u32;
         let initial_bytes = exports.memory.data_size(&store);
         Ok(Vm {
-            guest_sha256: runtime.guest_sha256,
-            image: runtime.image.clone(),
+            guest_sha256: template.guest_sha256,
+            image: template.image.clone(),
             initial_bytes,
             store,
             exports,
@@ -380,80 +190,70 @@ impl Vm {
     }
 
     /// A fresh VM initialised from scratch: `_initialize`, then `cm_init` with the prelude.
-    pub(crate) fn from_init(runtime: &Runtime, limits: &VmLimits) -> Result<Vm, RuntimeError> {
-        let mut vm = Vm::instantiate(runtime, limits)?;
+    pub(crate) fn from_init(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
+        let mut vm = Vm::instantiate(template, limits)?;
         let budget = LegBudget::new(Duration::from_secs(10), AbortHandle::new());
         vm.arm(&budget);
         let initialize = vm.exports.initialize.clone();
         initialize
             .call(&mut vm.store, ())
-            .map_err(|e| RuntimeError::Instantiate(format!("_initialize: {e:#}")))?;
+            .map_err(|e| RuntimeError::instantiate("_initialize", e))?;
         let input = serde_json::to_vec(&InitInput {
-            prelude: PRELUDE,
-            methods: BridgeMethod::ALL.iter().map(|m| m.as_str()).collect(),
+            prelude: Cow::Borrowed(PRELUDE),
+            methods: BridgeMethod::ALL.to_vec(),
             memory_limit_bytes: limits.memory_limit_bytes,
             max_stack_bytes: JS_STACK_LIMIT_BYTES,
         })
-        .map_err(|e| RuntimeError::Instantiate(e.to_string()))?;
+        .map_err(|e| RuntimeError::instantiate("encoding the cm_init input", e))?;
         let init = vm.exports.init.clone();
         let (status, report) = vm
             .call_raw(init, &input)
-            .map_err(|e| RuntimeError::Instantiate(format!("cm_init: {e}")))?;
-        if status != 0 {
-            return Err(RuntimeError::Instantiate(format!(
-                "cm_init failed: {}",
-                String::from_utf8_lossy(&report)
-            )));
+            .map_err(|e| RuntimeError::instantiate("cm_init", e))?;
+        if status != codemode_bridge::abi::ReportStatus::Ready.code() {
+            return Err(RuntimeError::instantiate(
+                "cm_init",
+                wasmtime::format_err!("failed: {}", String::from_utf8_lossy(&report)),
+            ));
         }
         vm.disarm();
         Ok(vm)
     }
 
-    /// A fresh VM from the runtime's post-initialisation image.
-    pub(crate) fn from_image(runtime: &Runtime, limits: &VmLimits) -> Result<Vm, RuntimeError> {
-        let mut vm = Vm::instantiate(runtime, limits)?;
-        let image = &runtime.image;
+    /// A fresh VM from the template's post-initialisation image.
+    pub(crate) fn from_image(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
+        let mut vm = Vm::instantiate(template, limits)?;
+        let image = &template.image;
         vm.load_memory(image.pages, image.stack_pointer, |dst| {
             dst.copy_from_slice(&image.data);
             Ok(())
         })
-        .map_err(|e| RuntimeError::Instantiate(e.to_string()))?;
+        .map_err(|e| RuntimeError::instantiate("loading the image", e))?;
         Ok(vm)
     }
 
+    /// A fresh VM continuing `snapshot`. Errors: [`VmError::Unavailable`] for a snapshot of
+    /// another guest or process or when no VM can be made, [`VmError::Protocol`] for a corrupt
+    /// one.
     pub(crate) fn restore(
-        runtime: &Runtime,
+        template: &VmTemplate,
         snapshot: &Snapshot,
         limits: &VmLimits,
     ) -> Result<Vm, VmError> {
-        if snapshot.guest_sha256 != runtime.guest_sha256 {
-            return Err(SnapshotError::GuestMismatch.into());
-        }
-        if snapshot.image_sha256 != runtime.image.sha256 {
-            return Err(SnapshotError::ImageMismatch.into());
-        }
-        let mut vm =
-            Vm::instantiate(runtime, limits).map_err(|e| VmError::Unavailable(e.to_string()))?;
+        snapshot.check_origin(&template.guest_sha256, &template.image)?;
+        let mut vm = Vm::instantiate(template, limits)?;
         if snapshot.base != vm.base {
             return Err(VmError::Protocol("snapshot memory layout mismatch".into()));
         }
-        let data_len = snapshot.data_len;
-        let image = runtime.image.clone();
+        let image = template.image.clone();
         vm.load_memory(snapshot.pages, snapshot.stack_pointer, |dst| {
-            let written = zstd::bulk::decompress_to_buffer(&snapshot.compressed, dst)
-                .map_err(|e| VmError::Protocol(format!("corrupt snapshot: {e}")))?;
-            if written as u64 != data_len {
-                return Err(VmError::Protocol("corrupt snapshot: short memory".into()));
-            }
-            xor_with_image(&mut dst[..written], &image.data);
-            Ok(())
+            snapshot.restore_memory(dst, &image)
         })?;
         vm.pending = snapshot.pending.clone();
         vm.counters = snapshot.counters.clone();
         Ok(vm)
     }
 
-    /// Grows memory to `pages` and fills `[base, base + len)` with `fill`; sets the stack pointer.
+    /// Grows memory to `pages` and fills `[base, end)` with `fill`; sets the stack pointer.
     fn load_memory(
         &mut self,
         pages: u64,
@@ -469,8 +269,10 @@ impl Vm {
         }
         let base = self.base as usize;
         let data = memory.data_mut(&mut self.store);
-        let end = data.len();
-        fill(&mut data[base..end])?;
+        let region = data
+            .get_mut(base..)
+            .ok_or_else(|| VmError::Protocol("guest memory is smaller than its stack".into()))?;
+        fill(region)?;
         self.exports
             .stack_pointer
             .set(&mut self.store, wasmtime::Val::I32(stack_pointer as i32))
@@ -478,9 +280,9 @@ impl Vm {
         Ok(())
     }
 
-    /// Captures linear memory from the stack top to the end, without trailing zero bytes beyond
-    /// the module's initial memory (a fresh instance has zeros there).
-    fn capture(&mut self) -> Result<(u64, u32, &[u8]), VmError> {
+    /// Linear memory at rest: checks the shadow stack is empty and hands over memory from the
+    /// stack top up, without trailing zeros beyond the module's initial memory.
+    fn at_rest(&mut self) -> Result<MemoryAtRest<'_>, VmError> {
         let sp = self
             .exports
             .stack_pointer
@@ -493,28 +295,18 @@ impl Vm {
         }
         let memory = self.exports.memory;
         let pages = memory.size(&self.store);
-        let initial_bytes = self.initial_bytes;
         let data = memory.data(&self.store);
-        let mut end = data.len();
-        while end > initial_bytes.max(self.base as usize) && data[end - 1] == 0 {
-            end -= 1;
-        }
-        Ok((pages, sp, &data[self.base as usize..end]))
+        Ok(MemoryAtRest {
+            pages,
+            stack_pointer: sp,
+            base: self.base,
+            data: snapshot::used_memory(data, self.base as usize, self.initial_bytes),
+        })
     }
 
+    /// The post-initialisation image of this (freshly initialised) VM.
     pub(crate) fn image(&mut self) -> Result<Image, VmError> {
-        let (pages, stack_pointer, data) = self.capture()?;
-        // The image must cover the whole region a restore overwrites.
-        let mut data = data.to_vec();
-        let full = (pages as usize * 65536).saturating_sub(self.base as usize);
-        data.resize(full, 0);
-        let sha256 = Sha256::digest(&data).into();
-        Ok(Image {
-            stack_pointer,
-            pages,
-            data,
-            sha256,
-        })
+        Ok(Image::capture(self.at_rest()?))
     }
 
     /// Serialises the whole VM state: linear memory in use (zstd), `__stack_pointer`, the pending
@@ -526,30 +318,10 @@ impl Vm {
         }
         let guest_sha256 = self.guest_sha256;
         let image = self.image.clone();
-        let base = self.base;
         let pending = self.pending.clone();
         let counters = self.counters.clone();
-        let (pages, stack_pointer, data) = self.capture()?;
-        let mut delta = data.to_vec();
-        xor_with_image(&mut delta, &image.data);
-        // Level 1 with zstd's content checksum, so a corrupted snapshot fails to restore.
-        let compressed = zstd::bulk::Compressor::new(1)
-            .and_then(|mut c| {
-                c.include_checksum(true)?;
-                c.compress(&delta)
-            })
-            .map_err(|e| VmError::Protocol(format!("cannot compress snapshot: {e}")))?;
-        Ok(Snapshot {
-            guest_sha256,
-            image_sha256: image.sha256,
-            stack_pointer,
-            base,
-            pages,
-            data_len: delta.len() as u64,
-            compressed,
-            pending,
-            counters,
-        })
+        let memory = self.at_rest()?;
+        Snapshot::capture(guest_sha256, &image, memory, pending, counters)
     }
 
     /// An upper bound in bytes on [`Snapshot::stored_bytes`] were a snapshot taken now: memory in
@@ -567,7 +339,7 @@ impl Vm {
     }
 
     /// Bridge requests the guest still waits for, in creation order.
-    pub fn pending(&self) -> &[PendingRequest] {
+    pub fn pending(&self) -> &[BridgeRequest] {
         &self.pending
     }
 
@@ -581,8 +353,9 @@ impl Vm {
         String::from_utf8_lossy(&self.store.data().stderr.contents()).into_owned()
     }
 
-    /// Evaluates `code` as the body of an async function (behaviour.md §4.1) after installing the
-    /// run's globals from `context_json` (`{tools: [compact entries]}`), then drains jobs.
+    /// Evaluates `code` as the body of an async function (behaviour.md §4.1, wrapped by the guest
+    /// with [`codemode_bridge::wrap_user_code`]) after installing the run's globals from
+    /// `context_json` ([`StartInput::context`]), then drains jobs.
     pub fn start(
         &mut self,
         code: &str,
@@ -591,9 +364,8 @@ impl Vm {
         budget: &LegBudget,
     ) -> Result<GuestReport, VmError> {
         let input = serde_json::to_vec(&StartInput {
-            code,
-            filename: USER_SCRIPT_NAME,
-            context: context_json,
+            code: Cow::Borrowed(code),
+            context: Cow::Borrowed(context_json),
             memory_limit_bytes: limits.memory_limit_bytes,
             max_output_bytes: limits.max_output_bytes,
             max_requests: limits.max_requests,
@@ -627,15 +399,15 @@ impl Vm {
             return Err(VmError::Poisoned(p.clone()));
         }
         self.arm(budget);
-        let result = crate::on_leg_stack(|| self.call_raw(func, input))
+        let result = crate::worker::on_leg_stack(|| self.call_raw(func, input))
             .unwrap_or_else(|p| Err(VmError::Trap(p.to_string())));
-        let interrupted = self.store.data().interrupted;
+        let interrupted = self.store.data().deadline.interrupted();
         self.disarm();
         let outcome = match result {
             Err(e) => Err(e),
             Ok((_, bytes)) => {
                 if interrupted {
-                    Err(self.deadline_error(budget))
+                    Err(budget.stop_error())
                 } else {
                     GuestReport::parse(&bytes).map_err(|e| match e {
                         ProtocolError::Rejected(m) => VmError::Protocol(m),
@@ -673,11 +445,7 @@ impl Vm {
                 return Err(e);
             }
             *last = n;
-            self.pending.push(PendingRequest {
-                id: request.id.clone(),
-                method: request.method,
-                args: request.args.clone(),
-            });
+            self.pending.push(request.clone());
         }
         if report.outstanding as usize != self.pending.len() {
             let e = VmError::Protocol(format!(
@@ -691,28 +459,13 @@ impl Vm {
         Ok(report)
     }
 
-    fn deadline_error(&self, budget: &LegBudget) -> VmError {
-        if budget.abort.is_aborted() {
-            VmError::Aborted
-        } else {
-            VmError::Timeout
-        }
-    }
-
     fn arm(&mut self, budget: &LegBudget) {
-        let state = self.store.data_mut();
-        state.soft_deadline = Some(budget.soft_deadline);
-        state.hard_deadline = Some(budget.soft_deadline + HARD_DEADLINE_GRACE);
-        state.abort = Some(budget.abort.clone());
-        state.interrupted = false;
+        self.store.data_mut().deadline.arm(budget);
         self.store.set_epoch_deadline(1);
     }
 
     fn disarm(&mut self) {
-        let state = self.store.data_mut();
-        state.soft_deadline = None;
-        state.hard_deadline = None;
-        state.abort = None;
+        self.store.data_mut().deadline.disarm();
     }
 
     /// Copies `input` into a guest buffer, calls `func(ptr, len)` and copies the report out.
@@ -765,8 +518,7 @@ impl Vm {
     }
 
     fn trap_error(&self, e: wasmtime::Error) -> VmError {
-        let state = self.store.data();
-        if state.abort.as_ref().is_some_and(|a| a.is_aborted()) {
+        if self.store.data().deadline.aborted() {
             return VmError::Aborted;
         }
         // Only the trap itself: the wasm backtrace names guest internals and can be long.
@@ -797,8 +549,8 @@ impl Vm {
 }
 
 /// Takes the post-initialisation image: a VM initialised from scratch, captured once.
-pub(crate) fn take_image(runtime: &Runtime) -> Result<Image, RuntimeError> {
-    let mut vm = Vm::from_init(runtime, &VmLimits::default())?;
+pub(crate) fn take_image(template: &VmTemplate) -> Result<Image, RuntimeError> {
+    let mut vm = Vm::from_init(template, &VmLimits::default())?;
     vm.image()
-        .map_err(|e| RuntimeError::Setup(format!("cannot take the VM image: {e}")))
+        .map_err(|e| RuntimeError::setup("cannot take the VM image", e))
 }

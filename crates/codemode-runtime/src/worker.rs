@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::engine::MAX_WASM_STACK;
+use crate::limits::MAX_WASM_STACK;
 
 /// Stack size of a leg thread in bytes: wasmtime runs synchronous guest code on the calling
 /// thread's native stack, which must exceed `max_wasm_stack` (plus host frames). The memory is

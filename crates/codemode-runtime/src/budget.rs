@@ -1,0 +1,134 @@
+//! Time and cancellation of guest calls (behaviour.md D6, §5.9): the [`AbortHandle`], the
+//! [`LegBudget`] a call runs under, and the [`Deadline`] a store polls from the guest's
+//! `codemode.interrupt` import (soft) and from wasmtime's epoch callback (hard).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::VmError;
+
+/// How long after the soft deadline the epoch deadline traps the guest (behaviour.md D6: ≤ 250 ms).
+pub const HARD_DEADLINE_GRACE: Duration = Duration::from_millis(250);
+
+/// Cancels running guest code and pending waits from any thread (behaviour.md §5.9). Cloning
+/// shares the signal.
+#[derive(Debug, Clone, Default)]
+pub struct AbortHandle(Arc<AbortInner>);
+
+#[derive(Debug, Default)]
+struct AbortInner {
+    fired: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl AbortHandle {
+    /// A handle that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Fires: the interrupt handler stops the guest at its next poll, the epoch callback traps
+    /// it within one epoch tick (5 ms) if it does not poll, and [`AbortHandle::fired`] wakes.
+    pub fn abort(&self) {
+        self.0.fired.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+    /// Whether [`AbortHandle::abort`] was called.
+    pub fn is_aborted(&self) -> bool {
+        self.0.fired.load(Ordering::SeqCst)
+    }
+    /// Resolves once the handle has fired (at once if it already has).
+    pub async fn fired(&self) {
+        let mut notified = std::pin::pin!(self.0.notify.notified());
+        notified.as_mut().enable();
+        if self.is_aborted() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// The time a guest call may take: the soft deadline (QuickJS interrupt) and, derived from it,
+/// the hard deadline ([`HARD_DEADLINE_GRACE`] later, wasmtime epoch).
+#[derive(Debug, Clone)]
+pub struct LegBudget {
+    /// When the interrupt handler stops the guest.
+    pub soft_deadline: Instant,
+    /// Aborts the call early.
+    pub abort: AbortHandle,
+}
+
+impl LegBudget {
+    /// A budget of `budget` from now.
+    pub fn new(budget: Duration, abort: AbortHandle) -> Self {
+        LegBudget {
+            soft_deadline: Instant::now() + budget,
+            abort,
+        }
+    }
+
+    /// Why a call under this budget was stopped: [`VmError::Aborted`] when the handle fired,
+    /// else [`VmError::Timeout`].
+    pub(crate) fn stop_error(&self) -> VmError {
+        if self.abort.is_aborted() {
+            VmError::Aborted
+        } else {
+            VmError::Timeout
+        }
+    }
+}
+
+/// The budget armed on one store while a guest call runs; empty between calls.
+#[derive(Debug, Default)]
+pub(crate) struct Deadline {
+    soft: Option<Instant>,
+    hard: Option<Instant>,
+    abort: Option<AbortHandle>,
+    /// The interrupt import answered "stop" during the current call.
+    interrupted: bool,
+}
+
+impl Deadline {
+    /// Arms `budget` for the next call: soft deadline, hard deadline
+    /// ([`HARD_DEADLINE_GRACE`] later) and abort handle; clears the interrupt record.
+    pub(crate) fn arm(&mut self, budget: &LegBudget) {
+        self.soft = Some(budget.soft_deadline);
+        self.hard = Some(budget.soft_deadline + HARD_DEADLINE_GRACE);
+        self.abort = Some(budget.abort.clone());
+        self.interrupted = false;
+    }
+
+    /// Disarms after a call. The interrupt record stays readable until the next [`Deadline::arm`].
+    pub(crate) fn disarm(&mut self) {
+        self.soft = None;
+        self.hard = None;
+        self.abort = None;
+    }
+
+    /// Whether the armed abort handle fired.
+    pub(crate) fn aborted(&self) -> bool {
+        self.abort.as_ref().is_some_and(AbortHandle::is_aborted)
+    }
+
+    /// The `codemode.interrupt` import: true once the soft deadline passed or the abort handle
+    /// fired, and records that it said so (a guest's own `throw new Error("interrupted")` is
+    /// then told apart from ours).
+    pub(crate) fn poll_interrupt(&mut self) -> bool {
+        let stop = self.aborted() || self.soft.is_some_and(|d| Instant::now() >= d);
+        if stop {
+            self.interrupted = true;
+        }
+        stop
+    }
+
+    /// The epoch callback: true once the hard deadline passed or the abort handle fired, and the
+    /// guest must trap now.
+    pub(crate) fn hard_expired(&self) -> bool {
+        self.aborted() || self.hard.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Whether [`Deadline::poll_interrupt`] stopped the current (or last) call.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+}
