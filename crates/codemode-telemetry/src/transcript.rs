@@ -24,6 +24,9 @@ use serde_json::Value;
 
 use crate::event::{EventKind, NestedStatus, ToolKind, ToolStatus, TrajectoryEvent};
 
+/// How many provider call ids (and runs) [`Placer`] remembers before starting over.
+const MAX_SEEN: usize = 65_536;
+
 #[derive(Debug, Clone)]
 struct OpenCall {
     id: String,
@@ -45,6 +48,14 @@ pub(crate) struct Placer {
 impl Placer {
     /// Updates the state with one event (call before asking [`Placer::owner`] about it).
     pub(crate) fn observe(&mut self, kind: &EventKind) {
+        // A long-lived tracing sink sees every call of a process: bound what is remembered
+        // (only rule 3 of the module docs uses it, and only for calls still being discussed).
+        if self.seen.len() >= MAX_SEEN {
+            self.seen.clear();
+        }
+        if self.run_exec.len() >= MAX_SEEN {
+            self.run_exec.clear();
+        }
         match kind {
             EventKind::ToolCall(e) => {
                 let wait_run = (e.tool_kind == ToolKind::CodeModeWait)
@@ -63,7 +74,17 @@ impl Placer {
                     self.run_exec.insert(run.clone(), e.tool_call_id.clone());
                 }
                 if let Some(i) = self.open.iter().rposition(|c| c.id == e.tool_call_id) {
-                    self.open.remove(i);
+                    let call = self.open.remove(i);
+                    // A `wait` that completed ended its run: forget the run. (A failed `wait`
+                    // may be a refusal that leaves the run parked, so it is remembered.)
+                    if let (Some(run), ToolStatus::Completed) = (call.wait_run, e.status) {
+                        self.run_exec.remove(&run);
+                    }
+                }
+            }
+            EventKind::RunExpired(e) | EventKind::RunAborted(e) => {
+                if let Some(run) = &e.code_mode_run_id {
+                    self.run_exec.remove(run);
                 }
             }
             EventKind::RunParked(e) => {
@@ -320,5 +341,105 @@ impl TranscriptBuilder {
             tool_calls: self.calls,
             unplaced_nested_calls: self.unplaced,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{RunEndedEvent, ToolCallEvent, ToolResultEvent};
+    use serde_json::json;
+
+    fn call(id: &str, kind: ToolKind, input: Value) -> EventKind {
+        EventKind::ToolCall(ToolCallEvent {
+            tool_call_id: id.into(),
+            tool_name: "x".into(),
+            tool_kind: kind,
+            tool_input_kind: None,
+            input,
+        })
+    }
+
+    fn result(id: &str, kind: ToolKind, status: ToolStatus, run: Option<&str>) -> EventKind {
+        EventKind::ToolResult(ToolResultEvent {
+            tool_call_id: id.into(),
+            tool_name: "x".into(),
+            tool_kind: kind,
+            tool_input_kind: None,
+            status,
+            code_mode_run_id: run.map(str::to_string),
+            duration_ms: 0,
+            result: None,
+            error: None,
+        })
+    }
+
+    #[test]
+    fn runs_are_forgotten_when_they_end() {
+        let mut p = Placer::default();
+        p.observe(&call("A", ToolKind::CodeModeExec, json!({})));
+        p.observe(&result(
+            "A",
+            ToolKind::CodeModeExec,
+            ToolStatus::Waiting,
+            Some("cm_a"),
+        ));
+        p.observe(&call(
+            "W1",
+            ToolKind::CodeModeWait,
+            json!({"runId": "cm_a"}),
+        ));
+        assert_eq!(p.owner(Some("A"), None).as_deref(), Some("W1"));
+        p.observe(&result(
+            "W1",
+            ToolKind::CodeModeWait,
+            ToolStatus::Waiting,
+            Some("cm_a"),
+        ));
+        assert_eq!(p.run_exec.get("cm_a").map(String::as_str), Some("A"));
+        // A refused wait (another session's, say) leaves the run parked and remembered.
+        p.observe(&call(
+            "W2",
+            ToolKind::CodeModeWait,
+            json!({"runId": "cm_a"}),
+        ));
+        p.observe(&result(
+            "W2",
+            ToolKind::CodeModeWait,
+            ToolStatus::Failed,
+            None,
+        ));
+        assert_eq!(p.run_exec.get("cm_a").map(String::as_str), Some("A"));
+        p.observe(&call(
+            "W3",
+            ToolKind::CodeModeWait,
+            json!({"runId": "cm_a"}),
+        ));
+        assert_eq!(p.owner(Some("A"), None).as_deref(), Some("W3"));
+        p.observe(&result(
+            "W3",
+            ToolKind::CodeModeWait,
+            ToolStatus::Completed,
+            None,
+        ));
+        assert!(p.run_exec.is_empty());
+        assert!(p.open.is_empty());
+        // With nothing open, a known parent still owns its nested call (rule 3).
+        assert_eq!(p.owner(Some("A"), None).as_deref(), Some("A"));
+        assert_eq!(p.owner(Some("nope"), None), None);
+
+        p.observe(&call("B", ToolKind::CodeModeExec, json!({})));
+        p.observe(&result(
+            "B",
+            ToolKind::CodeModeExec,
+            ToolStatus::Waiting,
+            Some("cm_b"),
+        ));
+        p.observe(&EventKind::RunExpired(RunEndedEvent {
+            code_mode_run_id: Some("cm_b".into()),
+            parent_tool_call_id: Some("B".into()),
+            reason: None,
+        }));
+        assert!(p.run_exec.is_empty());
     }
 }
