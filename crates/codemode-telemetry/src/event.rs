@@ -54,6 +54,17 @@ pub enum ToolKind {
     Tool,
 }
 
+impl ToolKind {
+    /// The wire name, as serialised (e.g. `"code_mode_exec"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::CodeModeExec => "code_mode_exec",
+            ToolKind::CodeModeWait => "code_mode_wait",
+            ToolKind::Tool => "tool",
+        }
+    }
+}
+
 /// The language of an `exec` call (`toolInputKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -62,6 +73,16 @@ pub enum ToolInputKind {
     Javascript,
     /// `"typescript"`.
     Typescript,
+}
+
+impl ToolInputKind {
+    /// The wire name, as serialised (e.g. `"javascript"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolInputKind::Javascript => "javascript",
+            ToolInputKind::Typescript => "typescript",
+        }
+    }
 }
 
 /// The status of a provider-visible call's result.
@@ -74,6 +95,17 @@ pub enum ToolStatus {
     Waiting,
     /// `"failed"`: the call or the run failed.
     Failed,
+}
+
+impl ToolStatus {
+    /// The wire name, as serialised (e.g. `"completed"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Completed => "completed",
+            ToolStatus::Waiting => "waiting",
+            ToolStatus::Failed => "failed",
+        }
+    }
 }
 
 /// The bridge method of a nested call (`method`).
@@ -93,6 +125,18 @@ pub enum NestedMethod {
     Nodes,
 }
 
+impl NestedMethod {
+    /// The wire name, as serialised (e.g. `"call"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NestedMethod::Call => "call",
+            NestedMethod::CallValue => "callValue",
+            NestedMethod::Namespace => "namespace",
+            NestedMethod::Nodes => "nodes",
+        }
+    }
+}
+
 /// How a nested call ended (`status` of `nested_tool_result`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -107,6 +151,19 @@ pub enum NestedStatus {
     Denied,
     /// `"timeout"`: the host's timeout around the call fired.
     Timeout,
+}
+
+impl NestedStatus {
+    /// The wire name, as serialised (e.g. `"ok"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NestedStatus::Ok => "ok",
+            NestedStatus::Error => "error",
+            NestedStatus::Blocked => "blocked",
+            NestedStatus::Denied => "denied",
+            NestedStatus::Timeout => "timeout",
+        }
+    }
 }
 
 /// An approval decision.
@@ -731,6 +788,51 @@ mod tests {
             r.error.as_deref(),
             Some(format!("{}…(904 more)", "x".repeat(4096)).as_str())
         );
+    }
+
+    #[test]
+    fn as_str_is_the_wire_name() {
+        fn wire<T: Serialize>(v: T) -> String {
+            serde_json::to_value(v)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+        for k in [
+            ToolKind::CodeModeExec,
+            ToolKind::CodeModeWait,
+            ToolKind::Tool,
+        ] {
+            assert_eq!(k.as_str(), wire(k));
+        }
+        for k in [ToolInputKind::Javascript, ToolInputKind::Typescript] {
+            assert_eq!(k.as_str(), wire(k));
+        }
+        for k in [
+            ToolStatus::Completed,
+            ToolStatus::Waiting,
+            ToolStatus::Failed,
+        ] {
+            assert_eq!(k.as_str(), wire(k));
+        }
+        for k in [
+            NestedMethod::Call,
+            NestedMethod::CallValue,
+            NestedMethod::Namespace,
+            NestedMethod::Nodes,
+        ] {
+            assert_eq!(k.as_str(), wire(k));
+        }
+        for k in [
+            NestedStatus::Ok,
+            NestedStatus::Error,
+            NestedStatus::Blocked,
+            NestedStatus::Denied,
+            NestedStatus::Timeout,
+        ] {
+            assert_eq!(k.as_str(), wire(k));
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::event::{now_rfc3339, EventKind, Scope, ToolStatus, TrajectoryEvent};
+use crate::event::{now_rfc3339, EventKind, Scope, TrajectoryEvent};
 use crate::transcript::Placer;
 
 /// The `tracing` target of [`TracingSink`]'s spans and events.
@@ -291,21 +291,6 @@ impl TracingState {
     }
 }
 
-fn status_name(status: ToolStatus) -> &'static str {
-    match status {
-        ToolStatus::Completed => "completed",
-        ToolStatus::Waiting => "waiting",
-        ToolStatus::Failed => "failed",
-    }
-}
-
-fn wire<T: serde::Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => String::new(),
-    }
-}
-
 impl TracingSink {
     /// A sink with no open spans.
     pub fn new() -> TracingSink {
@@ -318,7 +303,7 @@ impl TrajectorySink for TracingSink {
         let kind = event.kind();
         let mut state = lock(&self.state);
         state.placer.observe(kind);
-        let mut status: Option<String> = None;
+        let mut status: Option<&'static str> = None;
         let mut duration_ms: Option<u64> = None;
         // The span the event goes in, and whether the event closes it.
         let mut span: Option<tracing::Span> = None;
@@ -329,7 +314,7 @@ impl TrajectorySink for TracingSink {
                     "tool_call",
                     tool_call_id = %e.tool_call_id,
                     tool_name = %e.tool_name,
-                    tool_kind = %wire(&e.tool_kind),
+                    tool_kind = e.tool_kind.as_str(),
                     status = tracing::field::Empty,
                     duration_ms = tracing::field::Empty,
                 );
@@ -337,10 +322,10 @@ impl TrajectorySink for TracingSink {
                 span = Some(s);
             }
             EventKind::ToolResult(e) => {
-                status = Some(status_name(e.status).into());
+                status = Some(e.status.as_str());
                 duration_ms = Some(e.duration_ms);
                 if let Some((_, _, s)) = state.spans.remove(&e.tool_call_id) {
-                    s.record("status", status_name(e.status));
+                    s.record("status", e.status.as_str());
                     s.record("duration_ms", e.duration_ms);
                     span = Some(s);
                 }
@@ -363,7 +348,7 @@ impl TrajectorySink for TracingSink {
                             parent_tool_call_id = e.parent_tool_call_id.as_deref(),
                             tool_id = %e.tool_id,
                             tool_name = %e.tool_name,
-                            method = %wire(&e.method),
+                            method = e.method.as_str(),
                             status = tracing::field::Empty,
                             duration_ms = tracing::field::Empty,
                         )
@@ -382,10 +367,10 @@ impl TrajectorySink for TracingSink {
                 span = Some(s);
             }
             EventKind::NestedToolResult(e) => {
-                let st = wire(&e.status);
+                let st = e.status.as_str();
                 duration_ms = Some(e.duration_ms);
                 if let Some((_, _, s)) = state.spans.remove(&e.tool_call_id) {
-                    s.record("status", st.as_str());
+                    s.record("status", st);
                     s.record("duration_ms", e.duration_ms);
                     span = Some(s);
                 }
@@ -427,7 +412,7 @@ impl TrajectorySink for TracingSink {
                     code_mode_run_id = kind.code_mode_run_id(),
                     tool_call_id = kind.tool_call_id(),
                     parent_tool_call_id = kind.parent_tool_call_id(),
-                    status = status.as_deref(),
+                    status = status,
                     duration_ms = duration_ms,
                     line = line.as_str(),
                     "{ty}"
