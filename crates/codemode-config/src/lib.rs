@@ -11,6 +11,9 @@
 //! - [`decide`] makes the per-run activation decision from `enabled`, the run's tools and the
 //!   model's tier in the catalog that served the run ([`ProviderCatalogs`]).
 //! - [`RuntimeUnavailable`] and [`ActivationDecision::load_runtime`] are the fail-closed contract.
+//! - [`resolve_policy`] gives the run's [`ToolPolicy`] (`tools.allow` / `deny` /
+//!   `approvals.require`, per agent) and [`resolve_hooks`] the command hooks ([`HookConfig`]), each
+//!   with [`Warning`]s (host.md H1–H3; `docs/host.md`).
 //!
 //! ```
 //! use codemode_config::{decide, resolve, Enabled, RunContext, ProviderCatalogs};
