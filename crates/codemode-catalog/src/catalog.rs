@@ -7,8 +7,9 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contract::{invalid_output_schema_message, output_mismatch_message, OutputContract};
+use crate::contract::{ContractError, OutputContract};
 use crate::entry::{CompactEntry, DescribedEntry, Source};
+use crate::error::LookupError;
 use crate::hint::{input_hint, output_hint, UNKNOWN};
 use crate::index::{quick_index_line, render_quick_index};
 use crate::js::{cmp_utf16, is_identifier, js_trim};
@@ -24,14 +25,6 @@ pub const RESERVED_CONVENIENCE_NAMES: [&str; 4] = ["search", "describe", "call",
 /// The minimal audited read-only core tools of behaviour.md §3.6 ("at least `read`, `grep`,
 /// `find`"). Hosts pass their own list to [`Catalog::is_replay_safe`].
 pub const DEFAULT_READ_ONLY_CORE_TOOLS: [&str; 3] = ["read", "grep", "find"];
-
-/// `search query must be a string.` (behaviour.md §3.3).
-pub const SEARCH_QUERY_NOT_STRING: &str = "search query must be a string.";
-/// `limit must be a positive integer.` (behaviour.md §3.3).
-pub const LIMIT_NOT_POSITIVE_INTEGER: &str = "limit must be a positive integer.";
-/// `Tool Search catalog is unavailable for this run.` (behaviour.md §3.1), for runtimes without
-/// a catalog.
-pub const CATALOG_UNAVAILABLE: &str = "Tool Search catalog is unavailable for this run.";
 
 /// The resolved search limits (config fields `maxSearchLimit` and `searchDefaultLimit`,
 /// behaviour.md §1). [`Catalog::build`] rejects values outside `1..=50` and
@@ -146,7 +139,8 @@ pub struct Convenience {
     pub id: String,
 }
 
-/// Counts per source over the whole catalog, MCP included (telemetry `sources`, behaviour.md §9).
+/// Counts per source over the whole catalog, MCP included: telemetry `sources` (behaviour.md
+/// §9). Serialises as `{"openclaw": N, "mcp": N, "client": N}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SourceCounts {
     /// Core and plugin entries.
@@ -259,26 +253,30 @@ impl Entry {
     }
 
     /// `Ok` unless the declared `outputSchema` failed to compile, in which case the tool must
-    /// not run: `Tool "<id>" has an invalid outputSchema.` (behaviour.md §3.5).
-    pub fn check_callable(&self) -> Result<(), String> {
+    /// not run: [`ContractError::InvalidOutputSchema`] (behaviour.md §3.5).
+    pub fn check_callable(&self) -> Result<(), ContractError> {
         if self.contract.is_callable() {
             Ok(())
         } else {
-            Err(invalid_output_schema_message(self.id()))
+            Err(ContractError::InvalidOutputSchema {
+                id: self.id().to_string(),
+            })
         }
     }
 
     /// Validates a result's final `details` against the declared contract (behaviour.md §3.5).
     ///
-    /// Errors: `Tool "<id>" has an invalid outputSchema.` for an uncompilable schema;
-    /// `Tool "<id>" returned details that do not match its declared outputSchema.` on a
-    /// mismatch (the value is never echoed). Tools without a trusted contract always pass.
-    pub fn validate_output(&self, details: &Value) -> Result<(), String> {
+    /// Errors: [`ContractError::InvalidOutputSchema`] for an uncompilable schema;
+    /// [`ContractError::OutputMismatch`] on a mismatch (the value is never echoed). Tools
+    /// without a trusted contract always pass.
+    pub fn validate_output(&self, details: &Value) -> Result<(), ContractError> {
         self.check_callable()?;
         if self.contract.accepts(details) {
             Ok(())
         } else {
-            Err(output_mismatch_message(self.id()))
+            Err(ContractError::OutputMismatch {
+                id: self.id().to_string(),
+            })
         }
     }
 }
@@ -582,9 +580,10 @@ impl Catalog {
 
     /// Resolves `tools.search`'s limit (behaviour.md §3.3 step 2): absent or not a number →
     /// `searchDefaultLimit`; a number that is not an integer or is below 1 →
-    /// `limit must be a positive integer.`; otherwise `min(limit, maxSearchLimit)`. A number
-    /// with an integral value written with a fraction (`2.0`) is an integer, as in JavaScript.
-    pub fn resolve_limit(&self, limit: Option<&Value>) -> Result<usize, String> {
+    /// [`LookupError::LimitNotPositiveInteger`]; otherwise `min(limit, maxSearchLimit)`. A
+    /// number with an integral value written with a fraction (`2.0`) is an integer, as in
+    /// JavaScript.
+    pub fn resolve_limit(&self, limit: Option<&Value>) -> Result<usize, LookupError> {
         let max = self.limits.max_search_limit as usize;
         let Some(Value::Number(n)) = limit else {
             return Ok(self.limits.search_default_limit as usize);
@@ -593,32 +592,32 @@ impl Catalog {
             return if u >= 1 {
                 Ok((u.min(max as u64)) as usize)
             } else {
-                Err(LIMIT_NOT_POSITIVE_INTEGER.into())
+                Err(LookupError::LimitNotPositiveInteger)
             };
         }
         if n.as_i64().is_some() {
-            return Err(LIMIT_NOT_POSITIVE_INTEGER.into());
+            return Err(LookupError::LimitNotPositiveInteger);
         }
         match n.as_f64() {
             Some(f) if f.is_finite() && f.fract() == 0.0 && f >= 1.0 => {
                 Ok(if f >= max as f64 { max } else { f as usize })
             }
-            _ => Err(LIMIT_NOT_POSITIVE_INTEGER.into()),
+            _ => Err(LookupError::LimitNotPositiveInteger),
         }
     }
 
     /// `tools.search(query, {limit})` (behaviour.md §3.3) over guest-visible entries.
     ///
-    /// `query` must be a JSON string (`search query must be a string.`); `limit` is the
+    /// `query` must be a JSON string ([`LookupError::SearchQueryNotString`]); `limit` is the
     /// `options.limit` value as received (see [`Catalog::resolve_limit`]). Returns at most
     /// `limit` compact entries scoring above 0, by score descending then id ascending.
     pub fn search(
         &self,
         query: &Value,
         limit: Option<&Value>,
-    ) -> Result<Vec<CompactEntry>, String> {
+    ) -> Result<Vec<CompactEntry>, LookupError> {
         let Value::String(query) = query else {
-            return Err(SEARCH_QUERY_NOT_STRING.into());
+            return Err(LookupError::SearchQueryNotString);
         };
         let limit = self.resolve_limit(limit)?;
         Ok(self
@@ -634,7 +633,7 @@ impl Catalog {
         &self,
         query: &Value,
         options: Option<&Value>,
-    ) -> Result<Vec<CompactEntry>, String> {
+    ) -> Result<Vec<CompactEntry>, LookupError> {
         let limit = options
             .and_then(Value::as_object)
             .and_then(|o| o.get("limit"));
@@ -673,68 +672,67 @@ impl Catalog {
     /// Resolves a guest's tool reference for `describe`/`call`/`callValue` (behaviour.md §3.4).
     ///
     /// The needle is trimmed (ECMAScript whitespace). An exact id among guest-visible entries
-    /// wins; otherwise a unique name match. Errors, exactly:
-    /// `Ambiguous tool name: <needle>; use an exact tool id.` and
-    /// `Unknown tool id: <needle>. [Did you mean: <a>, <b>? ]Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.`
-    pub fn lookup(&self, needle: &str) -> Result<&Entry, String> {
+    /// wins; otherwise a unique name match. Errors: [`LookupError::AmbiguousName`]
+    /// (`Ambiguous tool name: <needle>; use an exact tool id.`) and
+    /// [`LookupError::UnknownTool`] (`Unknown tool id: <needle>. [Did you mean: <a>, <b>? ]Use
+    /// tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact
+    /// id or name.`), both with the trimmed needle.
+    pub fn lookup(&self, needle: &str) -> Result<&Entry, LookupError> {
         let needle = js_trim(needle);
         if let Some(entry) = self.entry(needle).filter(|e| e.is_guest_visible()) {
             return Ok(entry);
         }
         match self.guest_by_name.get(needle).map(Vec::as_slice) {
             Some([only]) => Ok(&self.entries[*only]),
-            Some([_, _, ..]) => Err(format!(
-                "Ambiguous tool name: {needle}; use an exact tool id."
-            )),
-            _ => Err(self.unknown_tool_message(needle)),
+            Some([_, _, ..]) => Err(LookupError::AmbiguousName {
+                needle: needle.to_string(),
+            }),
+            _ => Err(self.unknown_tool(needle)),
         }
     }
 
-    /// [`Catalog::lookup`] for an id argument as received from the guest: a non-string gives
-    /// `<op> id must be a string.`.
-    pub fn lookup_value(&self, needle: &Value, op: LookupOp) -> Result<&Entry, String> {
+    /// [`Catalog::lookup`] for an id argument as received from the guest (`None` when it is
+    /// missing): anything but a string gives [`LookupError::NonStringId`]
+    /// (`<op> id must be a string.`).
+    pub fn lookup_value(&self, needle: &Value, op: LookupOp) -> Result<&Entry, LookupError> {
         match needle {
             Value::String(s) => self.lookup(s),
-            _ => Err(op.non_string_message().into()),
+            _ => Err(LookupError::NonStringId(op)),
         }
     }
 
     /// `tools.describe(id)`: [`Catalog::lookup`] then the described entry.
-    pub fn describe(&self, needle: &str) -> Result<DescribedEntry, String> {
+    pub fn describe(&self, needle: &str) -> Result<DescribedEntry, LookupError> {
         self.lookup(needle).map(Entry::described)
     }
 
     /// Resolves the target of `call`/`callValue`/a convenience function: [`Catalog::lookup`],
     /// then refuses a tool whose `outputSchema` did not compile
-    /// (`Tool "<id>" has an invalid outputSchema.`), before anything runs.
-    pub fn resolve_call(&self, needle: &str) -> Result<&Entry, String> {
+    /// ([`LookupError::Contract`] with [`ContractError::InvalidOutputSchema`]), before anything
+    /// runs.
+    pub fn resolve_call(&self, needle: &str) -> Result<&Entry, LookupError> {
         let entry = self.lookup(needle)?;
         entry.check_callable()?;
         Ok(entry)
     }
 
     /// Validates `details` returned by the tool with exactly this id; see
-    /// [`Entry::validate_output`]. An id that is not in the catalog gives the unknown-tool
-    /// message.
-    pub fn validate_output(&self, id: &str, details: &Value) -> Result<(), String> {
+    /// [`Entry::validate_output`]. An id that is not in the catalog gives
+    /// [`LookupError::UnknownTool`] for the trimmed id.
+    pub fn validate_output(&self, id: &str, details: &Value) -> Result<(), LookupError> {
         match self.entry(id) {
-            Some(entry) => entry.validate_output(details),
-            None => Err(self.unknown_tool_message(js_trim(id))),
+            Some(entry) => Ok(entry.validate_output(details)?),
+            None => Err(self.unknown_tool(js_trim(id))),
         }
     }
 
-    /// The exact unknown-tool message for `needle` (used as given; callers trim), with up to
-    /// three suggestions from guest-visible entries (behaviour.md §3.4 "Suggestions").
-    pub fn unknown_tool_message(&self, needle: &str) -> String {
-        const RECOVERY: &str = "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
-        let suggestions = self.suggestions(needle);
-        if suggestions.is_empty() {
-            format!("Unknown tool id: {needle}. {RECOVERY}")
-        } else {
-            format!(
-                "Unknown tool id: {needle}. Did you mean: {}? {RECOVERY}",
-                suggestions.join(", ")
-            )
+    /// The unknown-tool error for `needle` (used as given; callers trim), with up to three
+    /// suggestions from guest-visible entries (behaviour.md §3.4 "Suggestions"); its `Display`
+    /// is the exact message.
+    pub fn unknown_tool(&self, needle: &str) -> LookupError {
+        LookupError::UnknownTool {
+            needle: needle.to_string(),
+            suggestions: self.suggestions(needle),
         }
     }
 

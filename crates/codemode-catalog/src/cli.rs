@@ -78,11 +78,15 @@ pub fn render_search(
     catalog
         .search(&Value::String(query.into()), limit.as_ref())
         .map(|hits| pretty(&hits))
+        .map_err(String::from)
 }
 
 /// The described entry as pretty JSON, or the exact lookup error (unknown or ambiguous).
 pub fn render_describe(catalog: &Catalog, id: &str) -> Result<String, String> {
-    catalog.describe(id).map(|entry| pretty(&entry))
+    catalog
+        .describe(id)
+        .map(|entry| pretty(&entry))
+        .map_err(String::from)
 }
 
 /// Renders `view` of `catalog`: `Ok(text)` to print on stdout, `Err(message)` (a guest error

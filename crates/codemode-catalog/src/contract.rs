@@ -55,19 +55,31 @@ impl OutputContract {
     }
 }
 
-/// `Tool "<id>" has an invalid outputSchema.` (behaviour.md §3.5).
-pub fn invalid_output_schema_message(id: &str) -> String {
-    format!("Tool \"{id}\" has an invalid outputSchema.")
-}
-
-/// `Tool "<id>" returned details that do not match its declared outputSchema.` (behaviour.md
-/// §3.5). The offending value is never part of the message.
-pub fn output_mismatch_message(id: &str) -> String {
-    format!("Tool \"{id}\" returned details that do not match its declared outputSchema.")
-}
-
-/// `Tool "<id>" was blocked before execution: <reason>` (behaviour.md §3.5), for the runtime's
-/// pre-execution policy blocks.
-pub fn blocked_before_execution_message(id: &str, reason: &str) -> String {
-    format!("Tool \"{id}\" was blocked before execution: {reason}")
+/// Why a tool's declared output contract refuses a call or its result (behaviour.md §3.5).
+/// `Display` is the exact guest message; the offending value is never part of it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContractError {
+    /// The declared `outputSchema` did not compile, so the tool must not run:
+    /// `Tool "<id>" has an invalid outputSchema.`
+    #[error("Tool \"{id}\" has an invalid outputSchema.")]
+    InvalidOutputSchema {
+        /// The exact catalog id.
+        id: String,
+    },
+    /// The final `details` do not validate:
+    /// `Tool "<id>" returned details that do not match its declared outputSchema.`
+    #[error("Tool \"{id}\" returned details that do not match its declared outputSchema.")]
+    OutputMismatch {
+        /// The exact catalog id.
+        id: String,
+    },
+    /// A host policy blocked the call before execution:
+    /// `Tool "<id>" was blocked before execution: <reason>`.
+    #[error("Tool \"{id}\" was blocked before execution: {reason}")]
+    BlockedBeforeExecution {
+        /// The exact catalog id.
+        id: String,
+        /// The policy's reason, verbatim.
+        reason: String,
+    },
 }

@@ -2,21 +2,22 @@
 //!
 //! [`input_hint`] renders a tool's `parameters` for the compact entry's `input` field and
 //! [`output_hint`] renders a trusted `outputSchema` for `output`. Both are pure, deterministic and
-//! bounded: the renderer never follows `$ref`, never descends deeper than the depth bound, looks
-//! at no more than a fixed number of properties per object (picking them with a linear-time
-//! selection, not a full sort), and stops adding properties once the character budget is spent.
-//! Rendering a schema therefore costs time linear in the size of the parts it inspects, whatever
-//! the schema holds (10k-character keys, 1000 properties, deep nesting, cyclic `$ref`s).
+//! bounded; the walking itself is [`crate::schema_ts`] under the §3.2 rules
+//! ([`Keywords::Exact`], required keys first and sorted, `; ...` cut markers, a character budget).
+//! The renderer never follows `$ref`, never descends deeper than the depth bound, looks at no
+//! more than a fixed number of properties per object (picking them with a linear-time selection,
+//! not a full sort), and stops adding properties once the character budget is spent. Rendering a
+//! schema therefore costs time linear in the size of the parts it inspects, whatever the schema
+//! holds (10k-character keys, 1000 properties, deep nesting, cyclic `$ref`s).
 //!
 //! Lengths are UTF-16 code units, as in the JavaScript reference.
 
-use std::collections::HashSet;
+use serde_json::Value;
 
-use serde_json::{Map, Value};
+use crate::js::utf16_longer_than;
+use crate::schema_ts::{render, KeyOrder, Keywords, ObjectRules, Rules};
 
-use crate::js::{
-    cmp_utf16, is_identifier, json_string, primitive_literal, utf16_len, utf16_longer_than,
-};
+pub use crate::schema_ts::UNKNOWN;
 
 /// Bounds for one kind of hint (behaviour.md §3.2 "Hint limits").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,55 +55,28 @@ pub const MAX_LITERAL_VALUES: usize = 8;
 /// … and at most this many UTF-16 units once joined with ` | `.
 pub const MAX_LITERAL_CHARS: usize = 96;
 
-/// Keywords whose presence means a compact hint cannot describe the schema exactly; a schema
-/// using any of them never yields a complete (promotable) output hint.
-const UNSUPPORTED_KEYWORDS: &[&str] = &[
-    "$ref",
-    "$dynamicRef",
-    "$recursiveRef",
-    "allOf",
-    "patternProperties",
-    "unevaluatedProperties",
-    "dependentSchemas",
-    "dependencies",
-    "if",
-    "then",
-    "else",
-    "prefixItems",
-    "unevaluatedItems",
-];
+/// The [`schema_ts`](crate::schema_ts) rules of a compact hint with these bounds.
+pub const fn hint_rules(limits: &HintLimits) -> Rules {
+    Rules {
+        max_depth: limits.max_depth,
+        max_nodes: usize::MAX,
+        max_literals: MAX_LITERAL_VALUES,
+        max_literal_chars: Some(MAX_LITERAL_CHARS),
+        max_union_members: MAX_UNION_MEMBERS,
+        keywords: Keywords::Exact,
+        objects: ObjectRules {
+            max_properties: limits.max_properties,
+            max_name_chars: MAX_PROPERTY_NAME_CHARS,
+            order: KeyOrder::RequiredFirstSorted,
+            more: "...",
+            open_shows_more: true,
+            without_properties: None,
+        },
+    }
+}
 
-/// Keywords that give a schema a base shape; a union next to any of them is an intersection the
-/// compact form cannot express.
-const BASE_SHAPE_KEYWORDS: &[&str] = &[
-    "const",
-    "enum",
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-];
-
-/// Keywords that annotate without constraining: a schema made only of these accepts any value,
-/// exactly like `{}`, so it renders as a complete `unknown`.
-const ANNOTATION_KEYWORDS: &[&str] = &[
-    "title",
-    "description",
-    "default",
-    "examples",
-    "$comment",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "$schema",
-    "$id",
-    "$anchor",
-    "markdownDescription",
-];
-
-/// Text used for opaque or unrenderable schemas.
-pub const UNKNOWN: &str = "unknown";
+const INPUT_RULES: Rules = hint_rules(&INPUT_HINT_LIMITS);
+const OUTPUT_RULES: Rules = hint_rules(&OUTPUT_HINT_LIMITS);
 
 /// The compact `input` hint of a tool's `parameters` (behaviour.md §3.2).
 ///
@@ -113,8 +87,7 @@ pub fn input_hint(parameters: Option<&Value>) -> String {
     let Some(schema) = parameters else {
         return UNKNOWN.to_string();
     };
-    let hint = Renderer::new(INPUT_HINT_LIMITS).render(schema, 0, INPUT_HINT_LIMITS.max_chars);
-    let text = hint.text();
+    let text = render(schema, 0, INPUT_HINT_LIMITS.max_chars, &INPUT_RULES).text();
     if utf16_longer_than(&text, INPUT_HINT_LIMITS.max_chars) {
         UNKNOWN.to_string()
     } else {
@@ -129,427 +102,19 @@ pub fn input_hint(parameters: Option<&Value>) -> String {
 /// (depth, properties, literal values, name length), or a hint longer than
 /// [`OUTPUT_HINT_LIMITS`]`.max_chars`. Opaque `{}` leaves render as `unknown` and stay complete.
 pub fn output_hint(schema: &Value) -> Option<String> {
-    let hint = Renderer::new(OUTPUT_HINT_LIMITS).render(schema, 0, OUTPUT_HINT_LIMITS.max_chars);
-    if !hint.complete {
+    let rendered = render(schema, 0, OUTPUT_HINT_LIMITS.max_chars, &OUTPUT_RULES);
+    if !rendered.complete {
         return None;
     }
-    let text = hint.text();
+    let text = rendered.text();
     (!utf16_longer_than(&text, OUTPUT_HINT_LIMITS.max_chars)).then_some(text)
-}
-
-/// A rendered (sub)schema: its top-level union members and whether it describes the schema
-/// exactly.
-#[derive(Debug, Clone)]
-struct Hint {
-    /// Top-level union members, de-duplicated, in first-seen order; never empty.
-    members: Vec<String>,
-    complete: bool,
-}
-
-impl Hint {
-    fn exact(text: impl Into<String>) -> Self {
-        Hint {
-            members: vec![text.into()],
-            complete: true,
-        }
-    }
-
-    fn partial(text: impl Into<String>) -> Self {
-        Hint {
-            members: vec![text.into()],
-            complete: false,
-        }
-    }
-
-    fn unknown() -> Self {
-        Hint::partial(UNKNOWN)
-    }
-
-    fn incomplete(mut self) -> Self {
-        self.complete = false;
-        self
-    }
-
-    fn text(&self) -> String {
-        self.members.join(" | ")
-    }
-
-    fn len(&self) -> usize {
-        self.members.iter().map(|m| utf16_len(m)).sum::<usize>() + 3 * (self.members.len() - 1)
-    }
-
-    /// Adds `member` unless an equal member is already present.
-    fn push_member(&mut self, member: String) {
-        if !self.members.contains(&member) {
-            self.members.push(member);
-        }
-    }
-
-    /// Joins several hints into one union, de-duplicating members.
-    fn union(hints: Vec<Hint>) -> Hint {
-        let mut out = Hint {
-            members: Vec::new(),
-            complete: true,
-        };
-        for hint in hints {
-            out.complete &= hint.complete;
-            for member in hint.members {
-                out.push_member(member);
-            }
-        }
-        if out.members.is_empty() {
-            return Hint::unknown();
-        }
-        out
-    }
-}
-
-struct Renderer {
-    limits: HintLimits,
-}
-
-impl Renderer {
-    fn new(limits: HintLimits) -> Self {
-        Renderer { limits }
-    }
-
-    /// Renders `schema` found at `depth`. `budget` is the length (UTF-16 units) the caller can
-    /// still use; objects stop adding properties beyond it, other shapes may exceed it and are
-    /// checked by the caller.
-    fn render(&self, schema: &Value, depth: usize, budget: usize) -> Hint {
-        match schema {
-            Value::Bool(true) => Hint::exact(UNKNOWN),
-            Value::Bool(false) => Hint::exact("never"),
-            Value::Object(map) => self.render_map(map, depth, budget),
-            _ => Hint::unknown(),
-        }
-    }
-
-    fn render_map(&self, map: &Map<String, Value>, depth: usize, budget: usize) -> Hint {
-        if map
-            .keys()
-            .all(|k| ANNOTATION_KEYWORDS.contains(&k.as_str()))
-        {
-            return Hint::exact(UNKNOWN);
-        }
-        if depth > self.limits.max_depth {
-            return Hint::unknown();
-        }
-        let mut complete = !UNSUPPORTED_KEYWORDS.iter().any(|k| map.contains_key(*k));
-        let nullable = match map.get("nullable") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                complete = false;
-                false
-            }
-        };
-        let mut hint = self.render_shape(map, depth, budget);
-        hint.complete &= complete;
-        if nullable {
-            hint.push_member("null".into());
-        }
-        hint
-    }
-
-    fn render_shape(&self, map: &Map<String, Value>, depth: usize, budget: usize) -> Hint {
-        let any_of = map.get("anyOf");
-        let one_of = map.get("oneOf");
-        if any_of.is_none() && one_of.is_none() {
-            return self.render_base(map, depth, budget);
-        }
-        if BASE_SHAPE_KEYWORDS.iter().any(|k| map.contains_key(*k)) {
-            // A union next to a base shape is an intersection: show the base, never promote it.
-            return self.render_base(map, depth, budget).incomplete();
-        }
-        let variants = match (any_of, one_of) {
-            (Some(_), Some(_)) => return Hint::unknown(),
-            (Some(v), None) | (None, Some(v)) => v,
-            (None, None) => return Hint::unknown(),
-        };
-        self.render_union(variants, depth, budget)
-    }
-
-    fn render_union(&self, variants: &Value, depth: usize, budget: usize) -> Hint {
-        let Some(variants) = variants.as_array() else {
-            return Hint::unknown();
-        };
-        // Bounded before any per-variant work: nothing larger than the literal bound renders.
-        if variants.is_empty() || variants.len() > MAX_LITERAL_VALUES {
-            return Hint::unknown();
-        }
-        let consts: Option<Vec<&Value>> = variants
-            .iter()
-            .map(|v| {
-                let m = v.as_object()?;
-                if UNSUPPORTED_KEYWORDS.iter().any(|k| m.contains_key(*k)) {
-                    return None;
-                }
-                m.get("const").filter(|c| !c.is_array() && !c.is_object())
-            })
-            .collect();
-        if let Some(consts) = consts {
-            return literal_union(consts.into_iter()).unwrap_or_else(Hint::unknown);
-        }
-        if variants.len() > MAX_UNION_MEMBERS {
-            return Hint::unknown();
-        }
-        Hint::union(
-            variants
-                .iter()
-                .map(|v| self.render(v, depth + 1, budget))
-                .collect(),
-        )
-    }
-
-    /// `const`, then `enum`, then `type`.
-    fn render_base(&self, map: &Map<String, Value>, depth: usize, budget: usize) -> Hint {
-        if let Some(value) = map.get("const") {
-            return match literal_union(std::iter::once(value)) {
-                Some(hint) => hint,
-                None => self.render_type(map, depth, budget).incomplete(),
-            };
-        }
-        if let Some(values) = map.get("enum") {
-            let literal = values
-                .as_array()
-                .filter(|a| !a.is_empty() && a.len() <= MAX_LITERAL_VALUES)
-                .and_then(|a| literal_union(a.iter()));
-            return match literal {
-                Some(hint) => hint,
-                None => self.render_type(map, depth, budget).incomplete(),
-            };
-        }
-        self.render_type(map, depth, budget)
-    }
-
-    fn render_type(&self, map: &Map<String, Value>, depth: usize, budget: usize) -> Hint {
-        match map.get("type") {
-            Some(Value::String(t)) => self.render_named_type(t, map, depth, budget),
-            Some(Value::Array(types)) => {
-                if types.is_empty() || types.len() > MAX_UNION_MEMBERS {
-                    return Hint::unknown();
-                }
-                let names: Option<Vec<&str>> = types.iter().map(Value::as_str).collect();
-                let Some(names) = names else {
-                    return Hint::unknown();
-                };
-                if let [only] = names.as_slice() {
-                    return self.render_named_type(only, map, depth, budget);
-                }
-                Hint::union(
-                    names
-                        .iter()
-                        .map(|t| self.render_named_type(t, map, depth + 1, budget))
-                        .collect(),
-                )
-            }
-            Some(_) => Hint::unknown(),
-            None => {
-                // No `type`: infer the shape from its keywords, but it is not exact (a value of
-                // another type would also match).
-                if map.contains_key("properties") || map.contains_key("additionalProperties") {
-                    self.render_object(map, depth, budget).incomplete()
-                } else if map.contains_key("items") {
-                    self.render_named_type("array", map, depth, budget)
-                        .incomplete()
-                } else {
-                    Hint::unknown()
-                }
-            }
-        }
-    }
-
-    fn render_named_type(
-        &self,
-        name: &str,
-        map: &Map<String, Value>,
-        depth: usize,
-        budget: usize,
-    ) -> Hint {
-        if depth > self.limits.max_depth {
-            return Hint::unknown();
-        }
-        match name {
-            "integer" | "number" => Hint::exact("number"),
-            "string" | "boolean" | "null" => Hint::exact(name),
-            "array" => {
-                let item = match map.get("items") {
-                    None => Hint::exact(UNKNOWN),
-                    Some(Value::Array(_)) => Hint::unknown(),
-                    Some(items) => self.render(items, depth + 1, budget.saturating_sub(7)),
-                };
-                Hint {
-                    members: vec![format!("Array<{}>", item.text())],
-                    complete: item.complete,
-                }
-            }
-            "object" => self.render_object(map, depth, budget),
-            _ => Hint::unknown(),
-        }
-    }
-
-    fn render_object(&self, map: &Map<String, Value>, depth: usize, budget: usize) -> Hint {
-        const OPEN: &str = "{ ... }";
-        const MORE: &str = "; ...";
-        let additional = map.get("additionalProperties");
-        let closed = matches!(additional, Some(Value::Bool(false)));
-        let open = matches!(additional, Some(Value::Bool(true) | Value::Object(_)));
-        let mut complete = closed;
-        let mut cut = false;
-
-        let empty = Map::new();
-        let properties = match map.get("properties") {
-            None => &empty,
-            Some(Value::Object(p)) => p,
-            Some(_) => {
-                complete = false;
-                &empty
-            }
-        };
-
-        // Required names: strings only, de-duplicated, over-long names cut.
-        let mut required_names: Vec<&str> = Vec::new();
-        let mut required_set: HashSet<&str> = HashSet::new();
-        match map.get("required") {
-            None => {}
-            Some(Value::Array(values)) => {
-                for value in values {
-                    match value.as_str() {
-                        Some(name) if utf16_longer_than(name, MAX_PROPERTY_NAME_CHARS) => {
-                            required_set.insert(name);
-                            cut = true;
-                        }
-                        Some(name) => {
-                            if required_set.insert(name) {
-                                required_names.push(name);
-                            }
-                        }
-                        None => complete = false,
-                    }
-                }
-            }
-            Some(_) => complete = false,
-        }
-        let mut optional_names: Vec<&str> = Vec::new();
-        for name in properties.keys() {
-            if required_set.contains(name.as_str()) {
-                continue;
-            }
-            if utf16_longer_than(name, MAX_PROPERTY_NAME_CHARS) {
-                cut = true;
-                continue;
-            }
-            optional_names.push(name);
-        }
-
-        if required_names.is_empty() && optional_names.is_empty() {
-            return if closed && !cut && required_set.is_empty() {
-                Hint {
-                    members: vec!["{}".into()],
-                    complete,
-                }
-            } else {
-                Hint::partial(OPEN)
-            };
-        }
-
-        let max = self.limits.max_properties;
-        let required_total = required_names.len();
-        let required_keys = smallest_sorted(required_names, max);
-        let optional_total = optional_names.len();
-        let optional_keys = smallest_sorted(optional_names, max - required_keys.len());
-        if required_keys.len() < required_total || optional_keys.len() < optional_total {
-            cut = true;
-        }
-
-        let keys: Vec<(&str, bool)> = required_keys
-            .iter()
-            .map(|k| (*k, true))
-            .chain(optional_keys.iter().map(|k| (*k, false)))
-            .collect();
-        // "{ " + parts joined by "; " + " }", keeping room for "; ..." whenever more may follow.
-        let mut parts: Vec<String> = Vec::new();
-        let mut used = 4usize; // "{ " and " }"
-        let count = keys.len();
-        for (index, (key, is_required)) in keys.into_iter().enumerate() {
-            let name = if is_identifier(key) {
-                key.to_string()
-            } else {
-                json_string(key)
-            };
-            let separator = if parts.is_empty() { 0 } else { 2 };
-            let last = index + 1 == count;
-            let reserve = if last && !cut && !open { 0 } else { MORE.len() };
-            let prefix = utf16_len(&name) + if is_required { 2 } else { 3 }; // ": " / "?: "
-            let child_budget = budget.saturating_sub(used + separator + prefix + reserve);
-            let child = match properties.get(key) {
-                Some(schema) => self.render(schema, depth + 1, child_budget),
-                None => Hint::unknown(),
-            };
-            let child_len = child.len();
-            if used + separator + prefix + child_len + reserve > budget {
-                cut = true;
-                break;
-            }
-            complete &= child.complete;
-            let marker = if is_required { "" } else { "?" };
-            parts.push(format!("{name}{marker}: {}", child.text()));
-            used += separator + prefix + child_len;
-        }
-        if parts.is_empty() {
-            return Hint::partial(OPEN);
-        }
-        let suffix = if cut || open { MORE } else { "" };
-        Hint {
-            members: vec![format!("{{ {}{suffix} }}", parts.join("; "))],
-            complete: complete && !cut,
-        }
-    }
-}
-
-/// `values` as a literal union (`"a" | "b" | 1 | null`): every value primitive, at most
-/// [`MAX_LITERAL_VALUES`] of them, de-duplicated, at most [`MAX_LITERAL_CHARS`] long once joined.
-fn literal_union<'a>(values: impl Iterator<Item = &'a Value>) -> Option<Hint> {
-    let mut hint = Hint {
-        members: Vec::new(),
-        complete: true,
-    };
-    for (index, value) in values.enumerate() {
-        if index >= MAX_LITERAL_VALUES {
-            return None;
-        }
-        if let Value::String(s) = value {
-            // A string literal is at least as long as its content; skip rendering huge ones.
-            if utf16_longer_than(s, MAX_LITERAL_CHARS) {
-                return None;
-            }
-        }
-        hint.push_member(primitive_literal(value)?);
-    }
-    if hint.members.is_empty() || hint.len() > MAX_LITERAL_CHARS {
-        return None;
-    }
-    Some(hint)
-}
-
-/// The `k` smallest names in UTF-16 order, sorted, in time linear in `names.len()` for a fixed `k`.
-fn smallest_sorted(mut names: Vec<&str>, k: usize) -> Vec<&str> {
-    if names.len() > k {
-        if k == 0 {
-            return Vec::new();
-        }
-        names.select_nth_unstable_by(k - 1, |a, b| cmp_utf16(a, b));
-        names.truncate(k);
-    }
-    names.sort_unstable_by(|a, b| cmp_utf16(a, b));
-    names
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::js::utf16_len;
+    use serde_json::{json, Map};
 
     fn input(v: Value) -> String {
         input_hint(Some(&v))

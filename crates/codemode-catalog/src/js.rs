@@ -162,6 +162,44 @@ pub fn primitive_literal(v: &Value) -> Option<String> {
     }
 }
 
+/// `JSON.stringify(v)` for any JSON value, with JavaScript number formatting ([`js_number`]);
+/// object keys keep their order.
+pub fn json_stringify(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(json_stringify).collect::<Vec<_>>().join(",")
+        ),
+        Value::Object(o) => format!(
+            "{{{}}}",
+            o.iter()
+                .map(|(k, v)| format!("{}:{}", json_string(k), json_stringify(v)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        primitive => primitive_literal(primitive).unwrap_or_default(),
+    }
+}
+
+/// `s` cut to at most `max` UTF-16 code units (`max` ≥ 1): unchanged when it fits, otherwise the
+/// longest prefix of whole characters of at most `max - 1` units followed by `…`.
+pub fn cut_utf16(s: &str, max: usize) -> String {
+    if utf16_len(s) <= max {
+        return s.to_string();
+    }
+    let mut units = 0;
+    let mut out = String::new();
+    for c in s.chars() {
+        units += c.len_utf16();
+        if units > max - 1 {
+            break;
+        }
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
 /// True for a JavaScript identifier in the restricted ASCII form `^[A-Za-z_$][A-Za-z0-9_$]*$`.
 pub fn is_identifier(s: &str) -> bool {
     let mut bytes = s.bytes();

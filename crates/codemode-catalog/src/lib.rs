@@ -10,7 +10,12 @@
 //! output validation ([`Entry::validate_output`]) and replay safety
 //! ([`Catalog::is_replay_safe`]). [`cli`] renders the same views for the `codemode catalog`
 //! subcommand. [`mcp`] models the `MCP` namespace, `$api`, the `API` `.d.ts` files and the
-//! namespace prompt (behaviour.md §7) over the catalog's MCP entries.
+//! namespace prompt (behaviour.md §7) over the catalog's MCP entries. [`schema_ts`] is the one
+//! JSON-Schema-to-TypeScript walker behind both the hints and the `.d.ts` types.
+//!
+//! Everything the guest can trigger fails with a typed error whose `Display` is the exact spec
+//! message ([`LookupError`], [`ContractError`], [`NamespaceError`], [`ApiFileError`]); each
+//! converts into that message with `String::from`.
 //!
 //! Spec: code-mode.md "Tool catalog", "Guest runtime API", "Declared output contracts", "Tool
 //! names and collisions"; behaviour.md §2.5, §3, §9. Lengths are UTF-16 code units and string
@@ -38,26 +43,28 @@ mod catalog;
 pub mod cli;
 mod contract;
 mod entry;
+mod error;
 pub mod hint;
 pub mod index;
 pub mod js;
 pub mod mcp;
+pub mod schema_ts;
 mod spec;
 
 pub use catalog::{
     Catalog, CatalogError, CatalogGroup, Convenience, Entry, LookupOp, SearchLimits, SourceCounts,
-    CATALOG_UNAVAILABLE, DEFAULT_READ_ONLY_CORE_TOOLS, LIMIT_NOT_POSITIVE_INTEGER,
-    MAX_SEARCH_LIMIT_CAP, RESERVED_CONVENIENCE_NAMES, SEARCH_QUERY_NOT_STRING,
+    DEFAULT_READ_ONLY_CORE_TOOLS, MAX_SEARCH_LIMIT_CAP, RESERVED_CONVENIENCE_NAMES,
 };
-pub use contract::{
-    blocked_before_execution_message, invalid_output_schema_message, output_mismatch_message,
-    OutputContract,
-};
+pub use contract::{ContractError, OutputContract};
 pub use entry::{CompactEntry, DescribedEntry, Source};
+pub use error::{
+    LookupError, CATALOG_UNAVAILABLE, LIMIT_NOT_POSITIVE_INTEGER, SEARCH_QUERY_NOT_STRING,
+    UNKNOWN_TOOL_RECOVERY,
+};
 pub use hint::{input_hint, output_hint};
 pub use index::QUICK_INDEX_MAX_CHARS;
 pub use mcp::{
-    api_list, api_read, namespace_prompt, ApiFile, McpMethod, McpNamespace, McpServer,
-    NamespaceAction,
+    api_list, api_read, namespace_prompt, ApiFile, ApiFileError, McpMethod, McpNamespace,
+    McpServer, NamespaceAction, NamespaceError,
 };
 pub use spec::{CatalogMode, ControlKind, McpOperation, ToolOrigin, ToolSpec};

@@ -30,7 +30,7 @@ fn path(p: &str) -> Vec<String> {
 }
 
 fn call(ns: &McpNamespace, p: &str, args: &[Value]) -> Result<NamespaceAction, String> {
-    ns.request("mcp", &path(p), args)
+    ns.request("mcp", &path(p), args).map_err(String::from)
 }
 
 const E26_DTS: &str =
@@ -753,7 +753,9 @@ fn hostile_schemas_render_within_bounds() {
     // Still callable with exact checks.
     let p = |s: &str| s.split('.').map(String::from).collect::<Vec<_>>();
     let err = ns.request("mcp", &p("h.many"), &[json!({})]).unwrap_err();
-    assert!(err.starts_with("Missing required MCP namespace arguments: p0, p1, p2,"));
+    assert!(err
+        .to_string()
+        .starts_with("Missing required MCP namespace arguments: p0, p1, p2,"));
     assert!(matches!(
         ns.request("mcp", &p("h.cyclic"), &[json!({"root": {}})])
             .unwrap(),
@@ -923,7 +925,7 @@ mod props {
                         prop_assert!(ids.insert(got));
                     }
                     Ok(NamespaceAction::Api(v)) => prop_assert_eq!(&v["kind"], "mcp_api"),
-                    Err(e) => prop_assert!(e.starts_with("Missing required MCP namespace argument"), "{}", e),
+                    Err(e) => prop_assert!(e.to_string().starts_with("Missing required MCP namespace argument"), "{}", e),
                 }
             }
             prop_assert!(ns.prompt().is_some());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, RunScope, ToolCall, ToolExecutor};
-use codemode_catalog::{Catalog, McpNamespace, NamespaceAction};
+use codemode_catalog::{Catalog, LookupOp, McpNamespace, NamespaceAction};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
@@ -74,22 +74,20 @@ impl Dispatcher {
                 serde_json::to_value(hits).map_err(|e| e.to_string())
             }
             BridgeMethod::Describe => {
-                let Some(id) = args.get("id").and_then(Value::as_str) else {
-                    return Err("describe id must be a string.".into());
-                };
-                let described = self.catalog.describe(id)?;
-                serde_json::to_value(described).map_err(|e| e.to_string())
+                let id = args.get("id").unwrap_or(&Value::Null);
+                let entry = self.catalog.lookup_value(id, LookupOp::Describe)?;
+                serde_json::to_value(entry.described()).map_err(|e| e.to_string())
             }
             BridgeMethod::Call | BridgeMethod::CallValue => {
                 let op = if request.method == BridgeMethod::Call {
-                    "call"
+                    LookupOp::Call
                 } else {
-                    "callValue"
+                    LookupOp::CallValue
                 };
-                let Some(needle) = args.get("id").and_then(Value::as_str) else {
-                    return Err(format!("{op} id must be a string."));
-                };
-                let entry = self.catalog.resolve_call(needle)?;
+                let entry = self
+                    .catalog
+                    .lookup_value(args.get("id").unwrap_or(&Value::Null), op)?;
+                entry.check_callable()?;
                 let input = match args.get("input") {
                     Some(Value::Null) | None => json!({}),
                     Some(v) => v.clone(),
@@ -122,7 +120,7 @@ impl Dispatcher {
                     NamespaceAction::Api(answer) => Ok(answer),
                     NamespaceAction::Call { id, input } => {
                         let Some(entry) = self.catalog.entry(&id) else {
-                            return Err(self.catalog.unknown_tool_message(&id));
+                            return Err(self.catalog.unknown_tool(&id).into());
                         };
                         // The raw MCP result, not unwrapped (behaviour.md §7.2 "Dispatch").
                         self.execute(entry, input, &request.id, run_id).await

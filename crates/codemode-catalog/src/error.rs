@@ -1,0 +1,118 @@
+//! Typed errors for what the guest can ask of the catalog (behaviour.md §3.1, §3.3–§3.5). Each
+//! spec message lives in exactly one place: the `Display` of its error variant (fixed messages
+//! are also public constants, which the `Display` prints). The runtime rejects the guest's
+//! promise with `error.to_string()`, verbatim.
+//!
+//! Every guest-facing error type of the crate ([`LookupError`], [`ContractError`],
+//! [`NamespaceError`](crate::mcp::NamespaceError), [`ApiFileError`](crate::mcp::ApiFileError))
+//! converts into its message with `String::from` (so `?` works in code that settles bridge
+//! requests as `Result<_, String>`) and compares equal to a string that is exactly its message.
+
+use crate::catalog::LookupOp;
+use crate::contract::ContractError;
+
+/// `search query must be a string.` (behaviour.md §3.3).
+pub const SEARCH_QUERY_NOT_STRING: &str = "search query must be a string.";
+/// `limit must be a positive integer.` (behaviour.md §3.3).
+pub const LIMIT_NOT_POSITIVE_INTEGER: &str = "limit must be a positive integer.";
+/// `Tool Search catalog is unavailable for this run.` (behaviour.md §3.1), for runtimes without
+/// a catalog.
+pub const CATALOG_UNAVAILABLE: &str = "Tool Search catalog is unavailable for this run.";
+/// The recovery sentence that ends every unknown-tool message (behaviour.md §3.4).
+pub const UNKNOWN_TOOL_RECOVERY: &str = "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
+
+/// Why `tools.search`, `tools.describe`, `tools.call`, `tools.callValue` or a convenience
+/// function failed (behaviour.md §3.3, §3.4, §3.5). `Display` is the exact guest message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// `search query must be a string.`
+    #[error("{}", SEARCH_QUERY_NOT_STRING)]
+    SearchQueryNotString,
+    /// `limit must be a positive integer.`
+    #[error("{}", LIMIT_NOT_POSITIVE_INTEGER)]
+    LimitNotPositiveInteger,
+    /// `describe id must be a string.`, `call id must be a string.` or
+    /// `callValue id must be a string.` (see [`LookupOp::non_string_message`]).
+    #[error("{}", .0.non_string_message())]
+    NonStringId(LookupOp),
+    /// More than one guest-visible entry has this name:
+    /// `Ambiguous tool name: <needle>; use an exact tool id.`
+    #[error("Ambiguous tool name: {needle}; use an exact tool id.")]
+    AmbiguousName {
+        /// The trimmed needle.
+        needle: String,
+    },
+    /// No guest-visible entry has this id or name:
+    /// `Unknown tool id: <needle>. [Did you mean: <a>, <b>? ]Use tools.search to find a tool,
+    /// tools.describe to inspect it, then tools.call with the exact id or name.`
+    #[error("Unknown tool id: {needle}. {}{}", did_you_mean(.suggestions), UNKNOWN_TOOL_RECOVERY)]
+    UnknownTool {
+        /// The trimmed needle.
+        needle: String,
+        /// At most three suggestions, best first (see [`crate::Catalog::suggestions`]); the
+        /// `Did you mean: …? ` part is printed only when there are some.
+        suggestions: Vec<String>,
+    },
+    /// `Tool Search catalog is unavailable for this run.`
+    #[error("{}", CATALOG_UNAVAILABLE)]
+    CatalogUnavailable,
+    /// The tool was found but its output contract refuses the call or the result.
+    #[error(transparent)]
+    Contract(#[from] ContractError),
+}
+
+fn did_you_mean(suggestions: &[String]) -> String {
+    if suggestions.is_empty() {
+        String::new()
+    } else {
+        format!("Did you mean: {}? ", suggestions.join(", "))
+    }
+}
+
+/// True when `error`'s `Display` is exactly `text`, compared piece by piece without building
+/// the message.
+fn message_eq(error: &dyn std::fmt::Display, text: &str) -> bool {
+    struct Rest<'a>(Option<&'a str>);
+    impl std::fmt::Write for Rest<'_> {
+        fn write_str(&mut self, piece: &str) -> std::fmt::Result {
+            self.0 = self.0.and_then(|rest| rest.strip_prefix(piece));
+            Ok(())
+        }
+    }
+    let mut rest = Rest(Some(text));
+    std::fmt::write(&mut rest, format_args!("{error}")).is_ok() && rest.0 == Some("")
+}
+
+/// `From<E> for String` (the guest message) and equality with strings, for each guest-facing
+/// error type.
+macro_rules! guest_message {
+    ($($ty:ty),* $(,)?) => {$(
+        impl From<$ty> for String {
+            fn from(error: $ty) -> String {
+                error.to_string()
+            }
+        }
+        impl PartialEq<str> for $ty {
+            fn eq(&self, other: &str) -> bool {
+                message_eq(self, other)
+            }
+        }
+        impl PartialEq<&str> for $ty {
+            fn eq(&self, other: &&str) -> bool {
+                message_eq(self, other)
+            }
+        }
+        impl PartialEq<String> for $ty {
+            fn eq(&self, other: &String) -> bool {
+                message_eq(self, other)
+            }
+        }
+    )*};
+}
+
+guest_message!(
+    LookupError,
+    ContractError,
+    crate::mcp::NamespaceError,
+    crate::mcp::ApiFileError,
+);
