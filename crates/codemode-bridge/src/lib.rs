@@ -24,6 +24,9 @@ use serde_json::Value;
 pub mod abi;
 pub use abi::{wrap_user_code, USER_SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
 
+mod language;
+pub use language::Language;
+
 /// The guest prelude: a JavaScript function expression `(native) => internals`, evaluated once per
 /// VM image before any user code (docs/guest-abi.md, "Prelude").
 pub const PRELUDE: &str = include_str!("prelude.js");

@@ -99,7 +99,7 @@ pub fn host(
         }
         report.config = resolved.config;
     }
-    if report.config.enabled == Enabled::Off {
+    if report.config.enabled() == Enabled::Off {
         return Ok(None);
     }
     let mcp_config = args
@@ -110,8 +110,8 @@ pub fn host(
         .map_err(|e| Failure::Usage(format!("--mcp-config {e}")))?;
 
     let limits = SearchLimits {
-        max_search_limit: report.config.max_search_limit as u32,
-        search_default_limit: report.config.search_default_limit as u32,
+        max_search_limit: report.config.max_search_limit() as u32,
+        search_default_limit: report.config.search_default_limit() as u32,
     };
     let (base_specs, base_executor): (Vec<ToolSpec>, Option<Arc<dyn ToolExecutor>>) =
         match (&args.tools, &args.root) {

@@ -180,6 +180,6 @@ pub fn decide(enabled: Enabled, run: &RunContext) -> ActivationDecision {
 impl crate::CodeModeConfig {
     /// [`decide`] with this config's `enabled`.
     pub fn decide(&self, run: &RunContext) -> ActivationDecision {
-        decide(self.enabled, run)
+        decide(self.enabled(), run)
     }
 }

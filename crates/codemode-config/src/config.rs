@@ -23,6 +23,20 @@ pub struct NumericField {
     pub max: u64,
 }
 
+impl NumericField {
+    /// `value` clamped to `min..=max` (the static range; `searchDefaultLimit`'s effective upper
+    /// bound is the resolved `maxSearchLimit`, which [`CodeModeConfig`]'s setter applies).
+    pub const fn clamp(self, value: u64) -> u64 {
+        if value < self.min {
+            self.min
+        } else if value > self.max {
+            self.max
+        } else {
+            value
+        }
+    }
+}
+
 /// `timeoutMs`: the budget of one `exec`/`wait` call, in milliseconds. Default 10000, 100–60000.
 pub const TIMEOUT_MS: NumericField = NumericField {
     name: "timeoutMs",
@@ -181,16 +195,17 @@ impl<'de> Deserialize<'de> for Enabled {
     }
 }
 
-/// `tools.codeMode.runtime`: only `"quickjs-wasi"` exists.
+/// `tools.codeMode.runtime`: the guest runtime; only `"quickjs-wasi"` exists. (Named
+/// `GuestRuntime` so it does not clash with `codemode_runtime::Runtime`, the wasmtime host.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub enum Runtime {
+pub enum GuestRuntime {
     /// QuickJS compiled to WASI, run in wasmtime.
     #[default]
     #[serde(rename = "quickjs-wasi")]
     QuickjsWasi,
 }
 
-impl Runtime {
+impl GuestRuntime {
     /// `"quickjs-wasi"`.
     pub const fn as_str(self) -> &'static str {
         "quickjs-wasi"
@@ -214,43 +229,11 @@ impl Mode {
     }
 }
 
-/// A guest source language, as named in `tools.codeMode.languages` and `exec`'s `language`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    /// `"javascript"`.
-    Javascript,
-    /// `"typescript"`.
-    Typescript,
-}
-
-impl Language {
-    /// `"javascript"` or `"typescript"`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Language::Javascript => "javascript",
-            Language::Typescript => "typescript",
-        }
-    }
-
-    /// Exactly `"javascript"` or `"typescript"` (case-sensitive, as the reference).
-    pub fn parse(name: &str) -> Option<Language> {
-        match name {
-            "javascript" => Some(Language::Javascript),
-            "typescript" => Some(Language::Typescript),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Language {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// A guest source language (shared with `codemode-ts` through `codemode-bridge`).
+pub use codemode_bridge::Language;
 
 /// The default `languages`: `["javascript", "typescript"]`.
-pub const DEFAULT_LANGUAGES: [Language; 2] = [Language::Javascript, Language::Typescript];
+pub const DEFAULT_LANGUAGES: [Language; 2] = Language::ALL;
 
 /// A resolved `tools.codeMode`: every field present, every number inside its clamp.
 ///
@@ -259,38 +242,36 @@ pub const DEFAULT_LANGUAGES: [Language; 2] = [Language::Javascript, Language::Ty
 /// Deserialising goes through [`resolve`] (silently), so a deserialised value always keeps the
 /// invariants below; resolving the serialised form of a resolved config gives the same config.
 ///
-/// Invariants of values produced by this crate (the fields are public so a host can build a
-/// config for tests, and then it owns them): each numeric field lies in its [`NumericField`]
-/// clamp; `1 <= search_default_limit <= max_search_limit <= 50`; `languages` is non-empty, without
-/// duplicates, in the order the user gave.
+/// Invariants, kept by every way to obtain or change a value (the fields are private; read them
+/// with the getters, change them with the clamping `set_*` methods): each numeric field lies in
+/// its [`NumericField`] clamp; `1 <= search_default_limit <= max_search_limit <= 50`;
+/// `languages` is non-empty, without duplicates, in the order given. So a host cannot hand the
+/// runtime a limit outside the spec's ranges (for instance a `timeoutMs` that overflows a
+/// deadline).
+///
+/// ```
+/// use codemode_config::CodeModeConfig;
+///
+/// let mut config = CodeModeConfig::default();
+/// config.set_timeout_ms(u64::MAX).set_max_search_limit(3);
+/// assert_eq!(config.timeout_ms(), 60_000);
+/// assert_eq!(config.search_default_limit(), 3); // lowered with maxSearchLimit
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", from = "Value")]
 pub struct CodeModeConfig {
-    /// The activation gate. Default [`Enabled::Auto`].
-    pub enabled: Enabled,
-    /// Always [`Runtime::QuickjsWasi`].
-    pub runtime: Runtime,
-    /// Always [`Mode::Only`].
-    pub mode: Mode,
-    /// Languages `exec` accepts. Default `["javascript", "typescript"]`.
-    pub languages: Vec<Language>,
-    /// Milliseconds per `exec`/`wait` call ([`TIMEOUT_MS`]).
-    pub timeout_ms: u64,
-    /// Guest memory cap in bytes ([`MEMORY_LIMIT_BYTES`]).
-    pub memory_limit_bytes: u64,
-    /// Output cap per result in bytes ([`MAX_OUTPUT_BYTES`]).
-    pub max_output_bytes: u64,
-    /// Snapshot cap per suspended run in bytes ([`MAX_SNAPSHOT_BYTES`]).
-    pub max_snapshot_bytes: u64,
-    /// Pending bridge requests allowed per leg ([`MAX_PENDING_TOOL_CALLS`]).
-    pub max_pending_tool_calls: u64,
-    /// Seconds a parked run is kept ([`SNAPSHOT_TTL_SECONDS`]).
-    pub snapshot_ttl_seconds: u64,
-    /// `tools.search` results when no limit is given ([`SEARCH_DEFAULT_LIMIT`], at most
-    /// `max_search_limit`).
-    pub search_default_limit: u64,
-    /// The largest `tools.search` limit ([`MAX_SEARCH_LIMIT`]).
-    pub max_search_limit: u64,
+    enabled: Enabled,
+    runtime: GuestRuntime,
+    mode: Mode,
+    languages: Vec<Language>,
+    timeout_ms: u64,
+    memory_limit_bytes: u64,
+    max_output_bytes: u64,
+    max_snapshot_bytes: u64,
+    max_pending_tool_calls: u64,
+    snapshot_ttl_seconds: u64,
+    search_default_limit: u64,
+    max_search_limit: u64,
 }
 
 impl Default for CodeModeConfig {
@@ -299,7 +280,7 @@ impl Default for CodeModeConfig {
     fn default() -> Self {
         CodeModeConfig {
             enabled: Enabled::Auto,
-            runtime: Runtime::QuickjsWasi,
+            runtime: GuestRuntime::QuickjsWasi,
             mode: Mode::Only,
             languages: DEFAULT_LANGUAGES.to_vec(),
             timeout_ms: TIMEOUT_MS.default,
@@ -328,12 +309,169 @@ impl CodeModeConfig {
         resolve(value).config
     }
 
-    /// `timeoutMs` as a [`Duration`].
+    /// The activation gate (`enabled`). Default [`Enabled::Auto`].
+    pub fn enabled(&self) -> Enabled {
+        self.enabled
+    }
+
+    /// The guest runtime (`runtime`): always [`GuestRuntime::QuickjsWasi`].
+    pub fn runtime(&self) -> GuestRuntime {
+        self.runtime
+    }
+
+    /// The tool mode (`mode`): always [`Mode::Only`].
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Languages `exec` accepts (`languages`), in the configured order: non-empty, no
+    /// duplicates. Default `["javascript", "typescript"]`.
+    pub fn languages(&self) -> &[Language] {
+        &self.languages
+    }
+
+    /// Milliseconds per `exec`/`wait` call (`timeoutMs`): inside [`TIMEOUT_MS`]'s clamp, 100..=60000.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+
+    /// Guest memory cap in bytes (`memoryLimitBytes`): inside [`MEMORY_LIMIT_BYTES`]'s clamp, 1048576..=1073741824.
+    pub fn memory_limit_bytes(&self) -> u64 {
+        self.memory_limit_bytes
+    }
+
+    /// Output cap per result in bytes (`maxOutputBytes`): inside [`MAX_OUTPUT_BYTES`]'s clamp, 1024..=10485760.
+    pub fn max_output_bytes(&self) -> u64 {
+        self.max_output_bytes
+    }
+
+    /// Snapshot cap per suspended run in bytes (`maxSnapshotBytes`): inside [`MAX_SNAPSHOT_BYTES`]'s clamp, 1024..=268435456.
+    pub fn max_snapshot_bytes(&self) -> u64 {
+        self.max_snapshot_bytes
+    }
+
+    /// Pending bridge requests allowed per leg (`maxPendingToolCalls`): inside [`MAX_PENDING_TOOL_CALLS`]'s clamp, 1..=128.
+    pub fn max_pending_tool_calls(&self) -> u64 {
+        self.max_pending_tool_calls
+    }
+
+    /// Seconds a parked run is kept (`snapshotTtlSeconds`): inside [`SNAPSHOT_TTL_SECONDS`]'s clamp, 1..=86400.
+    pub fn snapshot_ttl_seconds(&self) -> u64 {
+        self.snapshot_ttl_seconds
+    }
+
+    /// `tools.search` results when no limit is given (`searchDefaultLimit`):
+    /// `1..=max_search_limit()` ([`SEARCH_DEFAULT_LIMIT`]).
+    pub fn search_default_limit(&self) -> u64 {
+        self.search_default_limit
+    }
+
+    /// The largest `tools.search` limit (`maxSearchLimit`): `1..=50` ([`MAX_SEARCH_LIMIT`]).
+    pub fn max_search_limit(&self) -> u64 {
+        self.max_search_limit
+    }
+
+    /// Sets the activation gate.
+    pub fn set_enabled(&mut self, enabled: Enabled) -> &mut Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// Sets the accepted languages: duplicates are dropped keeping the first position, and an
+    /// empty list gives the default `["javascript", "typescript"]` (as [`resolve`] does).
+    pub fn set_languages(&mut self, languages: &[Language]) -> &mut Self {
+        let mut kept: Vec<Language> = Vec::with_capacity(languages.len());
+        for &language in languages {
+            if !kept.contains(&language) {
+                kept.push(language);
+            }
+        }
+        if kept.is_empty() {
+            kept = DEFAULT_LANGUAGES.to_vec();
+        }
+        self.languages = kept;
+        self
+    }
+
+    /// Sets milliseconds per `exec`/`wait` call (`timeoutMs`), clamped to [`TIMEOUT_MS`]'s range 100..=60000 (`0` is below the
+    /// minimum and gives the minimum; `u64::MAX` gives the maximum).
+    pub fn set_timeout_ms(&mut self, value: u64) -> &mut Self {
+        self.timeout_ms = TIMEOUT_MS.clamp(value);
+        self
+    }
+
+    /// Sets guest memory cap in bytes (`memoryLimitBytes`), clamped to [`MEMORY_LIMIT_BYTES`]'s range 1048576..=1073741824 (`0` is below the
+    /// minimum and gives the minimum; `u64::MAX` gives the maximum).
+    pub fn set_memory_limit_bytes(&mut self, value: u64) -> &mut Self {
+        self.memory_limit_bytes = MEMORY_LIMIT_BYTES.clamp(value);
+        self
+    }
+
+    /// Sets output cap per result in bytes (`maxOutputBytes`), clamped to [`MAX_OUTPUT_BYTES`]'s range 1024..=10485760 (`0` is below the
+    /// minimum and gives the minimum; `u64::MAX` gives the maximum).
+    pub fn set_max_output_bytes(&mut self, value: u64) -> &mut Self {
+        self.max_output_bytes = MAX_OUTPUT_BYTES.clamp(value);
+        self
+    }
+
+    /// Sets snapshot cap per suspended run in bytes (`maxSnapshotBytes`), clamped to [`MAX_SNAPSHOT_BYTES`]'s range 1024..=268435456 (`0` is below the
+    /// minimum and gives the minimum; `u64::MAX` gives the maximum).
+    pub fn set_max_snapshot_bytes(&mut self, value: u64) -> &mut Self {
+        self.max_snapshot_bytes = MAX_SNAPSHOT_BYTES.clamp(value);
+        self
+    }
+
+    /// Sets pending bridge requests allowed per leg (`maxPendingToolCalls`), clamped to [`MAX_PENDING_TOOL_CALLS`]'s range 1..=128 (`0` is below the
+    /// minimum and gives the minimum; `u64::MAX` gives the maximum).
+    pub fn set_max_pending_tool_calls(&mut self, value: u64) -> &mut Self {
+        self.max_pending_tool_calls = MAX_PENDING_TOOL_CALLS.clamp(value);
+        self
+    }
+
+    /// Sets seconds a parked run is kept (`snapshotTtlSeconds`), clamped to [`SNAPSHOT_TTL_SECONDS`]'s range 1..=86400 (`0` is below the
+    /// minimum and gives the minimum; `u64::MAX` gives the maximum).
+    pub fn set_snapshot_ttl_seconds(&mut self, value: u64) -> &mut Self {
+        self.snapshot_ttl_seconds = SNAPSHOT_TTL_SECONDS.clamp(value);
+        self
+    }
+
+    /// Sets `searchDefaultLimit`, clamped to `1..=max_search_limit()`.
+    pub fn set_search_default_limit(&mut self, value: u64) -> &mut Self {
+        self.search_default_limit = value.clamp(SEARCH_DEFAULT_LIMIT.min, self.max_search_limit);
+        self
+    }
+
+    /// Sets `maxSearchLimit`, clamped to `1..=50`; `searchDefaultLimit` is lowered to it when it
+    /// is larger (and never raised), so `searchDefaultLimit <= maxSearchLimit` holds.
+    pub fn set_max_search_limit(&mut self, value: u64) -> &mut Self {
+        self.max_search_limit = MAX_SEARCH_LIMIT.clamp(value);
+        self.search_default_limit = self.search_default_limit.min(self.max_search_limit);
+        self
+    }
+
+    /// Sets a numeric field by its camelCase name (`"timeoutMs"`, …) through its clamping
+    /// setter and returns the value kept, or `None` (and no change) for any other name.
+    pub fn set_numeric(&mut self, name: &str, value: u64) -> Option<u64> {
+        match name {
+            "timeoutMs" => self.set_timeout_ms(value),
+            "memoryLimitBytes" => self.set_memory_limit_bytes(value),
+            "maxOutputBytes" => self.set_max_output_bytes(value),
+            "maxSnapshotBytes" => self.set_max_snapshot_bytes(value),
+            "maxPendingToolCalls" => self.set_max_pending_tool_calls(value),
+            "snapshotTtlSeconds" => self.set_snapshot_ttl_seconds(value),
+            "searchDefaultLimit" => self.set_search_default_limit(value),
+            "maxSearchLimit" => self.set_max_search_limit(value),
+            _ => return None,
+        };
+        self.numeric(name)
+    }
+
+    /// `timeoutMs` as a [`Duration`] (at most 60 s).
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
     }
 
-    /// `snapshotTtlSeconds` as a [`Duration`].
+    /// `snapshotTtlSeconds` as a [`Duration`] (at most one day).
     pub fn snapshot_ttl(&self) -> Duration {
         Duration::from_secs(self.snapshot_ttl_seconds)
     }
@@ -530,10 +668,10 @@ pub(crate) fn resolve_entries(entries: &[Entry<'_>], mut warnings: Vec<Warning>)
         }
     }
     if let Some(e) = get("runtime") {
-        if e.value.as_str() != Some(Runtime::QuickjsWasi.as_str()) {
+        if e.value.as_str() != Some(GuestRuntime::QuickjsWasi.as_str()) {
             warnings.push(warning(
                 e,
-                Value::from(Runtime::QuickjsWasi.as_str()),
+                Value::from(GuestRuntime::QuickjsWasi.as_str()),
                 WarningKind::InvalidValue,
                 "the only supported runtime is \"quickjs-wasi\"".into(),
             ));
@@ -641,7 +779,7 @@ fn resolve_languages(value: &Value) -> (Vec<Language>, Option<(WarningKind, Stri
     };
     let mut kept: Vec<Language> = Vec::new();
     for item in items {
-        if let Some(language) = item.as_str().and_then(Language::parse) {
+        if let Some(language) = item.as_str().and_then(Language::from_name) {
             if !kept.contains(&language) {
                 kept.push(language);
             }

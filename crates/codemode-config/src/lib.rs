@@ -20,15 +20,15 @@
 //! use serde_json::json;
 //!
 //! let resolved = resolve(&json!({"timeoutMs": 90000, "languages": ["typescript"]}));
-//! assert_eq!(resolved.config.timeout_ms, 60000);
-//! assert_eq!(resolved.config.enabled, Enabled::Auto);
+//! assert_eq!(resolved.config.timeout_ms(), 60000);
+//! assert_eq!(resolved.config.enabled(), Enabled::Auto);
 //! assert_eq!(resolved.warnings[0].path, "tools.codeMode.timeoutMs");
 //!
 //! let run = RunContext {
 //!     model: ProviderCatalogs::bundled().support("anthropic", "claude-opus-5"),
 //!     ..RunContext::default()
 //! };
-//! assert!(decide(resolved.config.enabled, &run).engaged);
+//! assert!(decide(resolved.config.enabled(), &run).engaged);
 //! ```
 
 #![warn(missing_docs)]
@@ -49,8 +49,8 @@ pub use catalog::{
     ProviderCatalog, ProviderCatalogs, RowRef, SharedModelGroup, BUNDLED_CATALOGS_JSON,
 };
 pub use config::{
-    resolve, CodeModeConfig, Enabled, Language, Mode, NumericField, Resolved, Runtime, Warning,
-    WarningKind, DEFAULT_LANGUAGES, FIELD_NAMES, MAX_OUTPUT_BYTES, MAX_PENDING_TOOL_CALLS,
+    resolve, CodeModeConfig, Enabled, GuestRuntime, Language, Mode, NumericField, Resolved,
+    Warning, WarningKind, DEFAULT_LANGUAGES, FIELD_NAMES, MAX_OUTPUT_BYTES, MAX_PENDING_TOOL_CALLS,
     MAX_SEARCH_LIMIT, MAX_SNAPSHOT_BYTES, MEMORY_LIMIT_BYTES, NUMERIC_FIELDS, SEARCH_DEFAULT_LIMIT,
     SNAPSHOT_TTL_SECONDS, TIMEOUT_MS,
 };

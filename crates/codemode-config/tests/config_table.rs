@@ -2,7 +2,7 @@
 //! values and the warning each ignored or clamped value produces.
 
 use codemode_config::{
-    resolve, resolve_for_agent, CodeModeConfig, Enabled, Language, Mode, Runtime, WarningKind,
+    resolve, resolve_for_agent, CodeModeConfig, Enabled, GuestRuntime, Language, Mode, WarningKind,
     FIELD_NAMES, NUMERIC_FIELDS,
 };
 use serde_json::{json, Value};
@@ -44,12 +44,12 @@ fn constants_match_the_spec_table() {
 #[test]
 fn defaults() {
     let c = CodeModeConfig::default();
-    assert_eq!(c.enabled, Enabled::Auto);
-    assert_eq!(c.runtime, Runtime::QuickjsWasi);
-    assert_eq!(c.mode, Mode::Only);
+    assert_eq!(c.enabled(), Enabled::Auto);
+    assert_eq!(c.runtime(), GuestRuntime::QuickjsWasi);
+    assert_eq!(c.mode(), Mode::Only);
     assert_eq!(
-        c.languages,
-        vec![Language::Javascript, Language::Typescript]
+        c.languages(),
+        vec![Language::JavaScript, Language::TypeScript]
     );
     for (name, default, _, _) in TABLE {
         assert_eq!(c.numeric(name), Some(default), "{name}");
@@ -149,9 +149,9 @@ fn search_default_limit_is_clamped_to_max_search_limit() {
     // E1: {enabled: true, maxSearchLimit: 3} → searchDefaultLimit 3, maxSearchLimit 3, silently
     // (the user gave no searchDefaultLimit).
     let r = resolve(&json!({"enabled": true, "maxSearchLimit": 3}));
-    assert_eq!(r.config.enabled, Enabled::On);
+    assert_eq!(r.config.enabled(), Enabled::On);
     assert_eq!(
-        (r.config.search_default_limit, r.config.max_search_limit),
+        (r.config.search_default_limit(), r.config.max_search_limit()),
         (3, 3)
     );
     assert!(r.warnings.is_empty());
@@ -159,7 +159,7 @@ fn search_default_limit_is_clamped_to_max_search_limit() {
     // Given above maxSearchLimit → maxSearchLimit, with a warning.
     let r = resolve(&json!({"searchDefaultLimit": 20, "maxSearchLimit": 10}));
     assert_eq!(
-        (r.config.search_default_limit, r.config.max_search_limit),
+        (r.config.search_default_limit(), r.config.max_search_limit()),
         (10, 10)
     );
     assert_eq!(r.warnings.len(), 1);
@@ -168,14 +168,14 @@ fn search_default_limit_is_clamped_to_max_search_limit() {
 
     // Equal is fine; below is fine.
     let r = resolve(&json!({"searchDefaultLimit": 10, "maxSearchLimit": 10}));
-    assert_eq!((r.config.search_default_limit, r.warnings.len()), (10, 0));
+    assert_eq!((r.config.search_default_limit(), r.warnings.len()), (10, 0));
     let r = resolve(&json!({"searchDefaultLimit": 2, "maxSearchLimit": 10}));
-    assert_eq!((r.config.search_default_limit, r.warnings.len()), (2, 0));
+    assert_eq!((r.config.search_default_limit(), r.warnings.len()), (2, 0));
 
     // maxSearchLimit is clamped first (99 → 50), then searchDefaultLimit to it.
     let r = resolve(&json!({"searchDefaultLimit": 70, "maxSearchLimit": 99}));
     assert_eq!(
-        (r.config.search_default_limit, r.config.max_search_limit),
+        (r.config.search_default_limit(), r.config.max_search_limit()),
         (50, 50)
     );
     let kinds: Vec<_> = r
@@ -193,14 +193,14 @@ fn search_default_limit_is_clamped_to_max_search_limit() {
 
     // An invalid searchDefaultLimit falls back to 8, then is clamped to maxSearchLimit.
     let r = resolve(&json!({"searchDefaultLimit": 0, "maxSearchLimit": 5}));
-    assert_eq!(r.config.search_default_limit, 5);
+    assert_eq!(r.config.search_default_limit(), 5);
     assert_eq!(r.warnings[0].used, json!(5));
     assert_eq!(r.warnings[0].kind, WarningKind::NotPositiveInteger);
 
     // An invalid maxSearchLimit falls back to 50.
     let r = resolve(&json!({"searchDefaultLimit": 30, "maxSearchLimit": "3"}));
     assert_eq!(
-        (r.config.search_default_limit, r.config.max_search_limit),
+        (r.config.search_default_limit(), r.config.max_search_limit()),
         (30, 50)
     );
 }
@@ -230,16 +230,13 @@ fn enabled_forms() {
     ];
     for (value, enabled, warnings) in cases {
         let r = resolve(&value);
-        assert_eq!(r.config.enabled, enabled, "{value}");
+        assert_eq!(r.config.enabled(), enabled, "{value}");
         assert_eq!(r.warnings.len(), warnings, "{value}: {:?}", r.warnings);
         if warnings == 0 && (value.is_boolean() || value == json!("auto")) {
             // The short forms change nothing else.
             assert_eq!(
                 r.config,
-                CodeModeConfig {
-                    enabled,
-                    ..CodeModeConfig::default()
-                }
+                CodeModeConfig::default().set_enabled(enabled).clone()
             );
         }
     }
@@ -259,8 +256,8 @@ fn runtime_and_mode_are_constants() {
     let r = resolve(&json!({"runtime": "quickjs-wasi", "mode": "only"}));
     assert!(r.warnings.is_empty());
     let r = resolve(&json!({"runtime": "v8", "mode": "all"}));
-    assert_eq!(r.config.runtime, Runtime::QuickjsWasi);
-    assert_eq!(r.config.mode, Mode::Only);
+    assert_eq!(r.config.runtime(), GuestRuntime::QuickjsWasi);
+    assert_eq!(r.config.mode(), Mode::Only);
     let w: Vec<_> = r
         .warnings
         .iter()
@@ -288,7 +285,7 @@ fn runtime_and_mode_are_constants() {
 
 #[test]
 fn languages_edge_cases() {
-    use Language::{Javascript as J, Typescript as T};
+    use Language::{JavaScript as J, TypeScript as T};
     let cases: Vec<(Value, Vec<Language>, Option<WarningKind>)> = vec![
         (json!(["javascript", "typescript"]), vec![J, T], None),
         (json!(["typescript", "javascript"]), vec![T, J], None),
@@ -333,7 +330,7 @@ fn languages_edge_cases() {
     ];
     for (given, expected, warning) in cases {
         let r = resolve(&json!({ "languages": given }));
-        assert_eq!(r.config.languages, expected, "{given}");
+        assert_eq!(r.config.languages(), expected, "{given}");
         assert_eq!(r.warnings.first().map(|w| w.kind), warning, "{given}");
         if let Some(w) = r.warnings.first() {
             assert_eq!(w.given, given);
@@ -349,10 +346,7 @@ fn unknown_fields_are_reported_and_ignored() {
     let r = resolve(&json!({"timeoutMS": 5, "enabled": true, "swarm": true}));
     assert_eq!(
         r.config,
-        CodeModeConfig {
-            enabled: Enabled::On,
-            ..Default::default()
-        }
+        CodeModeConfig::default().set_enabled(Enabled::On).clone()
     );
     let w: Vec<_> = r
         .warnings
@@ -377,25 +371,25 @@ fn unknown_fields_are_reported_and_ignored() {
 #[test]
 fn e1_worked_examples() {
     let r = resolve_for_agent(&json!({"tools": {"codeMode": true}}), None);
-    assert_eq!(r.config.enabled, Enabled::On);
+    assert_eq!(r.config.enabled(), Enabled::On);
 
     let r = resolve_for_agent(
         &json!({"tools": {"codeMode": {"timeoutMs": 1234, "languages": ["typescript"]}}}),
         None,
     );
-    assert_eq!(r.config.enabled, Enabled::Auto);
-    assert_eq!(r.config.runtime, Runtime::QuickjsWasi);
-    assert_eq!(r.config.mode, Mode::Only);
-    assert_eq!(r.config.timeout_ms, 1234);
-    assert_eq!(r.config.languages, vec![Language::Typescript]);
+    assert_eq!(r.config.enabled(), Enabled::Auto);
+    assert_eq!(r.config.runtime(), GuestRuntime::QuickjsWasi);
+    assert_eq!(r.config.mode(), Mode::Only);
+    assert_eq!(r.config.timeout_ms(), 1234);
+    assert_eq!(r.config.languages(), vec![Language::TypeScript]);
     assert!(r.warnings.is_empty());
 
     let r = resolve(&json!({"enabled": true}));
-    assert_eq!(r.config.enabled, Enabled::On);
+    assert_eq!(r.config.enabled(), Enabled::On);
 
     let r = resolve(&json!({"enabled": true, "maxSearchLimit": 3}));
-    assert_eq!(r.config.search_default_limit, 3);
-    assert_eq!(r.config.max_search_limit, 3);
+    assert_eq!(r.config.search_default_limit(), 3);
+    assert_eq!(r.config.max_search_limit(), 3);
 }
 
 fn e2_root() -> Value {
@@ -413,22 +407,22 @@ fn e2_per_agent_overrides() {
     let root = e2_root();
 
     let ops = resolve_for_agent(&root, Some("ops"));
-    assert_eq!(ops.config.enabled, Enabled::On);
-    assert_eq!(ops.config.timeout_ms, 1234);
-    assert_eq!(ops.config.search_default_limit, 4);
+    assert_eq!(ops.config.enabled(), Enabled::On);
+    assert_eq!(ops.config.timeout_ms(), 1234);
+    assert_eq!(ops.config.search_default_limit(), 4);
     assert!(ops.warnings.is_empty());
 
     // Agent `false` overrides only `enabled`: the global timeout stays.
     let chat = resolve_for_agent(&root, Some("chat"));
-    assert_eq!(chat.config.enabled, Enabled::Off);
-    assert_eq!(chat.config.timeout_ms, 1234);
-    assert_eq!(chat.config.search_default_limit, 6);
+    assert_eq!(chat.config.enabled(), Enabled::Off);
+    assert_eq!(chat.config.timeout_ms(), 1234);
+    assert_eq!(chat.config.search_default_limit(), 6);
     assert!(chat.warnings.is_empty());
 
     // Unknown agent → the global value, with a warning naming the id.
     let missing = resolve_for_agent(&root, Some("missing"));
     assert_eq!(missing.config, resolve_for_agent(&root, None).config);
-    assert_eq!(missing.config.enabled, Enabled::Off);
+    assert_eq!(missing.config.enabled(), Enabled::Off);
     assert_eq!(missing.warnings.len(), 1);
     assert_eq!(missing.warnings[0].kind, WarningKind::UnknownAgent);
     assert_eq!(missing.warnings[0].given, json!("missing"));
@@ -450,39 +444,39 @@ fn per_agent_merge_cases() {
         ]}
     });
     let a = resolve_for_agent(&root, Some("a"));
-    assert_eq!((a.config.enabled, a.config.timeout_ms), (Enabled::On, 500));
+    assert_eq!(
+        (a.config.enabled(), a.config.timeout_ms()),
+        (Enabled::On, 500)
+    );
     // Entries without tools.codeMode use the global value.
     for id in ["b", "c"] {
         let r = resolve_for_agent(&root, Some(id));
         assert_eq!(
             r.config,
-            CodeModeConfig {
-                enabled: Enabled::On,
-                ..Default::default()
-            }
+            CodeModeConfig::default().set_enabled(Enabled::On).clone()
         );
         assert!(r.warnings.is_empty());
     }
     assert_eq!(
-        resolve_for_agent(&root, Some("d")).config.enabled,
+        resolve_for_agent(&root, Some("d")).config.enabled(),
         Enabled::Auto
     );
     // A garbage agent value counts as {} (so the global value applies), with a warning at its
     // path.
     let e = resolve_for_agent(&root, Some("e"));
-    assert_eq!(e.config.enabled, Enabled::On);
+    assert_eq!(e.config.enabled(), Enabled::On);
     assert_eq!(e.warnings[0].path, "agents.list[4].tools.codeMode");
     assert_eq!(e.warnings[0].kind, WarningKind::InvalidShape);
     // A value that came from the agent reports the agent's path.
     let f = resolve_for_agent(&root, Some("f"));
-    assert_eq!(f.config.timeout_ms, 10000);
+    assert_eq!(f.config.timeout_ms(), 10000);
     assert_eq!(
         f.warnings[0].path,
         "agents.list[5].tools.codeMode.timeoutMs"
     );
     // The first matching entry wins.
     assert_eq!(
-        resolve_for_agent(&root, Some("a")).config.enabled,
+        resolve_for_agent(&root, Some("a")).config.enabled(),
         Enabled::On
     );
 
@@ -493,7 +487,7 @@ fn per_agent_merge_cases() {
     });
     let x = resolve_for_agent(&root, Some("x"));
     assert_eq!(
-        (x.config.timeout_ms, x.config.max_output_bytes),
+        (x.config.timeout_ms(), x.config.max_output_bytes()),
         (2000, 1024)
     );
     let paths: Vec<_> = x.warnings.iter().map(|w| w.path.as_str()).collect();
@@ -527,7 +521,7 @@ fn malformed_roots() {
         &json!({"agents": {"list": [1, {"id": 2}, {"id": "ops", "tools": {"codeMode": true}}]}}),
         Some("ops"),
     );
-    assert_eq!(r.config.enabled, Enabled::On);
+    assert_eq!(r.config.enabled(), Enabled::On);
 }
 
 #[test]
@@ -560,7 +554,7 @@ fn serialises_to_camel_case_and_back() {
     assert!(resolve(&v).warnings.is_empty());
     // Deserialising goes through resolution, so invariants hold.
     let clamped: CodeModeConfig = serde_json::from_str(r#"{"timeoutMs": 1}"#).unwrap();
-    assert_eq!(clamped.timeout_ms, 100);
+    assert_eq!(clamped.timeout_ms(), 100);
     assert_eq!(serde_json::to_value(Enabled::Auto).unwrap(), json!("auto"));
     assert!(serde_json::from_value::<Enabled>(json!("yes")).is_err());
 }

@@ -17,11 +17,11 @@ fn json_file_with_agent() {
     );
     let report = load_config_file(f.path(), Some("ops")).unwrap();
     assert_eq!(report.agent_id.as_deref(), Some("ops"));
-    assert_eq!(report.config.enabled, Enabled::On);
-    assert_eq!(report.config.timeout_ms, 1234);
+    assert_eq!(report.config.enabled(), Enabled::On);
+    assert_eq!(report.config.timeout_ms(), 1234);
     assert!(report.warnings.is_empty());
     let global = load_config_file(f.path(), None).unwrap();
-    assert_eq!(global.config.enabled, Enabled::Off);
+    assert_eq!(global.config.enabled(), Enabled::Off);
     assert_eq!(global.agent_id, None);
     let json: serde_json::Value = serde_json::from_str(&report.to_json_pretty()).unwrap();
     assert_eq!(json["agentId"], "ops");
@@ -35,8 +35,8 @@ fn json5_file() {
         "// code mode settings\n{\n  tools: {\n    codeMode: {\n      enabled: 'auto',\n      timeoutMs: 0x4e20, // 20000\n      languages: ['typescript',],\n    },\n  },\n}\n",
     );
     let report = load_config_file(f.path(), None).unwrap();
-    assert_eq!(report.config.enabled, Enabled::Auto);
-    assert_eq!(report.config.timeout_ms, 20000);
+    assert_eq!(report.config.enabled(), Enabled::Auto);
+    assert_eq!(report.config.timeout_ms(), 20000);
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
 }
 

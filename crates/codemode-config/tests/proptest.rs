@@ -91,9 +91,9 @@ fn check_invariants(c: &CodeModeConfig) -> Result<(), TestCaseError> {
         let v = c.numeric(field.name).unwrap();
         prop_assert!(v >= field.min && v <= field.max, "{} = {v}", field.name);
     }
-    prop_assert!(c.search_default_limit <= c.max_search_limit);
-    prop_assert!(!c.languages.is_empty() && c.languages.len() <= 2);
-    prop_assert!(c.languages.len() == 1 || c.languages[0] != c.languages[1]);
+    prop_assert!(c.search_default_limit() <= c.max_search_limit());
+    prop_assert!(!c.languages().is_empty() && c.languages().len() <= 2);
+    prop_assert!(c.languages().len() == 1 || c.languages()[0] != c.languages()[1]);
     // Round trip: the serialised config resolves to itself, silently.
     let again = resolve(&c.to_value());
     prop_assert_eq!(&again.config, c);
@@ -156,11 +156,11 @@ proptest! {
         let c = resolve(&json!({"languages": items})).config;
         let mut expected: Vec<Language> = Vec::new();
         for item in &items {
-            if let Some(l) = Language::parse(item) {
+            if let Some(l) = Language::from_name(item) {
                 if !expected.contains(&l) { expected.push(l); }
             }
         }
-        if expected.is_empty() { expected = vec![Language::Javascript, Language::Typescript]; }
-        prop_assert_eq!(c.languages, expected);
+        if expected.is_empty() { expected = vec![Language::JavaScript, Language::TypeScript]; }
+        prop_assert_eq!(c.languages(), expected);
     }
 }

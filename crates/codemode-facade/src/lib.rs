@@ -199,20 +199,14 @@ impl CodeMode {
         let started = Instant::now();
         self.runs.purge_expired();
         let env = Arc::new(env.clone());
-        let languages: Vec<codemode_ts::Language> = env
-            .config
-            .languages
-            .iter()
-            .filter_map(|l| codemode_ts::Language::from_name(l.as_str()))
-            .collect();
-        let prepared = match codemode_ts::prepare_exec(input, &languages) {
+        let prepared = match codemode_ts::prepare_exec(input, env.config.languages()) {
             Ok(p) => p,
             Err(rejection) => return run::refusal(&env, rejection.message()),
         };
         if abort.is_aborted() {
             return run::vm_failure(&env, &VmError::Aborted);
         }
-        let deadline = started + Duration::from_millis(env.config.timeout_ms);
+        let deadline = started + Duration::from_millis(env.config.timeout_ms());
         // Preparation counts against the cell's deadline (behaviour.md §4.4).
         if Instant::now() >= deadline {
             return run::vm_failure(&env, &VmError::Timeout);
@@ -237,8 +231,8 @@ impl CodeMode {
                     run::Parking::Parked(result) => result,
                     run::Parking::Failed(result) => return result,
                 };
-                let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds);
                 let scope = owner(&run.env.scope);
+                let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds());
                 match slot.park(id, scope, ttl, run) {
                     Ok(()) => result,
                     Err(rejected) => {
@@ -273,7 +267,7 @@ impl CodeMode {
             Ok(guard) => guard,
             Err(e) => return run::bare_refusal(&e.to_string()),
         };
-        let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms);
+        let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms());
         match guard.wait_ready(deadline, abort).await {
             run::Readiness::Aborted => {
                 return guard.finish().fail_vm(&VmError::Aborted);
@@ -301,7 +295,7 @@ impl CodeMode {
                         return result;
                     }
                 };
-                let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds);
+                let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds());
                 match guard.repark(ttl) {
                     Ok(()) => result,
                     Err(rejected) => rejected

@@ -75,9 +75,9 @@ impl Drop for Run {
 
 fn limits(env: &RunEnv) -> VmLimits {
     VmLimits {
-        memory_limit_bytes: env.config.memory_limit_bytes,
-        max_output_bytes: env.config.max_output_bytes,
-        max_requests: env.config.max_pending_tool_calls,
+        memory_limit_bytes: env.config.memory_limit_bytes(),
+        max_output_bytes: env.config.max_output_bytes(),
+        max_requests: env.config.max_pending_tool_calls(),
     }
 }
 
@@ -172,7 +172,7 @@ impl Run {
             parent_tool_call_id: env.parent_tool_call_id.clone(),
             namespace: Arc::new(codemode_catalog::McpNamespace::build(&env.catalog)),
             counters: Arc::new(Counters::default()),
-            tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds),
+            tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds()),
         };
         Run {
             store,
@@ -288,7 +288,7 @@ impl Run {
             if self.pending.is_empty() {
                 return Outcome::Done(self.finish());
             }
-            if self.pending.len() as u64 > config.max_pending_tool_calls {
+            if self.pending.len() as u64 > config.max_pending_tool_calls() {
                 return Outcome::Done(self.fail(ErrorCode::InvalidInput, TOO_MANY_PENDING));
             }
             if self.pending.iter().any(|p| p.method == BridgeMethod::Yield) {
@@ -334,7 +334,7 @@ impl Run {
                 Readiness::NotReady => return Outcome::Park,
                 Readiness::Ready => {}
             }
-            let floor = Duration::from_millis(250.min((config.timeout_ms / 2).max(1)));
+            let floor = Duration::from_millis(250.min((config.timeout_ms() / 2).max(1)));
             if deadline.saturating_duration_since(Instant::now()) < floor {
                 return Outcome::Park;
             }
@@ -480,7 +480,7 @@ impl Run {
                 );
             }
         };
-        if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes {
+        if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes() {
             return Parking::Failed(
                 self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED),
             );
@@ -558,7 +558,7 @@ impl Run {
         if let Some(value) = value {
             measure = measure.saturating_add(json_len(value));
         }
-        if measure > self.env.config.max_output_bytes {
+        if measure > self.env.config.max_output_bytes() {
             self.output.clear();
             return Some(self.fail(ErrorCode::OutputLimitExceeded, OUTPUT_LIMIT_EXCEEDED));
         }
@@ -568,7 +568,7 @@ impl Run {
     /// Snapshot-limit check before auto-draining (behaviour.md §5.6). The snapshot is only taken
     /// when the memory in use could compress beyond the limit.
     fn snapshot_limit_failure(&mut self) -> Option<CodeModeResult> {
-        let max = self.env.config.max_snapshot_bytes;
+        let max = self.env.config.max_snapshot_bytes();
         let vm = self.vm.as_mut()?;
         if vm.snapshot_bound() <= max {
             return None;

@@ -85,8 +85,8 @@ fn harness_with(config: Value, delays: &[(&str, u64)], extra: Vec<ToolSpec>) -> 
     ];
     specs.extend(extra);
     let limits = SearchLimits {
-        max_search_limit: config.max_search_limit as u32,
-        search_default_limit: config.search_default_limit as u32,
+        max_search_limit: config.max_search_limit() as u32,
+        search_default_limit: config.search_default_limit() as u32,
     };
     let catalog = Arc::new(Catalog::build(specs, &limits).unwrap());
     let fixture = Arc::new(Fixture {

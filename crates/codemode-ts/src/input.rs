@@ -1,46 +1,10 @@
 //! The `exec` argument checks (behaviour.md §2.2 "Argument checks").
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::rejection::Rejection;
 
-/// The source language of a cell: the `exec` input field `language` (behaviour.md §2.2) and the
-/// entries of `config.languages` (§1). Serialises as `"javascript"` / `"typescript"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Language {
-    /// `"javascript"`, the default.
-    #[serde(rename = "javascript")]
-    JavaScript,
-    /// `"typescript"`: types are stripped before the module and shell checks (§4.7).
-    #[serde(rename = "typescript")]
-    TypeScript,
-}
-
-impl Language {
-    /// The spec's name: `"javascript"` or `"typescript"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Language::JavaScript => "javascript",
-            Language::TypeScript => "typescript",
-        }
-    }
-
-    /// Parses the spec's name; `None` for anything else (case-sensitive, no trimming).
-    pub fn from_name(name: &str) -> Option<Language> {
-        match name {
-            "javascript" => Some(Language::JavaScript),
-            "typescript" => Some(Language::TypeScript),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Language {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use codemode_bridge::Language;
 
 /// An `exec` input that passed the argument checks of behaviour.md §2.2.
 #[derive(Debug, Clone, PartialEq, Eq)]
