@@ -299,6 +299,8 @@ pub struct ApprovalRequestedEvent {
     pub code_mode_run_id: Option<String>,
     /// The catalog id.
     pub tool_id: String,
+    /// The registered tool name.
+    pub tool_name: String,
     /// The input to approve, redacted.
     pub input: Value,
     /// Why approval is needed (a hook's reason, or the matching `tools.approvals.require` rule).
@@ -685,10 +687,11 @@ mod tests {
                     parent_tool_call_id: Some("call_1".into()),
                     code_mode_run_id: None,
                     tool_id: "openclaw:core:deploy".into(),
+                    tool_name: "deploy".into(),
                     input: json!({"env": "prod", "apiKey": "k"}),
                     reason: Some("tools.approvals.require: deploy".into()),
                 }),
-                r#"{"type":"approval_requested","ts":"T","approvalId":"ap_1","toolCallId":"tool_search_code:call_1:deploy:1","parentToolCallId":"call_1","toolId":"openclaw:core:deploy","input":{"env":"prod","apiKey":"[redacted]"},"reason":"tools.approvals.require: deploy"}"#,
+                r#"{"type":"approval_requested","ts":"T","approvalId":"ap_1","toolCallId":"tool_search_code:call_1:deploy:1","parentToolCallId":"call_1","toolId":"openclaw:core:deploy","toolName":"deploy","input":{"env":"prod","apiKey":"[redacted]"},"reason":"tools.approvals.require: deploy"}"#,
             ),
             (
                 EventKind::ApprovalResolved(ApprovalResolvedEvent {
