@@ -114,6 +114,11 @@ fn ids_and_group_order() {
     );
     let counts = catalog.source_counts();
     assert_eq!((counts.openclaw, counts.mcp, counts.client), (5, 4, 3));
+    // The telemetry `sources` shape (behaviour.md §9), keys in this order.
+    assert_eq!(
+        serde_json::to_string(&counts).unwrap(),
+        r#"{"openclaw":5,"mcp":4,"client":3}"#
+    );
     assert_eq!(catalog.len(), 12);
     assert_eq!(catalog.all_tools().len(), 8);
     assert!(catalog.has_mcp());

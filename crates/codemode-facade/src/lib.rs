@@ -36,7 +36,8 @@ pub use pipeline::{
     ToolKind, ToolPipeline, UnknownApproval, APPROVAL_CANCELLED, APPROVAL_EXPIRED,
     DEFAULT_DENIAL_REASON, HOOK_ENVIRONMENT, HOOK_STDOUT_LIMIT,
 };
-pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
+pub use codemode_catalog::SourceCounts;
+pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
 pub use surface::*;
 
 use codemode_snapshot::{Owner, SnapshotStore};

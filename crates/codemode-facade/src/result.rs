@@ -1,6 +1,7 @@
 //! Result shapes of `exec` and `wait` (spec "exec", behaviour.md §5.1 and §9).
 
 use codemode_bridge::OutputItem;
+use codemode_catalog::SourceCounts;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -49,8 +50,8 @@ pub struct PendingToolCall {
 pub struct Telemetry {
     /// Entries in the whole run catalog, MCP included.
     pub catalog_size: usize,
-    /// Entries by source.
-    pub sources: Sources,
+    /// Entries by source, MCP included: `{"openclaw": N, "mcp": N, "client": N}`.
+    pub sources: SourceCounts,
     /// `tools.search` calls in the run so far.
     pub search_count: u64,
     /// `tools.describe` calls in the run so far.
@@ -59,17 +60,6 @@ pub struct Telemetry {
     pub call_count: u64,
     /// The model-visible tools: `exec`, `wait`, then retained direct tools (D3).
     pub visible_tools: Vec<String>,
-}
-
-/// Catalog entries by source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Sources {
-    /// OpenClaw core and plugin entries.
-    pub openclaw: usize,
-    /// MCP entries.
-    pub mcp: usize,
-    /// Client entries.
-    pub client: usize,
 }
 
 /// The result of `exec` or `wait` (spec `CodeModeResult`). Serialises with `status` first and

@@ -14,7 +14,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::dispatch::{Counters, Dispatcher};
-use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Sources, Telemetry, WaitReason};
+use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
 use crate::{
     RunEnv, OUTPUT_LIMIT_EXCEEDED, PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE,
     RESTART_SAFE_SIDE_EFFECTS, SNAPSHOT_LIMIT_EXCEEDED, TOO_MANY_PENDING,
@@ -95,14 +95,9 @@ fn map_vm_error(e: &VmError) -> (ErrorCode, String) {
 }
 
 fn telemetry(env: &RunEnv, counters: &Counters) -> Telemetry {
-    let counts = env.catalog.source_counts();
     Telemetry {
         catalog_size: env.catalog.len(),
-        sources: Sources {
-            openclaw: counts.openclaw,
-            mcp: counts.mcp,
-            client: counts.client,
-        },
+        sources: env.catalog.source_counts(),
         search_count: counters.search.load(Ordering::Relaxed),
         describe_count: counters.describe.load(Ordering::Relaxed),
         call_count: counters.call.load(Ordering::Relaxed),
@@ -146,7 +141,7 @@ pub(crate) fn bare_refusal(message: &str) -> CodeModeResult {
         replay_safe: false,
         telemetry: Telemetry {
             catalog_size: 0,
-            sources: Sources::default(),
+            sources: codemode_catalog::SourceCounts::default(),
             search_count: 0,
             describe_count: 0,
             call_count: 0,
