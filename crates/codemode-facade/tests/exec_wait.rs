@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+use codemode_config::{CodeModeConfig, Enabled};
 use codemode_facade::{CodeMode, CodeModeResult, ErrorCode, RunEnv, WaitReason};
 use codemode_runtime::{AbortHandle, Runtime};
 use serde_json::{json, Value};
@@ -73,7 +74,10 @@ struct Harness {
 }
 
 fn harness_with(config: Value, delays: &[(&str, u64)], extra: Vec<ToolSpec>) -> Harness {
-    let config = codemode_config::resolve(&config).config;
+    harness_from(codemode_config::resolve(&config).config, delays, extra)
+}
+
+fn harness_from(config: CodeModeConfig, delays: &[(&str, u64)], extra: Vec<ToolSpec>) -> Harness {
     let mut specs = vec![
         ToolSpec::plugin("fake-code-mode", "fake_create_ticket", "Create a ticket.")
             .with_parameters(
@@ -152,79 +156,418 @@ fn failure(r: &CodeModeResult) -> (&str, ErrorCode) {
     }
 }
 
-#[tokio::test]
-async fn command_alias_and_mismatch() {
-    let h = harness();
-    let r =
-        h.cm.exec(
-            &h.env,
-            &json!({"command": "return 7;"}),
-            &AbortHandle::new(),
-        )
-        .await;
-    assert_eq!(value(&r), &json!(7));
-    let r =
-        h.cm.exec(
-            &h.env,
-            &json!({"code": "return 1;", "command": "return 2;"}),
-            &AbortHandle::new(),
-        )
-        .await;
-    assert_eq!(
-        failure(&r),
-        (
-            "code and command must match when both are provided.",
-            ErrorCode::InvalidInput
-        )
-    );
-    assert_eq!(h.cm.parked_runs(), 0);
+/// What one `exec` in a [`Case`] must return.
+enum Expect {
+    /// `completed` with exactly this value.
+    Value(Value),
+    /// `failed` with exactly this message and code.
+    Failure(&'static str, ErrorCode),
+    /// Exactly this whole result JSON.
+    Json(Value),
 }
 
-#[tokio::test]
-async fn result_json_shape() {
-    let h = harness();
-    let r = h.exec("text('hi'); return 1 + 2").await;
-    assert_eq!(
-        r.to_json(),
-        json!({
-            "status": "completed",
-            "value": 3,
-            "output": [{"type": "text", "text": "hi"}],
-            "replaySafe": false,
-            "telemetry": {
-                "catalogSize": 4,
-                "sources": {"openclaw": 4, "mcp": 0, "client": 0},
-                "searchCount": 0, "describeCount": 0, "callCount": 0,
-                "visibleTools": ["exec", "wait"]
+/// One row of the exec table: a fresh harness from `config`, `delays` and `extra` tools, one
+/// `exec` of `input`, and exact checks of the result and, where set, of its `output`, its
+/// telemetry counts, the executor's calls (and calls still in flight) and the parked runs.
+struct Case {
+    name: &'static str,
+    config: Value,
+    delays: &'static [(&'static str, u64)],
+    extra: fn() -> Vec<ToolSpec>,
+    input: Value,
+    expect: Expect,
+    /// `result.output` as JSON.
+    output: Option<Value>,
+    /// `(searchCount, describeCount, callCount)`.
+    telemetry: Option<(u64, u64, u64)>,
+    calls: Option<usize>,
+    in_flight: Option<usize>,
+    parked: Option<usize>,
+}
+
+impl Case {
+    /// `exec({code})` with `tools.codeMode: true`, no delays and the fixture tools only.
+    fn new(name: &'static str, code: &str, expect: Expect) -> Case {
+        Case::input(name, json!({ "code": code }), expect)
+    }
+    /// `exec(input)` for an input that is not just `{code}`.
+    fn input(name: &'static str, input: Value, expect: Expect) -> Case {
+        Case {
+            name,
+            config: json!(true),
+            delays: &[],
+            extra: Vec::new,
+            input,
+            expect,
+            output: None,
+            telemetry: None,
+            calls: None,
+            in_flight: None,
+            parked: None,
+        }
+    }
+    fn config(self, config: Value) -> Case {
+        Case { config, ..self }
+    }
+    fn delays(self, delays: &'static [(&'static str, u64)]) -> Case {
+        Case { delays, ..self }
+    }
+    fn extra(self, extra: fn() -> Vec<ToolSpec>) -> Case {
+        Case { extra, ..self }
+    }
+    fn output(self, output: Value) -> Case {
+        Case {
+            output: Some(output),
+            ..self
+        }
+    }
+    fn telemetry(self, counts: (u64, u64, u64)) -> Case {
+        Case {
+            telemetry: Some(counts),
+            ..self
+        }
+    }
+    fn calls(self, calls: usize) -> Case {
+        Case {
+            calls: Some(calls),
+            ..self
+        }
+    }
+    fn in_flight(self, in_flight: usize) -> Case {
+        Case {
+            in_flight: Some(in_flight),
+            ..self
+        }
+    }
+    fn parked(self, parked: usize) -> Case {
+        Case {
+            parked: Some(parked),
+            ..self
+        }
+    }
+
+    async fn run(&self) {
+        let name = self.name;
+        let h = harness_with(self.config.clone(), self.delays, (self.extra)());
+        let r = h.cm.exec(&h.env, &self.input, &AbortHandle::new()).await;
+        match &self.expect {
+            Expect::Value(expected) => assert_eq!(value(&r), expected, "{name}"),
+            Expect::Failure(message, code) => {
+                assert_eq!(failure(&r), (*message, *code), "{name}")
             }
-        })
-    );
+            Expect::Json(expected) => assert_eq!(&r.to_json(), expected, "{name}"),
+        }
+        if let Some(output) = &self.output {
+            assert_eq!(&r.to_json()["output"], output, "{name}: output");
+        }
+        if let Some(counts) = self.telemetry {
+            let t = r.telemetry();
+            assert_eq!(
+                (t.search_count, t.describe_count, t.call_count),
+                counts,
+                "{name}: telemetry"
+            );
+        }
+        if let Some(calls) = self.calls {
+            assert_eq!(h.calls(), calls, "{name}: calls");
+        }
+        if let Some(in_flight) = self.in_flight {
+            assert_eq!(
+                h.fixture.in_flight.load(Ordering::SeqCst),
+                in_flight,
+                "{name}: in flight"
+            );
+        }
+        if let Some(parked) = self.parked {
+            assert_eq!(h.cm.parked_runs(), parked, "{name}: parked runs");
+        }
+    }
 }
 
-#[tokio::test]
-async fn search_then_call_e20() {
-    let h = harness();
-    let r = h
-        .exec(
+fn files_write() -> Vec<ToolSpec> {
+    vec![ToolSpec::plugin(
+        "files",
+        "write",
+        "Write a file to the workspace",
+    )]
+}
+
+fn github() -> Vec<ToolSpec> {
+    vec![github_spec()]
+}
+
+/// Every single-`exec` case with exact expectations. Behaviour.md §10 example numbers in names.
+fn exec_cases() -> Vec<Case> {
+    use Expect::{Failure, Json, Value as V};
+    vec![
+        // `command` alone is the source; `code` and `command` must agree.
+        Case::input("command_alias", json!({"command": "return 7;"}), V(json!(7))),
+        Case::input(
+            "code_and_command_mismatch",
+            json!({"code": "return 1;", "command": "return 2;"}),
+            Failure(
+                "code and command must match when both are provided.",
+                ErrorCode::InvalidInput,
+            ),
+        )
+        .parked(0),
+        Case::new(
+            "result_json_shape",
+            "text('hi'); return 1 + 2",
+            Json(json!({
+                "status": "completed",
+                "value": 3,
+                "output": [{"type": "text", "text": "hi"}],
+                "replaySafe": false,
+                "telemetry": {
+                    "catalogSize": 4,
+                    "sources": {"openclaw": 4, "mcp": 0, "client": 0},
+                    "searchCount": 0, "describeCount": 0, "callCount": 0,
+                    "visibleTools": ["exec", "wait"]
+                }
+            })),
+        ),
+        Case::new(
+            "search_then_call_e20",
             r#"const hits = await tools.search("ticket", { limit: 1 });
 const called = await tools.callValue(hits[0].id, { value: "ship" });
 text("created");
 return called;"#,
+            V(json!({"name": "fake_create_ticket", "input": {"value": "ship"}})),
         )
-        .await;
+        .output(json!([{"type": "text", "text": "created"}]))
+        .telemetry((1, 0, 1))
+        .calls(1),
+        Case::new(
+            "sequential_calls_drain_in_one_exec_e23",
+            r#"const out = [];
+for (let i = 0; i < 5; i++) out.push((await tools.callValue("fake_create_ticket", { value: i })).input.value);
+return out;"#,
+            V(json!([0, 1, 2, 3, 4])),
+        )
+        .config(json!({"enabled": true, "maxPendingToolCalls": 2}))
+        .calls(5)
+        .parked(0),
+        Case::new(
+            "pending_cap_fails_before_dispatch",
+            "return await Promise.all([1, 2, 3].map((n) => tools.callValue('slow', { n })));",
+            Failure("too many pending code mode tool calls", ErrorCode::InvalidInput),
+        )
+        .config(json!({"enabled": true, "maxPendingToolCalls": 2}))
+        .calls(0),
+        Case::new(
+            "unknown_tool_message_e24",
+            r#"try { await tools.call("file_write", { path: "a.txt" }); } catch (e) { return e.message; }"#,
+            V(json!("Unknown tool id: file_write. Did you mean: write? Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.")),
+        )
+        .extra(files_write)
+        .calls(0),
+        Case::new(
+            "tool_failure_is_an_error_e25",
+            "try { await tools.callValue('fail', {}); } catch (e) { return [e instanceof Error, e.message]; }",
+            V(json!([true, "fast failure"])),
+        )
+        .extra(files_write),
+        Case::new(
+            "pending_without_host_work_e35",
+            "await new Promise(() => undefined); return 'never';",
+            Failure(
+                "code mode promise is pending without host work",
+                ErrorCode::InternalError,
+            ),
+        )
+        .parked(0),
+        Case::new(
+            "no_node_globals_e34",
+            "return [typeof process, typeof module, typeof require];",
+            V(json!(["undefined", "undefined", "undefined"])),
+        ),
+        Case::new(
+            "no_host_request_global",
+            "return typeof globalThis.__openclawHostRequest;",
+            V(json!("undefined")),
+        ),
+        Case::new(
+            "module_access_require_e38",
+            "const fs = require('node:fs'); return fs;",
+            Failure("code mode module access is disabled.", ErrorCode::InvalidInput),
+        ),
+        Case::new(
+            "module_access_import_e38",
+            "return import('node:fs');",
+            Failure("code mode module access is disabled.", ErrorCode::InvalidInput),
+        ),
+        Case::new(
+            "module_access_aliased_require_e40",
+            "const load = require; return load('node:fs');",
+            Failure("code mode module access is disabled.", ErrorCode::InvalidInput),
+        ),
+        Case::new(
+            "module_access_get_builtin_module_e40",
+            "return process.getBuiltinModule('node:fs');",
+            Failure("code mode module access is disabled.", ErrorCode::InvalidInput),
+        ),
+        Case::new(
+            "output_limit_e41",
+            "return 'x'.repeat(2048);",
+            Failure("code mode output limit exceeded", ErrorCode::OutputLimitExceeded),
+        )
+        .config(json!({"enabled": true, "maxOutputBytes": 1024}))
+        .output(json!([])),
+        Case::new(
+            "output_over_limit_stops_before_the_next_call",
+            "text('x'.repeat(2000)); return await tools.callValue('fake_create_ticket', {});",
+            Failure("code mode output limit exceeded", ErrorCode::OutputLimitExceeded),
+        )
+        .config(json!({"enabled": true, "maxOutputBytes": 1024}))
+        .output(json!([]))
+        .calls(0),
+        Case::new(
+            "detached_calls_are_drained_not_dropped",
+            "void tools.callValue('slow', { detached: true }); return 'main done';",
+            V(json!("main done")),
+        )
+        .delays(&[("slow", 100)])
+        .calls(1)
+        .in_flight(0),
+        // The loser ran to completion before the run completed.
+        Case::new(
+            "race_winner_is_the_first_to_settle",
+            "return (await Promise.race([tools.callValue('slow', {}), tools.callValue('fake_create_ticket', {value: 'fast'})])).name;",
+            V(json!("fake_create_ticket")),
+        )
+        .delays(&[("slow", 300)])
+        .calls(2),
+        Case::input(
+            "restart_safe_rejects_side_effects_before_execution",
+            json!({"code": "return await tools.callValue('fake_create_ticket', {value: 'x'});", "restartSafe": true}),
+            Failure(
+                "restart-safe code mode cannot call side-effecting tools.",
+                ErrorCode::InvalidInput,
+            ),
+        )
+        .calls(0)
+        .parked(0),
+        Case::new(
+            "api_files_namespaces_and_internals",
+            r#"const listed = await API.list("mcp/");
+let unknown, invalid;
+try { await API.read("mcp/github.d.ts"); } catch (e) { unknown = e.message; }
+try { await API.read("mcp/../x"); } catch (e) { invalid = e.message; }
+return [listed, unknown, invalid, Object.keys(namespaces), Object.isFrozen(tools), Object.isFrozen(ALL_TOOLS),
+        typeof __cm, typeof native, Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith("__"))];"#,
+            V(json!([{"files": []}, "Unknown API file: mcp/github.d.ts", "invalid API file path", [], true, true, "undefined", "undefined", []])),
+        ),
+        Case::new(
+            "argument_type_errors",
+            r#"const out = [];
+for (const f of [() => tools.describe(1), () => tools.call(2), () => tools.callValue(null), () => tools.search({q: 1})]) {
+  try { await f(); out.push("no error"); } catch (e) { out.push(e.message); }
+}
+return out;"#,
+            V(json!([
+                "describe id must be a string.",
+                "call id must be a string.",
+                "callValue id must be a string.",
+                "search query must be a string."
+            ])),
+        ),
+        // Stringifying the value throws (BigInt), and it is not an Error: String(v).
+        Case::new(
+            "json_adapter_examples",
+            r#"text({a: 1}); text(undefined); text("plain"); json(new Error("x")); json(12n); json(undefined);
+const cyc = {}; cyc.self = cyc; json(cyc);
+json({d: new Date(0), m: new Map([[1, 2]]), f() {}, u: undefined, n: NaN, i: Infinity, t: {toJSON() { return "T"; }}});
+const e = new Error("boom"); e.self = e; json(e);
+return {big: 12n, nested: [undefined, () => 1]};"#,
+            V(json!("[object Object]")),
+        )
+        .output(json!([
+            {"type": "text", "text": "{\"a\":1}"},
+            {"type": "text", "text": "null"},
+            {"type": "text", "text": "plain"},
+            {"type": "json", "value": {}},
+            {"type": "json", "value": "12"},
+            {"type": "json", "value": null},
+            {"type": "json", "value": "[object Object]"},
+            {"type": "json", "value": {"d": "1970-01-01T00:00:00.000Z", "m": {}, "n": null, "i": null, "t": "T"}},
+            {"type": "json", "value": {"name": "Error", "message": "boom"}}
+        ])),
+        // Lone surrogates become U+FFFD instead of breaking the bridge.
+        Case::new(
+            "lone_surrogates_become_replacement_characters",
+            r#"text("a\ud800b"); json(["\udc00"]); return {"\ud800": "x\udfff", ok: (await tools.callValue("fake_create_ticket", {value: "p\ud800"})).input.value};"#,
+            V(json!({"\u{fffd}": "x\u{fffd}", "ok": "p\u{fffd}"})),
+        )
+        .output(json!([{"type": "text", "text": "a\u{fffd}b"}, {"type": "json", "value": ["\u{fffd}"]}])),
+        // Object.prototype.toJSON cannot rewrite bridge envelopes.
+        Case::new(
+            "prototype_to_json_cannot_rewrite_envelopes",
+            r#"Object.prototype.toJSON = function () { return "x"; }; text("hi"); return (await tools.callValue("fake_create_ticket", {value: 1})).name;"#,
+            V(json!("fake_create_ticket")),
+        )
+        .output(json!([{"type": "text", "text": "hi"}])),
+        // An argument the JSON adapter cannot stringify (a cycle, a BigInt) becomes its
+        // `String()` (behaviour.md §6) and so fails the one-object check: the tool never runs
+        // with `{}` plus defaults instead of the caller's input.
+        Case::new(
+            "mcp_namespace_unserialisable_argument_is_rejected",
+            r#"const o = {owner: "o", repo: "r", title: "t"}; o.self = o;
+const errors = [];
+for (const arg of [o, {owner: "o", repo: "r", title: "t", n: 1n}]) {
+  try { await MCP.github.createIssue(arg); errors.push("called"); } catch (e) { errors.push(e.message); }
+}
+Array.prototype.pop = () => { throw new Error("patched"); };
+const r = await MCP.github.createIssue({owner: "o", repo: "r", title: "t"}, undefined);
+return {errors, body: r.details.input.body};"#,
+            V(json!({
+                "errors": [
+                    "MCP namespace tools accept one object argument.",
+                    "MCP namespace tools accept one object argument."
+                ],
+                "body": ""
+            })),
+        )
+        .extra(github)
+        .calls(1),
+        // The largest timeout and TTL a config can hold (u64::MAX clamps to them) make deadlines
+        // without overflowing.
+        Case::new("largest_timeout_does_not_panic", "return 'ok'", V(json!("ok")))
+            .config(json!({"enabled": true, "timeoutMs": u64::MAX, "snapshotTtlSeconds": u64::MAX})),
+    ]
+}
+
+#[tokio::test]
+async fn exec_table() {
+    let cases = exec_cases();
+    let mut names: Vec<&str> = cases.iter().map(|c| c.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), cases.len(), "case names are unique");
+    for case in &cases {
+        case.run().await;
+    }
+}
+
+/// The largest limits a host can set through the clamping setters (`u64::MAX` becomes 60 s and
+/// one day) give deadlines that do not overflow, in `exec` and in `wait`.
+#[tokio::test]
+async fn largest_timeout_set_by_a_host_does_not_panic() {
+    let mut config = CodeModeConfig::default();
+    config
+        .set_enabled(Enabled::On)
+        .set_timeout_ms(u64::MAX)
+        .set_snapshot_ttl_seconds(u64::MAX);
     assert_eq!(
-        value(&r),
-        &json!({"name": "fake_create_ticket", "input": {"value": "ship"}})
+        (config.timeout_ms(), config.snapshot_ttl_seconds()),
+        (60_000, 86_400)
     );
-    assert_eq!(
-        r.output(),
-        &[codemode_bridge::OutputItem::Text {
-            text: "created".into()
-        }]
-    );
-    let t = r.telemetry();
-    assert_eq!((t.search_count, t.describe_count, t.call_count), (1, 0, 1));
-    assert_eq!(h.calls(), 1);
+    let h = harness_from(config, &[], vec![]);
+    assert_eq!(value(&h.exec("return 'ok'").await), &json!("ok"));
+    let r = h.exec("await yield_control(); return 'resumed';").await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    assert_eq!(value(&h.wait(&run_id).await), &json!("resumed"));
+    assert_eq!(h.cm.parked_runs(), 0);
 }
 
 #[tokio::test]
@@ -252,25 +595,6 @@ return { named: await tools.fake_create_ticket(input), value: await tools.callVa
 }
 
 #[tokio::test]
-async fn sequential_calls_drain_in_one_exec_e23() {
-    let h = harness_with(
-        json!({"enabled": true, "maxPendingToolCalls": 2}),
-        &[],
-        vec![],
-    );
-    let r = h
-        .exec(
-            r#"const out = [];
-for (let i = 0; i < 5; i++) out.push((await tools.callValue("fake_create_ticket", { value: i })).input.value);
-return out;"#,
-        )
-        .await;
-    assert_eq!(value(&r), &json!([0, 1, 2, 3, 4]));
-    assert_eq!(h.calls(), 5);
-    assert_eq!(h.cm.parked_runs(), 0);
-}
-
-#[tokio::test]
 async fn promise_all_dispatches_concurrently() {
     let h = harness_with(json!(true), &[("slow", 200)], vec![]);
     let started = Instant::now();
@@ -285,47 +609,6 @@ async fn promise_all_dispatches_concurrently() {
         "{:?}",
         started.elapsed()
     );
-}
-
-#[tokio::test]
-async fn pending_cap_fails_before_dispatch() {
-    let h = harness_with(
-        json!({"enabled": true, "maxPendingToolCalls": 2}),
-        &[],
-        vec![],
-    );
-    let r = h
-        .exec("return await Promise.all([1, 2, 3].map((n) => tools.callValue('slow', { n })));")
-        .await;
-    assert_eq!(
-        failure(&r),
-        (
-            "too many pending code mode tool calls",
-            ErrorCode::InvalidInput
-        )
-    );
-    assert_eq!(h.calls(), 0);
-}
-
-#[tokio::test]
-async fn unknown_tool_messages_e24_e25() {
-    let h = harness_with(
-        json!(true),
-        &[],
-        vec![ToolSpec::plugin(
-            "files",
-            "write",
-            "Write a file to the workspace",
-        )],
-    );
-    let r = h.exec(r#"try { await tools.call("file_write", { path: "a.txt" }); } catch (e) { return e.message; }"#).await;
-    assert_eq!(
-        value(&r),
-        &json!("Unknown tool id: file_write. Did you mean: write? Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.")
-    );
-    assert_eq!(h.calls(), 0);
-    let r = h.exec("try { await tools.callValue('fail', {}); } catch (e) { return [e instanceof Error, e.message]; }").await;
-    assert_eq!(value(&r), &json!([true, "fast failure"]));
 }
 
 #[tokio::test]
@@ -472,19 +755,8 @@ async fn wait_argument_errors() {
 }
 
 #[tokio::test]
-async fn guest_failures_e35_e36_e37_e42() {
+async fn guest_error_messages_e36_e37_e42() {
     let h = harness();
-    let r = h
-        .exec("await new Promise(() => undefined); return 'never';")
-        .await;
-    assert_eq!(
-        failure(&r),
-        (
-            "code mode promise is pending without host work",
-            ErrorCode::InternalError
-        )
-    );
-    assert_eq!(h.cm.parked_runs(), 0);
     let r = h.exec("const x = ;").await;
     let (e, code) = failure(&r);
     assert_eq!(code, ErrorCode::InternalError);
@@ -509,51 +781,7 @@ async fn guest_failures_e35_e36_e37_e42() {
 }
 
 #[tokio::test]
-async fn module_access_and_globals_e34_e38_e40() {
-    let h = harness();
-    let r = h
-        .exec("return [typeof process, typeof module, typeof require];")
-        .await;
-    assert_eq!(value(&r), &json!(["undefined", "undefined", "undefined"]));
-    let r = h
-        .exec("return typeof globalThis.__openclawHostRequest;")
-        .await;
-    assert_eq!(value(&r), &json!("undefined"));
-    for code in [
-        "const fs = require('node:fs'); return fs;",
-        "return import('node:fs');",
-        "const load = require; return load('node:fs');",
-        "return process.getBuiltinModule('node:fs');",
-    ] {
-        let r = h.exec(code).await;
-        assert_eq!(
-            failure(&r),
-            (
-                "code mode module access is disabled.",
-                ErrorCode::InvalidInput
-            ),
-            "{code}"
-        );
-    }
-}
-
-#[tokio::test]
-async fn limits_e41_e43() {
-    let h = harness_with(
-        json!({"enabled": true, "maxOutputBytes": 1024}),
-        &[],
-        vec![],
-    );
-    let r = h.exec("return 'x'.repeat(2048);").await;
-    assert_eq!(
-        failure(&r),
-        (
-            "code mode output limit exceeded",
-            ErrorCode::OutputLimitExceeded
-        )
-    );
-    assert!(r.output().is_empty());
-
+async fn timeout_e43() {
     let h = harness_with(json!({"enabled": true, "timeoutMs": 100}), &[], vec![]);
     let started = Instant::now();
     let r = h.exec("while (true) {}").await;
@@ -599,28 +827,6 @@ async fn abort_fails_the_run() {
 }
 
 #[tokio::test]
-async fn detached_calls_are_drained_not_dropped() {
-    let h = harness_with(json!(true), &[("slow", 100)], vec![]);
-    let r = h
-        .exec("void tools.callValue('slow', { detached: true }); return 'main done';")
-        .await;
-    assert_eq!(value(&r), &json!("main done"));
-    assert_eq!(h.calls(), 1);
-    assert_eq!(h.fixture.in_flight.load(Ordering::SeqCst), 0);
-}
-
-#[tokio::test]
-async fn race_winner_is_the_first_to_settle() {
-    let h = harness_with(json!(true), &[("slow", 300)], vec![]);
-    let r = h
-        .exec("return (await Promise.race([tools.callValue('slow', {}), tools.callValue('fake_create_ticket', {value: 'fast'})])).name;")
-        .await;
-    assert_eq!(value(&r), &json!("fake_create_ticket"));
-    // The loser ran to completion before the run completed.
-    assert_eq!(h.calls(), 2);
-}
-
-#[tokio::test]
 async fn yield_control_parks_and_resumes_e29() {
     let h = harness();
     let r = h
@@ -650,69 +856,17 @@ async fn yield_control_parks_and_resumes_e29() {
     assert_eq!(done["output"], json!([{"type": "text", "text": "after"}]));
 }
 
+/// A read-only core tool is replay-safe: the run parks (no auto-drain) and wait completes it.
+/// (A side-effecting tool is refused before execution: `exec_cases`.)
 #[tokio::test]
-async fn restart_safe_rejects_side_effects_before_execution() {
+async fn restart_safe_read_only_call_parks() {
     let h = harness();
-    let input = json!({"code": "return await tools.callValue('fake_create_ticket', {value: 'x'});", "restartSafe": true});
-    let r = h.cm.exec(&h.env, &input, &AbortHandle::new()).await;
-    assert_eq!(
-        failure(&r),
-        (
-            "restart-safe code mode cannot call side-effecting tools.",
-            ErrorCode::InvalidInput
-        )
-    );
-    assert_eq!(h.calls(), 0);
-    assert_eq!(h.cm.parked_runs(), 0);
-    // A read-only core tool is replay-safe: the run parks (no auto-drain) and wait completes it.
     let input = json!({"code": "return (await tools.callValue('openclaw:core:read', {path: 'x'})).name;", "restartSafe": true});
     let r = h.cm.exec(&h.env, &input, &AbortHandle::new()).await;
     assert_eq!(r.status(), "waiting");
     let run_id = r.run_id().unwrap();
     let last = h.wait_done(run_id, h.wait(run_id).await).await;
     assert_eq!(value(&last), &json!("read"));
-}
-
-#[tokio::test]
-async fn api_files_namespaces_and_internals() {
-    let h = harness();
-    let r = h
-        .exec(
-            r#"const listed = await API.list("mcp/");
-let unknown, invalid;
-try { await API.read("mcp/github.d.ts"); } catch (e) { unknown = e.message; }
-try { await API.read("mcp/../x"); } catch (e) { invalid = e.message; }
-return [listed, unknown, invalid, Object.keys(namespaces), Object.isFrozen(tools), Object.isFrozen(ALL_TOOLS),
-        typeof __cm, typeof native, Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith("__"))];"#,
-        )
-        .await;
-    assert_eq!(
-        value(&r),
-        &json!([{"files": []}, "Unknown API file: mcp/github.d.ts", "invalid API file path", [], true, true, "undefined", "undefined", []])
-    );
-}
-
-#[tokio::test]
-async fn argument_type_errors() {
-    let h = harness();
-    let r = h
-        .exec(
-            r#"const out = [];
-for (const f of [() => tools.describe(1), () => tools.call(2), () => tools.callValue(null), () => tools.search({q: 1})]) {
-  try { await f(); out.push("no error"); } catch (e) { out.push(e.message); }
-}
-return out;"#,
-        )
-        .await;
-    assert_eq!(
-        value(&r),
-        &json!([
-            "describe id must be a string.",
-            "call id must be a string.",
-            "callValue id must be a string.",
-            "search query must be a string."
-        ])
-    );
 }
 
 #[tokio::test]
@@ -787,27 +941,6 @@ async fn failures_leave_no_run_and_the_next_exec_is_healthy() {
             "after {code}"
         );
     }
-}
-
-#[tokio::test]
-async fn output_over_limit_stops_before_the_next_call() {
-    let h = harness_with(
-        json!({"enabled": true, "maxOutputBytes": 1024}),
-        &[],
-        vec![],
-    );
-    let r = h
-        .exec("text('x'.repeat(2000)); return await tools.callValue('fake_create_ticket', {});")
-        .await;
-    assert_eq!(
-        failure(&r),
-        (
-            "code mode output limit exceeded",
-            ErrorCode::OutputLimitExceeded
-        )
-    );
-    assert!(r.output().is_empty());
-    assert_eq!(h.calls(), 0);
 }
 
 #[tokio::test]
@@ -1009,60 +1142,13 @@ async fn too_many_suspended_runs() {
 }
 
 #[tokio::test]
-async fn json_adapter_examples() {
+async fn hostile_error_messages_stay_clean() {
     let h = harness();
-    let r = h
-        .exec(
-            r#"text({a: 1}); text(undefined); text("plain"); json(new Error("x")); json(12n); json(undefined);
-const cyc = {}; cyc.self = cyc; json(cyc);
-json({d: new Date(0), m: new Map([[1, 2]]), f() {}, u: undefined, n: NaN, i: Infinity, t: {toJSON() { return "T"; }}});
-const e = new Error("boom"); e.self = e; json(e);
-return {big: 12n, nested: [undefined, () => 1]};"#,
-        )
-        .await;
-    assert_eq!(
-        r.to_json()["output"],
-        json!([
-            {"type": "text", "text": "{\"a\":1}"},
-            {"type": "text", "text": "null"},
-            {"type": "text", "text": "plain"},
-            {"type": "json", "value": {}},
-            {"type": "json", "value": "12"},
-            {"type": "json", "value": null},
-            {"type": "json", "value": "[object Object]"},
-            {"type": "json", "value": {"d": "1970-01-01T00:00:00.000Z", "m": {}, "n": null, "i": null, "t": "T"}},
-            {"type": "json", "value": {"name": "Error", "message": "boom"}}
-        ])
-    );
-    // Stringifying the value throws (BigInt), and it is not an Error: String(v).
-    assert_eq!(value(&r), &json!("[object Object]"));
-}
-
-#[tokio::test]
-async fn hostile_values_stay_clean_results() {
-    let h = harness();
-    // Lone surrogates become U+FFFD instead of breaking the bridge.
-    let r = h.exec(r#"text("a\ud800b"); json(["\udc00"]); return {"\ud800": "x\udfff", ok: (await tools.callValue("fake_create_ticket", {value: "p\ud800"})).input.value};"#).await;
-    assert_eq!(
-        value(&r),
-        &json!({"\u{fffd}": "x\u{fffd}", "ok": "p\u{fffd}"})
-    );
-    assert_eq!(
-        r.to_json()["output"],
-        json!([{"type": "text", "text": "a\u{fffd}b"}, {"type": "json", "value": ["\u{fffd}"]}])
-    );
     let r = h.exec(r#"throw new Error("bad \ud800 message")"#).await;
     assert!(
         failure(&r).0.starts_with("Error: bad \u{fffd} message"),
         "{}",
         failure(&r).0
-    );
-    // Object.prototype.toJSON cannot rewrite bridge envelopes.
-    let r = h.exec(r#"Object.prototype.toJSON = function () { return "x"; }; text("hi"); return (await tools.callValue("fake_create_ticket", {value: 1})).name;"#).await;
-    assert_eq!(value(&r), &json!("fake_create_ticket"));
-    assert_eq!(
-        r.to_json()["output"],
-        json!([{"type": "text", "text": "hi"}])
     );
     // Huge error messages are cut.
     let r = h.exec(r#"throw new Error("x".repeat(5e6))"#).await;
@@ -1156,35 +1242,4 @@ return {details: r.details, servers: root.servers, header: api.header.includes("
     // The MCP tool ran exactly once (the failed call never reached the executor).
     assert_eq!(h.calls(), 1);
     assert_eq!(r.telemetry().sources.mcp, 1);
-}
-
-/// An argument the JSON adapter cannot stringify (a cycle, a BigInt) becomes its `String()`
-/// (behaviour.md §6) and so fails the one-object check: the tool never runs with `{}` plus
-/// defaults instead of the caller's input.
-#[tokio::test]
-async fn mcp_namespace_unserialisable_argument_is_rejected() {
-    let h = harness_with(json!(true), &[], vec![github_spec()]);
-    let r = h
-        .exec(
-            r#"const o = {owner: "o", repo: "r", title: "t"}; o.self = o;
-const errors = [];
-for (const arg of [o, {owner: "o", repo: "r", title: "t", n: 1n}]) {
-  try { await MCP.github.createIssue(arg); errors.push("called"); } catch (e) { errors.push(e.message); }
-}
-Array.prototype.pop = () => { throw new Error("patched"); };
-const r = await MCP.github.createIssue({owner: "o", repo: "r", title: "t"}, undefined);
-return {errors, body: r.details.input.body};"#,
-        )
-        .await;
-    assert_eq!(
-        value(&r),
-        &json!({
-            "errors": [
-                "MCP namespace tools accept one object argument.",
-                "MCP namespace tools accept one object argument."
-            ],
-            "body": ""
-        })
-    );
-    assert_eq!(h.calls(), 1);
 }
