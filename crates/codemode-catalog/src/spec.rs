@@ -217,12 +217,14 @@ impl ToolSpec {
 /// `{"kind": "mcp", "serverName": "GitHub", "safeServerName": "github", "pluginId": "bundle-mcp",
 /// "toolName": "create_issue", "operation": "tool"}`,
 /// `{"kind": "client", "owner": "app"}`; optional fields default to `false` / absent.
+// `remote = "Self"`: the derives become inherent `ToolOrigin::serialize`/`deserialize`, which
+// the trait impls below wrap (the `Deserialize` impl adds the `core` unknown-key check).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(
+    remote = "Self",
     tag = "kind",
     rename_all = "camelCase",
-    deny_unknown_fields,
-    from = "OriginRepr"
+    deny_unknown_fields
 )]
 pub enum ToolOrigin {
     /// An OpenClaw core tool: `openclaw:core:<name>`, group 0.
@@ -274,69 +276,26 @@ pub enum ToolOrigin {
     },
 }
 
-/// Deserialisation form of [`ToolOrigin`]: identical, except that `core` is a struct variant so
-/// that unknown keys next to `"kind": "core"` are rejected too (serde ignores them for unit
-/// variants of internally tagged enums).
-#[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
-enum OriginRepr {
-    Core {},
-    #[serde(rename_all = "camelCase")]
-    Plugin {
-        plugin_id: String,
-        #[serde(default)]
-        bundled: bool,
-        #[serde(default)]
-        replay_safe: bool,
-    },
-    #[serde(rename_all = "camelCase")]
-    Mcp {
-        #[serde(default)]
-        server_name: String,
-        #[serde(default)]
-        safe_server_name: String,
-        #[serde(default)]
-        plugin_id: Option<String>,
-        #[serde(default)]
-        tool_name: Option<String>,
-        #[serde(default)]
-        operation: McpOperation,
-    },
-    #[serde(rename_all = "camelCase")]
-    Client {
-        #[serde(default)]
-        owner: Option<String>,
-    },
+impl Serialize for ToolOrigin {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ToolOrigin::serialize(self, serializer)
+    }
 }
 
-impl From<OriginRepr> for ToolOrigin {
-    fn from(repr: OriginRepr) -> Self {
-        match repr {
-            OriginRepr::Core {} => ToolOrigin::Core,
-            OriginRepr::Plugin {
-                plugin_id,
-                bundled,
-                replay_safe,
-            } => ToolOrigin::Plugin {
-                plugin_id,
-                bundled,
-                replay_safe,
-            },
-            OriginRepr::Mcp {
-                server_name,
-                safe_server_name,
-                plugin_id,
-                tool_name,
-                operation,
-            } => ToolOrigin::Mcp {
-                server_name,
-                safe_server_name,
-                plugin_id,
-                tool_name,
-                operation,
-            },
-            OriginRepr::Client { owner } => ToolOrigin::Client { owner },
+impl<'de> Deserialize<'de> for ToolOrigin {
+    /// The derived form, plus one check serde skips: unknown keys next to `"kind": "core"` are
+    /// rejected too (serde ignores them for unit variants of internally tagged enums).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(deserializer)?;
+        if let Some(map) = value.as_object() {
+            if map.get("kind").and_then(Value::as_str) == Some("core") {
+                if let Some(key) = map.keys().find(|k| *k != "kind") {
+                    return Err(D::Error::unknown_field(key, &["kind"]));
+                }
+            }
         }
+        ToolOrigin::deserialize(value).map_err(D::Error::custom)
     }
 }
 
