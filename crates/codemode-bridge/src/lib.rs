@@ -160,7 +160,9 @@ pub enum ProtocolError {
     /// A request id does not have the form `bridge:<method>:<n>` for its method.
     #[error("invalid code mode bridge id")]
     InvalidId,
-    /// A request names a method outside [`BridgeMethod`].
+    /// A request names a method outside [`BridgeMethod`]. Its `Display` is also what the guest
+    /// throws for a method `cm_init` did not allow and what the host answers a method it does not
+    /// serve (`nodes`).
     #[error("unsupported code mode bridge method")]
     UnsupportedMethod,
 }

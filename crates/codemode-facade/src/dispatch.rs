@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, RunScope, ToolCall, ToolExecutor};
+use codemode_bridge::{
+    BridgeMethod, BridgeRequest, Delivery, ProtocolError, RunScope, ToolCall, ToolExecutor,
+};
 use codemode_catalog::{Catalog, LookupOp, McpNamespace, NamespaceAction};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
@@ -131,7 +133,7 @@ impl Dispatcher {
                 "status": "yielded",
                 "reason": args.get("reason").cloned().unwrap_or(Value::Null),
             })),
-            BridgeMethod::Nodes => Err("unsupported code mode bridge method".into()),
+            BridgeMethod::Nodes => Err(ProtocolError::UnsupportedMethod.to_string()),
         }
     }
 

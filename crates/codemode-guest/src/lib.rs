@@ -17,7 +17,7 @@ use codemode_bridge::abi::{
     self, DeliverInput, InitInput, Report, ReportRequest, ReportStatus, StartInput,
     PRELUDE_SCRIPT_NAME, USER_SCRIPT_NAME,
 };
-use codemode_bridge::BridgeMethod;
+use codemode_bridge::{BridgeMethod, ProtocolError};
 use rquickjs::context::EvalOptions;
 use rquickjs::function::Func;
 use rquickjs::promise::PromiseState;
@@ -239,7 +239,10 @@ fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs:
     });
     match id {
         Some(id) => Ok(id),
-        None => Err(throw_error(&ctx, "unsupported code mode bridge method")),
+        None => Err(throw_error(
+            &ctx,
+            &ProtocolError::UnsupportedMethod.to_string(),
+        )),
     }
 }
 

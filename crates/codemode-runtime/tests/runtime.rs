@@ -431,3 +431,42 @@ fn math_random_is_seeded_per_vm() {
         json!([true, 1000, 0, "random"])
     );
 }
+
+#[test]
+fn a_full_pool_is_a_typed_error_with_its_wasmtime_source() {
+    use std::error::Error as _;
+    let rt = Runtime::new(codemode_runtime::RuntimeOptions {
+        max_live_vms: 1,
+        ..Default::default()
+    })
+    .expect("runtime");
+    let limits = VmLimits::default();
+    let held = rt.fresh_vm(&limits).expect("the one pool slot");
+    let err = rt.fresh_vm(&limits).expect_err("the pool is full");
+    assert!(
+        matches!(
+            err,
+            codemode_runtime::RuntimeError::Instantiate {
+                what: "instantiating the guest",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let source = err.source().expect("the wasmtime error is kept");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("code mode runtime is unavailable: cannot create a VM: "),
+        "{text}"
+    );
+    assert!(text.contains(&source.to_string()), "{text} / {source}");
+    drop(held);
+    let mut vm = rt.fresh_vm(&limits).expect("the slot is free again");
+    let snapshot = vm.snapshot().expect("snapshot");
+    // The pool is full again: restoring is `Unavailable` with the runtime error's message.
+    assert!(matches!(
+        rt.restore(&snapshot, &limits),
+        Err(VmError::Unavailable(m))
+            if m.starts_with("code mode runtime is unavailable: cannot create a VM: ")
+    ));
+}
