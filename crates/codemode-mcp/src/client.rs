@@ -1,11 +1,11 @@
 //! One connection to one configured MCP server (rmcp client): connect over stdio or streamable
-//! HTTP, list with a page cap, call with a timeout, reconnect when the connection died, drain a
-//! child's stderr, shut down cleanly.
+//! HTTP, list with a page cap, call with a timeout, reconnect when the connection died, shut down
+//! cleanly. The child process and its group are `process.rs`, its stderr `stderr.rs`, its stdout
+//! filter `stdio.rs`; errors are [`ClientError`]s.
 
 use std::collections::{HashMap, HashSet};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -18,9 +18,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{json, Map, Value};
-use tokio::io::AsyncReadExt;
 
 use crate::config::ServerConfig;
+use crate::error::{ClientError, McpRequest};
+use crate::process::ChildProcess;
+use crate::stderr::StderrTail;
 use crate::stdio;
 
 /// Limits of the MCP client. Every value is finite: a server can slow a call down to the
@@ -53,9 +55,6 @@ impl Default for ClientOptions {
         }
     }
 }
-
-/// Bytes of a child's stderr kept for error messages (the rest is logged at `debug` and dropped).
-const STDERR_TAIL_BYTES: usize = 2_048;
 
 /// What the client learned from one listing of a server.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -106,42 +105,6 @@ struct Connection {
     broken: tokio::sync::watch::Receiver<Option<String>>,
     /// The stdio child (its process group is killed when dropped).
     child: Option<ChildProcess>,
-}
-
-/// A stdio server's child process. On Unix it leads a process group of its own, so the helpers
-/// it starts (`npx` → `node`, `sh -c …`, `uvx` → `python`) end with it instead of being orphaned.
-struct ChildProcess {
-    child: tokio::process::Child,
-    /// The process group id (the child's pid), `None` off Unix.
-    group: Option<i32>,
-}
-
-impl ChildProcess {
-    fn new(child: tokio::process::Child) -> ChildProcess {
-        let group = if cfg!(unix) {
-            child.id().and_then(|pid| i32::try_from(pid).ok())
-        } else {
-            None
-        };
-        ChildProcess { child, group }
-    }
-
-    /// Sends SIGKILL to every process left in the child's group (nothing off Unix).
-    fn kill_group(&self) {
-        #[cfg(unix)]
-        if let Some(group) = self.group.filter(|&g| g > 1) {
-            // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
-            unsafe {
-                libc::kill(-group, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-impl Drop for ChildProcess {
-    fn drop(&mut self) {
-        self.kill_group();
-    }
 }
 
 impl Connection {
@@ -197,7 +160,7 @@ pub struct ServerClient {
     config: ServerConfig,
     options: ClientOptions,
     connection: tokio::sync::Mutex<Option<Connection>>,
-    stderr_tail: Arc<Mutex<Vec<u8>>>,
+    stderr: StderrTail,
     on_tools_changed: Arc<dyn Fn() + Send + Sync>,
     connects: AtomicU64,
     listings: AtomicU64,
@@ -218,7 +181,7 @@ impl ServerClient {
             config,
             options,
             connection: tokio::sync::Mutex::new(None),
-            stderr_tail: Arc::new(Mutex::new(Vec::new())),
+            stderr: StderrTail::default(),
             on_tools_changed,
             connects: AtomicU64::new(0),
             listings: AtomicU64::new(0),
@@ -241,18 +204,14 @@ impl ServerClient {
         self.listings.load(Ordering::Relaxed)
     }
 
-    /// The last bytes the child wrote to stderr (lossy UTF-8, at most 2,048 bytes).
+    /// The last bytes the child wrote to stderr (lossy UTF-8, trimmed, from at most 2,048
+    /// bytes).
     pub fn stderr_tail(&self) -> String {
-        let tail = self
-            .stderr_tail
-            .lock()
-            .map(|t| t.clone())
-            .unwrap_or_default();
-        String::from_utf8_lossy(&tail).trim().to_string()
+        self.stderr.text()
     }
 
     /// The live peer, connecting first when there is no connection or its transport closed.
-    async fn peer(&self) -> Result<Live, String> {
+    async fn peer(&self) -> Result<Live, ClientError> {
         let mut slot = self.connection.lock().await;
         if let Some(connection) = slot.as_ref() {
             if connection.usable() {
@@ -267,13 +226,10 @@ impl ServerClient {
         }
         let connection = tokio::time::timeout(self.options.connect_timeout, self.connect())
             .await
-            .map_err(|_| {
-                format!(
-                    "MCP server \"{}\" did not finish connecting within {} ms{}",
-                    self.name,
-                    self.options.connect_timeout.as_millis(),
-                    self.stderr_suffix()
-                )
+            .map_err(|_| ClientError::ConnectTimeout {
+                server: self.name.clone(),
+                timeout: self.options.connect_timeout,
+                stderr: self.stderr.quote(),
             })??;
         self.connects.fetch_add(1, Ordering::Relaxed);
         let live = Live::of(&connection);
@@ -281,17 +237,14 @@ impl ServerClient {
         Ok(live)
     }
 
-    async fn connect(&self) -> Result<Connection, String> {
+    async fn connect(&self) -> Result<Connection, ClientError> {
         let handler = Handler {
             on_tools_changed: self.on_tools_changed.clone(),
         };
-        let fail = |e: &(dyn std::error::Error + 'static)| {
-            format!(
-                "MCP server \"{}\" failed to connect: {}{}",
-                self.name,
-                root_cause(e),
-                self.stderr_suffix()
-            )
+        let fail = |source| ClientError::Connect {
+            server: self.name.clone(),
+            stderr: self.stderr.quote(),
+            source: Box::new(source),
         };
         let (broken_tx, broken) = tokio::sync::watch::channel(None);
         let mut child = None;
@@ -302,59 +255,51 @@ impl ServerClient {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).kill_on_drop(true);
-                #[cfg(unix)]
-                cmd.process_group(0);
-                if let Some(cwd) = cwd {
-                    if !cwd.is_dir() {
-                        return Err(format!(
-                            "MCP server \"{}\": cwd {} is not a directory",
-                            self.name,
-                            cwd.display()
-                        ));
-                    }
-                    cmd.current_dir(cwd);
+                if let Some(cwd) = cwd.as_ref().filter(|cwd| !cwd.is_dir()) {
+                    return Err(ClientError::CwdNotDirectory {
+                        server: self.name.clone(),
+                        cwd: cwd.clone(),
+                    });
                 }
-                let mut spawned = cmd
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| {
-                        format!(
-                            "MCP server \"{}\" failed to start {command:?}: {e}",
-                            self.name
-                        )
+                let mut process =
+                    ChildProcess::spawn(command, args, env, cwd.as_deref()).map_err(|source| {
+                        ClientError::Spawn {
+                            server: self.name.clone(),
+                            command: command.clone(),
+                            source,
+                        }
                     })?;
-                let (Some(stdin), Some(stdout), Some(stderr)) = (
-                    spawned.stdin.take(),
-                    spawned.stdout.take(),
-                    spawned.stderr.take(),
-                ) else {
-                    return Err(format!(
-                        "MCP server \"{}\": the child's stdio is not piped",
-                        self.name
-                    ));
+                let Some(pipes) = process.take_stdio() else {
+                    return Err(ClientError::StdioNotPiped {
+                        server: self.name.clone(),
+                    });
                 };
-                self.drain_stderr(stderr);
+                self.stderr.drain(&self.name, pipes.stderr);
                 let (reader, writer) = tokio::io::duplex(64 * 1024);
                 tokio::spawn(stdio::filter_stdout(
-                    stdout,
+                    pipes.stdout,
                     writer,
                     self.last_problem.clone(),
                 ));
-                child = Some(ChildProcess::new(spawned));
-                handler.serve((reader, stdin)).await.map_err(|e| fail(&e))?
+                child = Some(process);
+                handler.serve((reader, pipes.stdin)).await.map_err(fail)?
             }
             ServerConfig::Http { url, headers } => {
                 let mut custom = HashMap::new();
                 for (key, value) in headers {
-                    let name = http::HeaderName::from_bytes(key.as_bytes()).map_err(|e| {
-                        format!("MCP server \"{}\": header {key:?}: {e}", self.name)
+                    let name = http::HeaderName::from_bytes(key.as_bytes()).map_err(|source| {
+                        ClientError::HeaderName {
+                            server: self.name.clone(),
+                            key: key.clone(),
+                            source,
+                        }
                     })?;
-                    let value = http::HeaderValue::from_str(value).map_err(|e| {
-                        format!("MCP server \"{}\": header {key:?}: {e}", self.name)
+                    let value = http::HeaderValue::from_str(value).map_err(|source| {
+                        ClientError::HeaderValue {
+                            server: self.name.clone(),
+                            key: key.clone(),
+                            source,
+                        }
                     })?;
                     custom.insert(name, value);
                 }
@@ -364,7 +309,7 @@ impl ServerClient {
                     inner: StreamableHttpClientTransport::from_config(config),
                     broken: Arc::new(broken_tx),
                 };
-                handler.serve(transport).await.map_err(|e| fail(&e))?
+                handler.serve(transport).await.map_err(fail)?
             }
         };
         let capabilities = service
@@ -382,51 +327,26 @@ impl ServerClient {
         })
     }
 
-    /// Reads the child's stderr until it closes, so a chatty server never blocks on a full
-    /// pipe; keeps the last [`STDERR_TAIL_BYTES`] for error messages.
-    fn drain_stderr(&self, mut stderr: tokio::process::ChildStderr) {
-        let tail = self.stderr_tail.clone();
-        let name = self.name.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 16 * 1024];
-            loop {
-                match stderr.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        tracing::debug!(server = %name, "stderr: {}", String::from_utf8_lossy(&buf[..n.min(512)]));
-                        if let Ok(mut tail) = tail.lock() {
-                            tail.extend_from_slice(&buf[..n]);
-                            if tail.len() > STDERR_TAIL_BYTES {
-                                let cut = tail.len() - STDERR_TAIL_BYTES;
-                                tail.drain(..cut);
-                            }
-                        }
-                    }
-                }
-            }
-        });
-    }
-
-    fn stderr_suffix(&self) -> String {
-        let tail = self.stderr_tail();
-        if tail.is_empty() {
-            String::new()
-        } else {
-            let line: String = error_line(&tail).chars().take(300).collect();
-            format!(" (stderr: {line})")
-        }
-    }
-
     /// Runs one request against the live connection with the call timeout; turns rmcp errors
-    /// into one-line messages naming the server and the method. When the server rejects the
-    /// session mid-request (see [`Connection::broken`]) the request fails at once and the next
-    /// one reconnects; requests that change nothing (lists, reads, `prompts/get`) are retried
-    /// once on the new connection, `tools/call` never is (it may have had effects).
-    async fn request<T, F, Fut>(&self, method: &str, what: &str, f: F) -> Result<T, String>
+    /// into [`ClientError`]s naming the server and the request (`method` and, for requests that
+    /// name one, `subject`). When the server rejects the session mid-request (see
+    /// [`Connection::broken`]) the request fails at once and the next one reconnects; requests
+    /// that change nothing (lists, reads, `prompts/get`) are retried once on the new connection,
+    /// `tools/call` never is (it may have had effects).
+    async fn request<T, F, Fut>(
+        &self,
+        method: &str,
+        subject: Option<&str>,
+        f: F,
+    ) -> Result<T, ClientError>
     where
         F: Fn(Peer<RoleClient>) -> Fut,
         Fut: std::future::Future<Output = Result<T, ServiceError>>,
     {
+        let request = || McpRequest {
+            method: method.to_string(),
+            subject: subject.map(str::to_string),
+        };
         let retries = if method == "tools/call" { 0 } else { 1 };
         for attempt in 0..=retries {
             let mut live = self.peer().await?;
@@ -447,47 +367,44 @@ impl ServerClient {
                     if attempt < retries {
                         continue;
                     }
-                    return Err(format!(
-                        "MCP server \"{}\" rejected the session during {method}{what} ({reason}); the next call reconnects",
-                        self.name
-                    ));
+                    return Err(ClientError::SessionRejected {
+                        server: self.name.clone(),
+                        request: request(),
+                        reason,
+                    });
                 }
             };
             return match outcome {
-                Err(_) => {
-                    let problem = self
-                        .last_problem
-                        .lock()
-                        .ok()
-                        .and_then(|mut p| p.take())
-                        .map(|p| format!("; it sent nothing usable: {p}"))
-                        .unwrap_or_default();
-                    Err(format!(
-                        "MCP server \"{}\" did not answer {method}{what} within {} ms{problem}",
-                        self.name,
-                        self.options.call_timeout.as_millis()
-                    ))
-                }
+                Err(_) => Err(ClientError::Timeout {
+                    server: self.name.clone(),
+                    request: request(),
+                    timeout: self.options.call_timeout,
+                    dropped: self.last_problem.lock().ok().and_then(|mut p| p.take()),
+                }),
                 Ok(Ok(value)) => Ok(value),
-                Ok(Err(ServiceError::McpError(e))) => Err(format!(
-                    "MCP server \"{}\" refused {method}{what}: {}",
-                    self.name, e.message
-                )),
-                Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                Ok(Err(ServiceError::McpError(source))) => Err(ClientError::Refused {
+                    server: self.name.clone(),
+                    request: request(),
+                    source: Box::new(source),
+                }),
+                Ok(Err(
+                    source @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)),
+                )) => {
                     // A dying child writes its last words to stderr just before stdout closes;
                     // give the drain task a moment to read them (failure path only).
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    Err(format!(
-                        "MCP server \"{}\" closed the connection during {method}{what}: {}{}",
-                        self.name,
-                        root_cause(&e),
-                        self.stderr_suffix()
-                    ))
+                    Err(ClientError::Closed {
+                        server: self.name.clone(),
+                        request: request(),
+                        stderr: self.stderr.quote(),
+                        source: Box::new(source),
+                    })
                 }
-                Ok(Err(e)) => Err(format!(
-                    "MCP server \"{}\" failed {method}{what}: {e}",
-                    self.name
-                )),
+                Ok(Err(source)) => Err(ClientError::Failed {
+                    server: self.name.clone(),
+                    request: request(),
+                    source: Box::new(source),
+                }),
             };
         }
         unreachable!("the last attempt returns")
@@ -495,7 +412,10 @@ impl ServerClient {
 
     /// Connects if needed and lists the server's tools (all pages up to the cap) and
     /// capabilities.
-    pub async fn list(&self) -> Result<ServerListing, String> {
+    ///
+    /// # Errors
+    /// Any [`ClientError`] of connecting or of a `tools/list` page.
+    pub async fn list(&self) -> Result<ServerListing, ClientError> {
         self.listings.fetch_add(1, Ordering::Relaxed);
         let capabilities = self.peer().await?.capabilities;
         let mut listing = ServerListing {
@@ -539,7 +459,11 @@ impl ServerClient {
 
     /// Reads every page of a `*/list` method: stops at the page cap and at a cursor it has
     /// seen before (both with a warning), so a server cannot keep the client paging forever.
-    async fn list_all(&self, method: &str, key: &str) -> Result<(Vec<Value>, Vec<String>), String> {
+    async fn list_all(
+        &self,
+        method: &str,
+        key: &str,
+    ) -> Result<(Vec<Value>, Vec<String>), ClientError> {
         let mut items = Vec::new();
         let mut warnings = Vec::new();
         let mut seen = HashSet::new();
@@ -575,11 +499,11 @@ impl ServerClient {
     /// rather than through rmcp's typed list results: a typed result is all or nothing, so one
     /// malformed entry (say an `inputSchema` that is not an object) would lose the whole page;
     /// here bad entries are skipped one by one by the caller.
-    async fn list_page(&self, method: &str, cursor: Option<String>) -> Result<Value, String> {
+    async fn list_page(&self, method: &str, cursor: Option<String>) -> Result<Value, ClientError> {
         let params = cursor.map(|cursor| json!({ "cursor": cursor }));
         let timeout = self.options.call_timeout;
         let result = self
-            .request(method, "", |p| {
+            .request(method, None, |p| {
                 let request =
                     ClientRequest::CustomRequest(CustomRequest::new(method, params.clone()));
                 async move {
@@ -596,28 +520,31 @@ impl ServerClient {
         if page.is_object() {
             Ok(page)
         } else {
-            Err(format!(
-                "MCP server \"{}\" answered {method} with a non-object result",
-                self.name
-            ))
+            Err(ClientError::NonObjectPage {
+                server: self.name.clone(),
+                method: method.to_string(),
+            })
         }
     }
 
     /// `tools/call` of the raw MCP tool `tool` with `arguments`: the raw MCP result
     /// (`{content, structuredContent?, isError?}`). A tool error (`isError: true`) is a result,
-    /// not an `Err`; `Err` is a protocol error, a timeout or a lost connection.
+    /// not an `Err`.
+    ///
+    /// # Errors
+    /// A [`ClientError`]: the JSON-RPC error ([`ClientError::Refused`]), a timeout, a lost
+    /// connection or rejected session, or a failed (re)connect. Never retried.
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ClientError> {
         // Sent raw and read back raw (rmcp's untagged result falls back to the JSON as is): a
         // typed `CallToolResult` would lose a whole result over one content item of a type rmcp
         // does not know, and the guest gets the raw MCP result anyway.
         let params = json!({"name": tool, "arguments": arguments});
-        let what = format!(" {tool:?}");
         to_json(
-            self.request("tools/call", &what, |p| {
+            self.request("tools/call", Some(tool), |p| {
                 let request = ClientRequest::CustomRequest(CustomRequest::new(
                     "tools/call",
                     Some(params.clone()),
@@ -630,13 +557,19 @@ impl ServerClient {
 
     /// `resources/list`: one page when `cursor` is given, else every page up to the cap, as
     /// `{resources: [...]}` (plus `nextCursor` when paging by hand).
-    pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, String> {
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of any page.
+    pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, ClientError> {
         self.list_for_guest("resources/list", "resources", cursor)
             .await
     }
 
     /// `prompts/list`, like [`ServerClient::list_resources`], as `{prompts: [...]}`.
-    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<Value, String> {
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of any page.
+    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<Value, ClientError> {
         self.list_for_guest("prompts/list", "prompts", cursor).await
     }
 
@@ -645,7 +578,7 @@ impl ServerClient {
         method: &str,
         key: &str,
         cursor: Option<String>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ClientError> {
         if cursor.is_some() {
             return self.list_page(method, cursor).await;
         }
@@ -657,11 +590,13 @@ impl ServerClient {
     }
 
     /// `resources/read` of `uri`: the raw `{contents: [...]}`.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, String> {
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of the request (retried once on a rejected session).
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
         let params = ReadResourceRequestParams::new(uri.to_string());
-        let what = format!(" {uri:?}");
         to_json(
-            self.request("resources/read", &what, |p| {
+            self.request("resources/read", Some(uri), |p| {
                 let params = params.clone();
                 async move { p.read_resource(params).await }
             })
@@ -670,18 +605,20 @@ impl ServerClient {
     }
 
     /// `prompts/get` of `name` with string `arguments`: the raw `{description?, messages}`.
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of the request (retried once on a rejected session).
     pub async fn get_prompt(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ClientError> {
         let mut params = GetPromptRequestParams::new(name.to_string());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        let what = format!(" {name:?}");
         to_json(
-            self.request("prompts/get", &what, |p| {
+            self.request("prompts/get", Some(name), |p| {
                 let params = params.clone();
                 async move { p.get_prompt(params).await }
             })
@@ -695,46 +632,13 @@ impl ServerClient {
     pub async fn shutdown(&self) {
         let connection = self.connection.lock().await.take();
         if let Some(connection) = connection {
-            let mut child = connection.child;
             // Cancelling closes the transport, so the child reads end of input on stdin.
             let _ = tokio::time::timeout(Duration::from_secs(3), connection.service.cancel()).await;
-            if let Some(process) = child.as_mut() {
-                if tokio::time::timeout(Duration::from_secs(3), process.child.wait())
-                    .await
-                    .is_err()
-                {
-                    process.kill_group();
-                    let _ = process.child.kill().await;
-                }
+            if let Some(process) = connection.child {
+                process.stop(Duration::from_secs(3)).await;
             }
-            drop(child); // kills what is left of the group
         }
     }
-}
-
-/// The line of a child's stderr tail that best says what went wrong: for npm (`npx` of a package
-/// that does not exist, a failed install) the first `npm error` line after its `code` line
-/// (`npm error 404 Not Found - GET …`; npm ends with a line naming its log file); otherwise the
-/// last line that names an error (Node and Python end a crash with a stack trace or a version
-/// line below `TypeError: …`), else the last line.
-fn error_line(tail: &str) -> &str {
-    let lines: Vec<&str> = tail
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let npm = lines
-        .iter()
-        .find(|l| l.starts_with("npm error ") && !l.starts_with("npm error code "));
-    npm.or_else(|| {
-        lines
-            .iter()
-            .rev()
-            .find(|l| l.contains("Error") || l.contains("error"))
-    })
-    .or(lines.last())
-    .copied()
-    .unwrap_or("")
 }
 
 /// What a request needs of the live connection.
@@ -754,78 +658,6 @@ impl Live {
     }
 }
 
-/// The innermost error of a chain: rmcp's transport errors name generic transport types in their
-/// own text, the cause underneath is what a user can act on.
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    without_type_names(&cause.to_string())
-}
-
-/// Drops the `[path::to::Type<…>]` segments rmcp puts in transport error texts.
-fn without_type_names(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        let Some(close) = rest[open..].find("] ").or_else(|| rest[open..].rfind(']')) else {
-            break;
-        };
-        let inside = &rest[open + 1..open + close];
-        out.push_str(&rest[..open]);
-        if inside.contains("::") {
-            rest = rest[open + close + 1..].trim_start();
-            out = out.trim_end().to_string();
-            out.push(' ');
-        } else {
-            out.push('[');
-            rest = &rest[open + 1..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn to_json<T: serde::Serialize>(value: T) -> Result<Value, String> {
-    serde_json::to_value(value).map_err(|e| format!("MCP result is not JSON: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{error_line, without_type_names};
-
-    #[test]
-    fn the_stderr_line_that_says_what_went_wrong() {
-        let npm = "npm error code E404\n\
-            npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found\n\
-            npm error 404\n\
-            npm error 404  'nope@*' is not in this registry.\n\
-            npm error A complete log of this run can be found in: /root/.npm/_logs/x.log\n";
-        assert_eq!(
-            error_line(npm),
-            "npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found"
-        );
-        let node = "/srv/x.js:3\n  throw new TypeError('no config');\n  ^\n\n\
-            TypeError: no config\n    at Object.<anonymous> (/srv/x.js:3:9)\n\nNode.js v20.20.2\n";
-        assert_eq!(error_line(node), "TypeError: no config");
-        let python = "Traceback (most recent call last):\n  File \"/srv/errors.py\", line 1\n\
-            ValueError: bad port\n";
-        assert_eq!(error_line(python), "ValueError: bad port");
-        assert_eq!(
-            error_line("starting\nlistening on stdio\n"),
-            "listening on stdio"
-        );
-        assert_eq!(error_line(""), "");
-    }
-
-    #[test]
-    fn type_names_are_dropped_from_transport_errors() {
-        assert_eq!(
-            without_type_names("Send message error Transport [a::B<c::D<e::F>>] error: Client error: refused, when send initialize request"),
-            "Send message error Transport error: Client error: refused, when send initialize request"
-        );
-        assert_eq!(without_type_names("plain [1] text"), "plain [1] text");
-        assert_eq!(without_type_names("no brackets"), "no brackets");
-    }
+fn to_json<T: serde::Serialize>(value: T) -> Result<Value, ClientError> {
+    serde_json::to_value(value).map_err(|source| ClientError::NotJson { source })
 }

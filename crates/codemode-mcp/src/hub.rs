@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::client::{ClientOptions, ServerClient, ServerListing};
 use crate::config::{safe_server_name, McpServersConfig};
+use crate::error::ClientError;
 
 /// What one configured server looks like right now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,7 +54,8 @@ struct RefreshState {
 struct ServerEntry {
     client: Arc<ServerClient>,
     safe_name: String,
-    listing: RwLock<Result<ServerListing, String>>,
+    /// The last good listing, or why there never was one (shared: statuses and refreshes read it).
+    listing: RwLock<Result<ServerListing, Arc<ClientError>>>,
     refresh: Mutex<RefreshState>,
 }
 
@@ -132,7 +134,9 @@ impl McpHub {
                             on_changed,
                         )),
                         safe_name: safe_names[index].clone(),
-                        listing: RwLock::new(Err("not connected yet".into())),
+                        listing: RwLock::new(Err(Arc::new(ClientError::NotListedYet {
+                            server: name.clone(),
+                        }))),
                         refresh: Mutex::new(RefreshState::default()),
                     }
                 })
@@ -213,7 +217,7 @@ impl McpHub {
                     safe_name: server.safe_name.clone(),
                     connected: listing.is_ok(),
                     tools: listing.as_ref().map(|l| l.tools.len()).unwrap_or(0),
-                    error: listing.as_ref().err().cloned(),
+                    error: listing.as_ref().err().map(|e| e.to_string()),
                     warnings: listing
                         .as_ref()
                         .map(|l| l.warnings.clone())
@@ -272,7 +276,8 @@ fn mark_again_if_running(server: &ServerEntry) -> bool {
     state.running
 }
 
-/// Most listings one [`refresh`] makes after its first for notifications that arrived meanwhile.
+/// Most listings one refresh of a server makes after its first, for notifications that arrived
+/// meanwhile.
 pub const MAX_RELISTS: usize = 3;
 
 /// Least time between the starts of two listings of one server (notifications in between are
@@ -318,12 +323,12 @@ async fn refresh_then(
         let listing = tokio::time::timeout(inner.listing_timeout, server.client.list())
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "MCP server \"{}\" did not finish connecting and listing within {} ms",
-                    server.client.name(),
-                    inner.listing_timeout.as_millis()
-                ))
-            });
+                Err(ClientError::ListingTimeout {
+                    server: server.client.name().to_string(),
+                    timeout: inner.listing_timeout,
+                })
+            })
+            .map_err(Arc::new);
         let changed = {
             let mut slot = server.listing.write().unwrap_or_else(|e| e.into_inner());
             let changed = match (&*slot, &listing) {
@@ -515,14 +520,16 @@ impl ToolExecutor for McpExecutor {
             };
             let string = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_string);
             tracing::debug!(server = client.name(), tool = %route.tool, id = %call.tool_id, "MCP call");
-            match route.operation {
+            let result = match route.operation {
                 McpOperation::Tool => client.call_tool(&route.tool, input).await,
                 McpOperation::ResourcesList => client.list_resources(string("cursor")).await,
                 McpOperation::PromptsList => client.list_prompts(string("cursor")).await,
-                McpOperation::ResourcesRead => match string("uri") {
-                    Some(uri) => client.read_resource(&uri).await,
-                    None => Err("resources.read needs a string uri.".to_string()),
-                },
+                McpOperation::ResourcesRead => {
+                    let Some(uri) = string("uri") else {
+                        return Err("resources.read needs a string uri.".to_string());
+                    };
+                    client.read_resource(&uri).await
+                }
                 McpOperation::PromptsGet => {
                     let Some(name) = string("name") else {
                         return Err("prompts.get needs a string name.".to_string());
@@ -536,7 +543,8 @@ impl ToolExecutor for McpExecutor {
                     };
                     client.get_prompt(&name, arguments).await
                 }
-            }
+            };
+            result.map_err(|e| e.to_string())
         })
     }
 }

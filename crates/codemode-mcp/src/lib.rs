@@ -10,11 +10,15 @@
 
 pub mod client;
 pub mod config;
+mod error;
 pub mod hub;
+mod process;
+mod stderr;
 pub mod stdio;
 
 pub use client::{ClientOptions, ServerClient, ServerListing};
 pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig};
+pub use error::{ClientError, McpRequest};
 pub use hub::{McpExecutor, McpHub, ServerStatus};
 
 pub mod server;
