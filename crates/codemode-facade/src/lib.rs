@@ -40,21 +40,11 @@ pub use codemode_catalog::SourceCounts;
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
 pub use surface::*;
 
-use codemode_snapshot::{Owner, SnapshotStore};
+use codemode_snapshot::SnapshotStore;
 use run::Run;
 
-/// `code mode run is unavailable or expired.` (behaviour.md §5.3).
-pub const RUN_UNAVAILABLE: &str = "code mode run is unavailable or expired.";
-/// `code mode run belongs to a different agent run.`
-pub const RUN_OTHER_AGENT_RUN: &str = "code mode run belongs to a different agent run.";
-/// `code mode run belongs to a different session.`
-pub const RUN_OTHER_SESSION: &str = "code mode run belongs to a different session.";
-/// `code mode run is already being resumed.`
-pub const RUN_ALREADY_RESUMING: &str = "code mode run is already being resumed.";
 /// `runId must be a non-empty string.`
 pub const RUN_ID_REQUIRED: &str = "runId must be a non-empty string.";
-/// `too many suspended code mode runs.` (behaviour.md §5.4).
-pub const TOO_MANY_SUSPENDED: &str = "too many suspended code mode runs.";
 /// `too many pending code mode tool calls` (behaviour.md D4).
 pub const TOO_MANY_PENDING: &str = "too many pending code mode tool calls";
 /// `code mode promise is pending without host work` (behaviour.md §4.1).
@@ -117,18 +107,6 @@ impl RunEnv {
             force_restart_safe: false,
             parent_tool_call_id: None,
         }
-    }
-}
-
-/// `code mode run expiry is unavailable.` (behaviour.md §5.3).
-pub const RUN_EXPIRY_UNAVAILABLE: &str = "code mode run expiry is unavailable.";
-
-fn owner(scope: &RunScope) -> Owner {
-    Owner {
-        run_id: scope.run_id.clone(),
-        session_id: scope.session_id.clone(),
-        session_key: scope.session_key.clone(),
-        agent_id: scope.agent_id.clone(),
     }
 }
 
@@ -232,13 +210,13 @@ impl CodeMode {
                     run::Parking::Parked(result) => result,
                     run::Parking::Failed(result) => return result,
                 };
-                let scope = owner(&run.env.scope);
                 let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds());
+                let scope = run.env.scope.clone();
                 match slot.park(id, scope, ttl, run) {
                     Ok(()) => result,
                     Err(rejected) => {
                         let mut run = rejected.value;
-                        run.fail(ErrorCode::InternalError, RUN_EXPIRY_UNAVAILABLE)
+                        run.fail(ErrorCode::InternalError, &rejected.error.to_string())
                     }
                 }
             }
@@ -264,7 +242,7 @@ impl CodeMode {
             return run::bare_refusal(RUN_ID_REQUIRED);
         }
         // Scope checks and the in-flight guard, in the spec's order; refusals leave the run as is.
-        let mut guard = match self.runs.resume(run_id, &owner(caller)) {
+        let mut guard = match self.runs.resume(run_id, caller) {
             Ok(guard) => guard,
             Err(e) => return run::bare_refusal(&e.to_string()),
         };
@@ -302,7 +280,7 @@ impl CodeMode {
                     Err(rejected) => rejected
                         .value
                         .finish()
-                        .fail(ErrorCode::InternalError, RUN_EXPIRY_UNAVAILABLE),
+                        .fail(ErrorCode::InternalError, &rejected.error.to_string()),
                 }
             }
         }

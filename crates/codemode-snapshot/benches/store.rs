@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use codemode_snapshot::{Owner, SnapshotStore, MAX_SUSPENDED_RUNS};
+use codemode_snapshot::{RunScope, SnapshotStore, MAX_SUSPENDED_RUNS};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 const TTL: Duration = Duration::from_secs(900);
 
-fn owner() -> Owner {
-    Owner {
+fn owner() -> RunScope {
+    RunScope {
         run_id: Some("run-code-mode".into()),
         session_id: Some("session-main".into()),
         session_key: Some("agent:main:main".into()),

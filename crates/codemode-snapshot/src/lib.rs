@@ -2,8 +2,8 @@
 //! lifecycle"; behaviour.md §5.3 "Parking and `wait`", §5.4 "Caps", §5.6, §5.9, D1, E30–E32).
 //!
 //! A [`SnapshotStore<T>`] keeps parked runs in memory only (nothing survives a restart), keyed by
-//! `runId`, each with its [`Owner`] scope, an expiry and a payload `T`. The store is generic over
-//! the payload: the facade stores its run (VM snapshot plus the in-flight tool calls), and
+//! `runId`, each with its owner's [`RunScope`], an expiry and a payload `T`. The store is generic
+//! over the payload: the facade stores its run (VM snapshot plus the in-flight tool calls), and
 //! **dropping a payload is how its pending work is cancelled**. The store drops payloads on
 //! expiry, [`SnapshotStore::remove`], [`SnapshotStore::clear`] and when it is itself dropped;
 //! [`ResumeGuard::finish`] hands the payload back so the caller can build the final result.
@@ -27,16 +27,16 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use codemode_snapshot::{Owner, SnapshotStore, StoreError};
+//! use codemode_snapshot::{RunScope, SnapshotStore, StoreError};
 //!
 //! let store: SnapshotStore<Vec<u8>> = SnapshotStore::new(64);
-//! let owner = Owner { session_id: Some("s1".into()), ..Owner::default() };
+//! let owner = RunScope { session_id: Some("s1".into()), ..RunScope::default() };
 //!
 //! let slot = store.reserve()?;
 //! slot.park("cm_1".into(), owner.clone(), Duration::from_secs(900), vec![1, 2, 3])
 //!     .map_err(StoreError::from)?;
 //!
-//! let stranger = Owner { session_id: Some("s2".into()), ..Owner::default() };
+//! let stranger = RunScope { session_id: Some("s2".into()), ..RunScope::default() };
 //! let refused = store.resume("cm_1", &stranger).err().unwrap();
 //! assert_eq!(refused.to_string(), "code mode run belongs to a different session.");
 //!
@@ -67,6 +67,10 @@ use moka::notification::RemovalCause;
 use moka::sync::Cache;
 use moka::Expiry;
 
+/// Who a parked run belongs to, and who is asking to resume one: the bridge's run scope (agent
+/// run id, session id, session key, agent id; see [`admits`] for how they are compared).
+pub use codemode_bridge::RunScope;
+
 /// The production cap on suspended runs per process, counting parked runs plus outstanding
 /// reservations (behaviour.md §5.4).
 pub const MAX_SUSPENDED_RUNS: usize = 64;
@@ -76,7 +80,9 @@ pub const MAX_SUSPENDED_RUNS: usize = 64;
 /// `8640000000000001` is not a valid time).
 pub const MAX_TIME_MS: u128 = 8_640_000_000_000_000;
 
-/// Why the store refused an operation. `Display` is the exact reference message.
+/// Why the store refused an operation. `Display` is the exact reference message of
+/// behaviour.md §5.3/§5.4 (e.g. `code mode run is unavailable or expired.`); it is the only copy
+/// of these texts.
 ///
 /// All variants except [`StoreError::ExpiryUnavailable`] are reported as `failed` results with
 /// `code: "invalid_input"` (behaviour.md D1); `ExpiryUnavailable` is `internal_error`
@@ -103,21 +109,6 @@ pub enum StoreError {
     /// Another `resume` holds the run's [`ResumeGuard`] (§5.3 `wait` 2.4); the first proceeds.
     #[error("code mode run is already being resumed.")]
     AlreadyResuming,
-}
-
-impl StoreError {
-    /// The exact reference message (the same text as `Display`), e.g.
-    /// `"code mode run is unavailable or expired."`.
-    pub const fn message(self) -> &'static str {
-        match self {
-            StoreError::TooManySuspended => "too many suspended code mode runs.",
-            StoreError::ExpiryUnavailable => "code mode run expiry is unavailable.",
-            StoreError::Unavailable => "code mode run is unavailable or expired.",
-            StoreError::OtherAgentRun => "code mode run belongs to a different agent run.",
-            StoreError::OtherSession => "code mode run belongs to a different session.",
-            StoreError::AlreadyResuming => "code mode run is already being resumed.",
-        }
-    }
 }
 
 /// A refused operation that hands back what it was given, so the caller can still build its
@@ -154,44 +145,28 @@ impl<V> From<Rejected<V>> for StoreError {
     }
 }
 
-/// Who a parked run belongs to, and who is asking to resume one (behaviour.md §5.3). `None` means
-/// "not set": an owner field that is `None` is not checked; a caller field that is `None` never
-/// matches a set owner field. Strings are compared exactly.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Owner {
-    /// The agent run id (e.g. `run-code-mode`).
-    pub run_id: Option<String>,
-    /// The session id (e.g. `session-main`).
-    pub session_id: Option<String>,
-    /// The session key (e.g. `agent:main:main`).
-    pub session_key: Option<String>,
-    /// The agent id (e.g. `main`).
-    pub agent_id: Option<String>,
-}
-
-impl Owner {
-    /// The scope checks of behaviour.md §5.3 `wait` 2.2 and 2.3, in order, for `caller` resuming
-    /// a run owned by `self`.
-    ///
-    /// # Errors
-    /// [`StoreError::OtherAgentRun`] when `self.run_id` is set and the caller's differs or is
-    /// missing; then [`StoreError::OtherSession`] when any of `session_id`, `session_key`,
-    /// `agent_id` is set and the caller's differs or is missing.
-    pub fn admits(&self, caller: &Owner) -> Result<(), StoreError> {
-        let matches = |owned: &Option<String>, asked: &Option<String>| {
-            owned.is_none() || owned.as_deref() == asked.as_deref()
-        };
-        if !matches(&self.run_id, &caller.run_id) {
-            return Err(StoreError::OtherAgentRun);
-        }
-        if !(matches(&self.session_id, &caller.session_id)
-            && matches(&self.session_key, &caller.session_key)
-            && matches(&self.agent_id, &caller.agent_id))
-        {
-            return Err(StoreError::OtherSession);
-        }
-        Ok(())
+/// The scope checks of behaviour.md §5.3 `wait` 2.2 and 2.3, in order, for `caller` resuming a
+/// run owned by `owner`. A field of `owner` that is `None` is not checked; a field of `caller`
+/// that is `None` never matches a set field of `owner`; strings are compared exactly.
+///
+/// # Errors
+/// [`StoreError::OtherAgentRun`] when `owner.run_id` is set and the caller's differs or is
+/// missing; then [`StoreError::OtherSession`] when any of `session_id`, `session_key`,
+/// `agent_id` is set and the caller's differs or is missing.
+pub fn admits(owner: &RunScope, caller: &RunScope) -> Result<(), StoreError> {
+    let matches = |owned: &Option<String>, asked: &Option<String>| {
+        owned.is_none() || owned.as_deref() == asked.as_deref()
+    };
+    if !matches(&owner.run_id, &caller.run_id) {
+        return Err(StoreError::OtherAgentRun);
     }
+    if !(matches(&owner.session_id, &caller.session_id)
+        && matches(&owner.session_key, &caller.session_key)
+        && matches(&owner.agent_id, &caller.agent_id))
+    {
+        return Err(StoreError::OtherSession);
+    }
+    Ok(())
 }
 
 /// `now + ttl` as an [`Instant`], if it is representable both as a monotonic instant and as a
@@ -219,7 +194,7 @@ pub fn expiry_after(now: Instant, ttl: Duration) -> Result<Instant, StoreError> 
 struct Record<T> {
     /// Unique per park: tells a guard or an index entry whether this is still "its" run.
     generation: u64,
-    owner: Owner,
+    owner: RunScope,
     expires_at: Instant,
     payload: Option<T>,
 }
@@ -391,7 +366,7 @@ impl<T: Send + 'static> SnapshotStore<T> {
     ///
     /// 1. unknown or expired (expiry `<=` now, checked exactly here) →
     ///    [`StoreError::Unavailable`]; an expired run is removed and its payload dropped (E30);
-    /// 2. [`Owner::admits`] → [`StoreError::OtherAgentRun`], then [`StoreError::OtherSession`];
+    /// 2. [`admits`] → [`StoreError::OtherAgentRun`], then [`StoreError::OtherSession`];
     /// 3. another guard is live → [`StoreError::AlreadyResuming`].
     ///
     /// Refusals 2 and 3 leave the run untouched. On success the run stays stored and keeps its
@@ -399,7 +374,7 @@ impl<T: Send + 'static> SnapshotStore<T> {
     ///
     /// # Errors
     /// As listed above.
-    pub fn resume(&self, run_id: &str, caller: &Owner) -> Result<ResumeGuard<T>, StoreError> {
+    pub fn resume(&self, run_id: &str, caller: &RunScope) -> Result<ResumeGuard<T>, StoreError> {
         let now = Instant::now();
         let (outcome, expired) = {
             let mut state = self.shared.lock();
@@ -409,7 +384,7 @@ impl<T: Send + 'static> SnapshotStore<T> {
                     (Err(StoreError::Unavailable), state.runs.remove(run_id))
                 }
                 Some(record) => {
-                    let outcome = record.owner.admits(caller).and_then(|()| {
+                    let outcome = admits(&record.owner, caller).and_then(|()| {
                         record
                             .payload
                             .take()
@@ -462,11 +437,11 @@ impl<T: Send + 'static> SnapshotStore<T> {
         found
     }
 
-    /// Removes every run whose [`Owner`] matches `owned` and drops its payload, cancelling its
-    /// work (spec "Run and snapshot lifecycle": snapshots are dropped on session end; behaviour.md
-    /// §5.3 "Runs … are dropped when their session ends"). Runs being resumed are detached as in
-    /// [`SnapshotStore::remove`]. Returns how many runs were removed.
-    pub fn remove_where(&self, owned: impl Fn(&Owner) -> bool) -> usize {
+    /// Removes every run whose owner's [`RunScope`] matches `owned` and drops its payload,
+    /// cancelling its work (spec "Run and snapshot lifecycle": snapshots are dropped on session
+    /// end; behaviour.md §5.3 "Runs … are dropped when their session ends"). Runs being resumed
+    /// are detached as in [`SnapshotStore::remove`]. Returns how many runs were removed.
+    pub fn remove_where(&self, owned: impl Fn(&RunScope) -> bool) -> usize {
         let count = self.drop_where(|record| owned(&record.owner));
         self.bury();
         count
@@ -576,7 +551,7 @@ impl<T: Send + 'static> Reservation<T> {
     pub fn park(
         mut self,
         run_id: String,
-        owner: Owner,
+        owner: RunScope,
         ttl: Duration,
         payload: T,
     ) -> Result<(), Rejected<T>> {
@@ -806,13 +781,13 @@ mod tests {
                 .unwrap()
                 .park(
                     id.into(),
-                    Owner::default(),
+                    RunScope::default(),
                     Duration::from_millis(5),
                     Probe(drops.clone()),
                 )
                 .unwrap();
         }
-        let guard = store.resume("cm_busy", &Owner::default()).unwrap();
+        let guard = store.resume("cm_busy", &RunScope::default()).unwrap();
         assert!(
             housekeep_until(&store, || idle.load(Ordering::SeqCst) == 1),
             "moka evicts the idle expired run and the listener drops its payload"
@@ -836,7 +811,12 @@ mod tests {
             store
                 .reserve()
                 .unwrap()
-                .park("cm_x".into(), Owner::default(), ttl, Probe(drops.clone()))
+                .park(
+                    "cm_x".into(),
+                    RunScope::default(),
+                    ttl,
+                    Probe(drops.clone()),
+                )
                 .unwrap()
         };
         park(Duration::from_secs(60), &first);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_snapshot::{Owner, SnapshotStore, StoreError};
+use codemode_snapshot::{RunScope, SnapshotStore, StoreError};
 
 struct Payload {
     id: usize,
@@ -46,9 +46,9 @@ fn hammering_threads_keep_the_store_consistent() {
     // Serials of payloads under a live guard. The same runId may have two live guards when the
     // first run was removed or replaced meanwhile (a detached guard), but never the same payload.
     let held: Mutex<HashSet<usize>> = Mutex::new(HashSet::new());
-    let owner = Owner {
+    let owner = RunScope {
         session_id: Some("s".into()),
-        ..Owner::default()
+        ..RunScope::default()
     };
 
     std::thread::scope(|scope| {
@@ -155,7 +155,7 @@ fn hammering_threads_keep_the_store_consistent() {
 #[test]
 fn concurrent_resumes_admit_exactly_one() {
     let store: SnapshotStore<u32> = SnapshotStore::new(4);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     for round in 0..200u32 {
         store
             .reserve()

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_snapshot::{Owner, Reservation, ResumeGuard, SnapshotStore, StoreError};
+use codemode_snapshot::{Reservation, ResumeGuard, RunScope, SnapshotStore, StoreError};
 use proptest::prelude::*;
 
 struct Payload {
@@ -40,10 +40,10 @@ const SCOPES: [Scope; 5] = [
     (Some("r1"), Some("s1"), Some("k1"), Some("a")),
 ];
 
-fn owner(i: usize) -> Owner {
+fn owner(i: usize) -> RunScope {
     let (r, s, k, a) = SCOPES[i];
     let f = |x: Option<&str>| x.map(str::to_string);
-    Owner {
+    RunScope {
         run_id: f(r),
         session_id: f(s),
         session_key: f(k),
@@ -51,7 +51,7 @@ fn owner(i: usize) -> Owner {
     }
 }
 
-/// The spec's scope rule, written out independently of `Owner::admits`.
+/// The spec's scope rule, written out independently of `codemode_snapshot::admits`.
 fn model_scope(owner: usize, caller: usize) -> Result<(), StoreError> {
     let (o, c) = (SCOPES[owner], SCOPES[caller]);
     if o.0.is_some() && o.0 != c.0 {
@@ -217,7 +217,7 @@ impl Harness {
                 let payload = self.payload();
                 let value = payload.value;
                 let rejected = slot
-                    .park(name(0), Owner::default(), Duration::MAX, payload)
+                    .park(name(0), RunScope::default(), Duration::MAX, payload)
                     .unwrap_err();
                 prop_assert_eq!(rejected.error, StoreError::ExpiryUnavailable);
                 prop_assert_eq!(rejected.value.value, value);

@@ -6,7 +6,8 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use codemode_snapshot::{
-    expiry_after, Owner, Rejected, ResumeGuard, SnapshotStore, StoreError, MAX_SUSPENDED_RUNS,
+    admits, expiry_after, Rejected, ResumeGuard, RunScope, SnapshotStore, StoreError,
+    MAX_SUSPENDED_RUNS,
 };
 
 /// A payload that counts its drops (standing for a run whose drop aborts its tool calls).
@@ -43,7 +44,7 @@ impl Fixture {
         }
     }
 
-    fn park(&self, id: &str, owner: &Owner, ttl: Duration, value: u32) {
+    fn park(&self, id: &str, owner: &RunScope, ttl: Duration, value: u32) {
         self.store
             .reserve()
             .expect("slot")
@@ -61,8 +62,8 @@ fn some(s: &str) -> Option<String> {
 }
 
 /// The behaviour doc's fixture caller.
-fn fixture_caller() -> Owner {
-    Owner {
+fn fixture_caller() -> RunScope {
+    RunScope {
         run_id: some("run-code-mode"),
         session_id: some("session-main"),
         session_key: some("agent:main:main"),
@@ -107,7 +108,6 @@ fn error_messages_are_exact() {
     ];
     for (error, text) in cases {
         assert_eq!(error.to_string(), text);
-        assert_eq!(error.message(), text);
     }
     let rejected = Rejected {
         error: StoreError::ExpiryUnavailable,
@@ -155,7 +155,7 @@ fn unknown_run_is_unavailable() {
 #[test]
 fn cap_counts_parked_runs_and_reservations() {
     let f = Fixture::new(MAX_SUSPENDED_RUNS);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     for i in 0..64 {
         f.park(&format!("cm_{i}"), &owner, LONG, i);
     }
@@ -198,7 +198,7 @@ fn reservations_alone_fill_the_cap_and_free_on_drop() {
     assert_eq!(f.store.reserve().unwrap_err(), StoreError::TooManySuspended);
     // Parking converts a reservation into a run without changing the total.
     again
-        .park("cm_r".into(), Owner::default(), LONG, f.run(0))
+        .park("cm_r".into(), RunScope::default(), LONG, f.run(0))
         .unwrap();
     assert_eq!((f.store.len(), f.store.reserved()), (1, 63));
     assert_eq!(f.store.reserve().unwrap_err(), StoreError::TooManySuspended);
@@ -239,9 +239,9 @@ fn expired_run_is_unavailable_removed_and_dropped() {
 #[test]
 fn zero_ttl_expires_immediately() {
     let f = Fixture::new(4);
-    f.park("cm_zero", &Owner::default(), Duration::ZERO, 1);
+    f.park("cm_zero", &RunScope::default(), Duration::ZERO, 1);
     assert_eq!(
-        err(f.store.resume("cm_zero", &Owner::default())),
+        err(f.store.resume("cm_zero", &RunScope::default())),
         StoreError::Unavailable
     );
     assert_eq!(f.drops(), 1);
@@ -252,7 +252,7 @@ fn expiry_is_checked_before_scope() {
     let f = Fixture::new(4);
     f.park("cm_old", &fixture_caller(), Duration::from_millis(10), 1);
     sleep(Duration::from_millis(25));
-    let stranger = Owner::default();
+    let stranger = RunScope::default();
     assert_eq!(
         err(f.store.resume("cm_old", &stranger)),
         StoreError::Unavailable
@@ -263,7 +263,7 @@ fn expiry_is_checked_before_scope() {
 #[test]
 fn purge_drops_expired_runs_only() {
     let f = Fixture::new(8);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     f.park("cm_1", &owner, Duration::from_millis(20), 1);
     f.park("cm_2", &owner, Duration::from_millis(20), 2);
     f.park("cm_keep", &owner, LONG, 3);
@@ -353,7 +353,12 @@ fn unrepresentable_expiry_is_refused() {
     let f = Fixture::new(4);
     let slot = f.store.reserve().unwrap();
     let rejected = slot
-        .park("cm_max".into(), Owner::default(), Duration::MAX, f.run(3))
+        .park(
+            "cm_max".into(),
+            RunScope::default(),
+            Duration::MAX,
+            f.run(3),
+        )
         .unwrap_err();
     assert_eq!(rejected.to_string(), "code mode run expiry is unavailable.");
     assert_eq!(rejected.error, StoreError::ExpiryUnavailable);
@@ -375,7 +380,7 @@ fn unrepresentable_expiry_is_refused() {
 #[test]
 fn unrepresentable_repark_hands_the_guard_back() {
     let f = Fixture::new(4);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     f.park("cm_g", &owner, LONG, 4);
     let guard = f.store.resume("cm_g", &owner).unwrap();
     let rejected = guard.repark(Duration::MAX).unwrap_err();
@@ -395,7 +400,7 @@ fn unrepresentable_repark_hands_the_guard_back() {
 #[test]
 fn remove_and_clear_drop_payloads() {
     let f = Fixture::new(8);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     f.park("cm_1", &owner, LONG, 1);
     f.park("cm_2", &owner, LONG, 2);
     f.park("cm_3", &owner, LONG, 3);
@@ -411,17 +416,17 @@ fn remove_and_clear_drop_payloads() {
 #[test]
 fn remove_where_drops_one_sessions_runs_only() {
     let f = Fixture::new(8);
-    let session = |id: &str| Owner {
+    let session = |id: &str| RunScope {
         session_id: some(id),
-        ..Owner::default()
+        ..RunScope::default()
     };
     f.park("cm_a1", &session("a"), LONG, 1);
     f.park("cm_a2", &session("a"), LONG, 2);
     f.park("cm_b1", &session("b"), LONG, 3);
-    f.park("cm_none", &Owner::default(), LONG, 4);
+    f.park("cm_none", &RunScope::default(), LONG, 4);
     let resumed = f.store.resume("cm_a2", &session("a")).unwrap();
 
-    let ended = |owner: &Owner| owner.session_id.as_deref() == Some("a");
+    let ended = |owner: &RunScope| owner.session_id.as_deref() == Some("a");
     assert_eq!(f.store.remove_where(ended), 2);
     assert_eq!(f.drops(), 1, "the guard still holds cm_a2's payload");
     assert!(!f.store.contains("cm_a1") && !f.store.contains("cm_a2"));
@@ -446,7 +451,7 @@ fn remove_where_drops_one_sessions_runs_only() {
 #[test]
 fn a_run_removed_while_resumed_is_not_parked_again() {
     let f = Fixture::new(4);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     f.park("cm_a", &owner, LONG, 1);
     f.park("cm_b", &owner, LONG, 2);
     let a = f.store.resume("cm_a", &owner).unwrap();
@@ -469,7 +474,7 @@ fn a_run_removed_while_resumed_is_not_parked_again() {
 #[test]
 fn finish_of_a_detached_guard_leaves_a_newer_run_alone() {
     let f = Fixture::new(4);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     f.park("cm_x", &owner, LONG, 1);
     let old = f.store.resume("cm_x", &owner).unwrap();
     assert!(f.store.remove("cm_x"));
@@ -485,7 +490,7 @@ fn finish_of_a_detached_guard_leaves_a_newer_run_alone() {
 #[test]
 fn parking_an_existing_id_replaces_the_old_run() {
     let f = Fixture::new(4);
-    let owner = Owner::default();
+    let owner = RunScope::default();
     f.park("cm_dup", &owner, LONG, 1);
     f.park("cm_dup", &owner, LONG, 2);
     assert_eq!(f.drops(), 1);
@@ -503,7 +508,7 @@ fn e31_other_session_is_refused_and_the_run_stays() {
     let f = Fixture::new(4);
     let owner = fixture_caller();
     f.park("cm_e31", &owner, LONG, 1);
-    let other = Owner {
+    let other = RunScope {
         session_id: some("session-other"),
         session_key: some("agent:main:other"),
         run_id: some("run-code-mode"),
@@ -521,13 +526,13 @@ fn e31_other_session_is_refused_and_the_run_stays() {
 #[test]
 fn e32_scope_refusals_then_the_owner_resumes() {
     let f = Fixture::new(4);
-    let owner = Owner {
+    let owner = RunScope {
         agent_id: some("owner"),
         ..fixture_caller()
     };
     f.park("cm_e32", &owner, LONG, 42);
 
-    let no_run = Owner {
+    let no_run = RunScope {
         run_id: None,
         ..owner.clone()
     };
@@ -536,15 +541,15 @@ fn e32_scope_refusals_then_the_owner_resumes() {
         "code mode run belongs to a different agent run."
     );
     let missing = [
-        Owner {
+        RunScope {
             session_id: None,
             ..owner.clone()
         },
-        Owner {
+        RunScope {
             session_key: None,
             ..owner.clone()
         },
-        Owner {
+        RunScope {
             agent_id: None,
             ..owner.clone()
         },
@@ -567,13 +572,13 @@ fn e32_scope_refusals_then_the_owner_resumes() {
 #[test]
 fn scope_checks_run_in_order() {
     let f = Fixture::new(4);
-    let owner = Owner {
+    let owner = RunScope {
         agent_id: some("main"),
         ..fixture_caller()
     };
     f.park("cm_o", &owner, LONG, 1);
     // Wrong run and wrong session: the agent-run refusal comes first.
-    let stranger = Owner {
+    let stranger = RunScope {
         run_id: some("run-other"),
         session_id: some("session-other"),
         session_key: None,
@@ -585,7 +590,7 @@ fn scope_checks_run_in_order() {
     );
     // While it is being resumed, a wrong session is still reported as such.
     let _guard = f.store.resume("cm_o", &owner).unwrap();
-    let other_session = Owner {
+    let other_session = RunScope {
         session_id: some("session-other"),
         ..owner.clone()
     };
@@ -602,28 +607,28 @@ fn scope_checks_run_in_order() {
 #[test]
 fn unset_owner_fields_are_not_checked() {
     let f = Fixture::new(4);
-    let owner = Owner {
+    let owner = RunScope {
         session_id: some("s"),
-        ..Owner::default()
+        ..RunScope::default()
     };
     f.park("cm_u", &owner, LONG, 1);
-    let caller = Owner {
+    let caller = RunScope {
         run_id: some("any-run"),
         session_id: some("s"),
         session_key: some("any-key"),
         agent_id: some("any-agent"),
     };
     drop(f.store.resume("cm_u", &caller).unwrap());
-    f.park("cm_open", &Owner::default(), LONG, 2);
-    drop(f.store.resume("cm_open", &Owner::default()).unwrap());
+    f.park("cm_open", &RunScope::default(), LONG, 2);
+    drop(f.store.resume("cm_open", &RunScope::default()).unwrap());
     drop(f.store.resume("cm_open", &caller).unwrap());
 }
 
 #[test]
 fn dropping_the_store_drops_every_payload() {
     let f = Fixture::new(4);
-    f.park("cm_1", &Owner::default(), LONG, 1);
-    f.park("cm_2", &Owner::default(), LONG, 2);
+    f.park("cm_1", &RunScope::default(), LONG, 1);
+    f.park("cm_2", &RunScope::default(), LONG, 2);
     let Fixture { store, drops } = f;
     drop(store);
     assert_eq!(drops.load(Ordering::SeqCst), 2, "nothing survives the host");
@@ -645,8 +650,40 @@ fn store_and_guard_are_send_and_sync() {
 fn clones_share_the_store() {
     let f = Fixture::new(2);
     let other = f.store.clone();
-    f.park("cm_s", &Owner::default(), LONG, 1);
+    f.park("cm_s", &RunScope::default(), LONG, 1);
     assert!(other.contains("cm_s"));
     let _slot = other.reserve().unwrap();
     assert_eq!(f.store.reserve().unwrap_err(), StoreError::TooManySuspended);
+}
+
+#[test]
+fn admits_checks_the_agent_run_before_the_session() {
+    let owner = RunScope {
+        run_id: some("run-1"),
+        session_id: some("s1"),
+        ..RunScope::default()
+    };
+    assert_eq!(admits(&owner, &owner), Ok(()));
+    let stranger = RunScope {
+        run_id: some("run-2"),
+        session_id: some("s2"),
+        ..RunScope::default()
+    };
+    assert_eq!(admits(&owner, &stranger), Err(StoreError::OtherAgentRun));
+    let other_session = RunScope {
+        session_id: some("s2"),
+        ..owner.clone()
+    };
+    assert_eq!(
+        admits(&owner, &other_session),
+        Err(StoreError::OtherSession)
+    );
+    // Unset owner fields are not checked; the caller may carry more than the owner.
+    let caller = RunScope {
+        session_key: some("agent:main:main"),
+        agent_id: some("main"),
+        ..owner.clone()
+    };
+    assert_eq!(admits(&owner, &caller), Ok(()));
+    assert_eq!(admits(&RunScope::default(), &RunScope::default()), Ok(()));
 }
