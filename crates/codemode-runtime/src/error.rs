@@ -81,6 +81,41 @@ pub enum VmError {
     UnknownRequest(String),
 }
 
+impl VmError {
+    /// What a failed guest call means: [`VmError::Aborted`] when the abort handle fired,
+    /// [`VmError::Timeout`] for the epoch deadline's interrupt, else [`VmError::Trap`] naming
+    /// only the trap (the wasm backtrace names guest internals and can be long; a non-trap
+    /// error keeps its first line, at most 200 characters).
+    pub(crate) fn from_trap(e: &wasmtime::Error, aborted: bool) -> VmError {
+        if aborted {
+            return VmError::Aborted;
+        }
+        match e.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::Interrupt) => VmError::Timeout,
+            Some(wasmtime::Trap::StackOverflow) => VmError::Trap(
+                "RangeError: Maximum call stack size exceeded (native stack exhausted)".into(),
+            ),
+            // The guest's Rust code aborts (and so traps `unreachable`) when an allocation
+            // fails: in practice the guest ran out of memory outside QuickJS's own accounting.
+            Some(wasmtime::Trap::UnreachableCodeReached) => VmError::Trap(
+                "the guest aborted (wasm `unreachable`), most likely out of memory".into(),
+            ),
+            Some(trap) => VmError::Trap(trap.to_string()),
+            None => {
+                let text = e.to_string();
+                VmError::Trap(
+                    text.lines()
+                        .next()
+                        .unwrap_or("")
+                        .chars()
+                        .take(200)
+                        .collect(),
+                )
+            }
+        }
+    }
+}
+
 impl From<SnapshotError> for VmError {
     /// A snapshot of another guest or process cannot be restored here (`Unavailable`); a corrupt
     /// one is a protocol violation (`Protocol`).
@@ -116,4 +151,46 @@ pub enum SnapshotError {
     /// Taken against a different post-initialisation image (another process).
     #[error("code mode snapshot was taken against a different VM image")]
     ImageMismatch,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traps_become_vm_errors() {
+        let trap = |t: wasmtime::Trap| wasmtime::Error::new(t);
+        assert_eq!(
+            VmError::from_trap(&trap(wasmtime::Trap::Interrupt), false),
+            VmError::Timeout
+        );
+        assert_eq!(
+            VmError::from_trap(&trap(wasmtime::Trap::Interrupt), true),
+            VmError::Aborted
+        );
+        assert!(matches!(
+            VmError::from_trap(&trap(wasmtime::Trap::StackOverflow), false),
+            VmError::Trap(m) if m.starts_with("RangeError: Maximum call stack size exceeded")
+        ));
+        let long = wasmtime::format_err!("{}\nsecond line", "x".repeat(300));
+        assert_eq!(
+            VmError::from_trap(&long, false),
+            VmError::Trap("x".repeat(200))
+        );
+    }
+
+    #[test]
+    fn runtime_errors_keep_their_source() {
+        use std::error::Error as _;
+        let e = RuntimeError::instantiate("cm_init", wasmtime::format_err!("boom"));
+        assert_eq!(
+            e.to_string(),
+            "code mode runtime is unavailable: cannot create a VM: cm_init: boom"
+        );
+        assert_eq!(e.source().map(|s| s.to_string()).as_deref(), Some("boom"));
+        assert_eq!(
+            VmError::from(e).to_string(),
+            "code mode runtime is unavailable: cannot create a VM: cm_init: boom"
+        );
+    }
 }

@@ -12,7 +12,7 @@ use codemode_bridge::abi::{InitInput, StartInput};
 use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, ProtocolError, PRELUDE};
 use wasmtime::{
     Caller, Engine, Global, InstancePre, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder,
-    Trap, TypedFunc, UpdateDeadline,
+    TypedFunc, UpdateDeadline,
 };
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -518,33 +518,7 @@ impl Vm {
     }
 
     fn trap_error(&self, e: wasmtime::Error) -> VmError {
-        if self.store.data().deadline.aborted() {
-            return VmError::Aborted;
-        }
-        // Only the trap itself: the wasm backtrace names guest internals and can be long.
-        match e.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => VmError::Timeout,
-            Some(Trap::StackOverflow) => VmError::Trap(
-                "RangeError: Maximum call stack size exceeded (native stack exhausted)".into(),
-            ),
-            // The guest's Rust code aborts (and so traps `unreachable`) when an allocation
-            // fails: in practice the guest ran out of memory outside QuickJS's own accounting.
-            Some(Trap::UnreachableCodeReached) => VmError::Trap(
-                "the guest aborted (wasm `unreachable`), most likely out of memory".into(),
-            ),
-            Some(trap) => VmError::Trap(trap.to_string()),
-            None => {
-                let text = e.to_string();
-                let first = text
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .chars()
-                    .take(200)
-                    .collect();
-                VmError::Trap(first)
-            }
-        }
+        VmError::from_trap(&e, self.store.data().deadline.aborted())
     }
 }
 
