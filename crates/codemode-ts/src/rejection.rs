@@ -1,6 +1,6 @@
 //! The rejections of source preparation and their exact messages (behaviour.md §2.2, §4.4–§4.7).
 
-use crate::input::Language;
+use codemode_bridge::Language;
 
 /// The result code of every [`Rejection`] (behaviour.md §4.4: "Each failure here is
 /// `invalid_input`").
