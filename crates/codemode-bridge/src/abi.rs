@@ -22,18 +22,18 @@ use serde_json::value::RawValue;
 use crate::BridgeMethod;
 
 /// Script name under which the guest evaluates the wrapped user code; backtraces name it
-/// (behaviour.md §4.1).
+/// (docs/contract/guest.md#s4-1).
 pub const USER_SCRIPT_NAME: &str = "openclaw-code-mode:user.js";
 
 /// Script name of the prelude; the guest drops its frames from error texts.
 pub const PRELUDE_SCRIPT_NAME: &str = "codemode:prelude.js";
 
-/// The text the guest puts before the user's code (behaviour.md §4.1 "Wrapping"): `(async () => {`
+/// The text the guest puts before the user's code (docs/contract/guest.md#s4-1 "Wrapping"): `(async () => {`
 /// and a newline. The code is a function body, so top-level `await` and `return` work; backtrace
 /// line numbers are one higher than the user's.
 pub const WRAPPER_PREFIX: &str = "(async () => {\n";
 
-/// The text the guest puts after the user's code (behaviour.md §4.1): a newline and `})()`.
+/// The text the guest puts after the user's code (docs/contract/guest.md#s4-1): a newline and `})()`.
 pub const WRAPPER_SUFFIX: &str = "\n})()";
 
 /// The user's code exactly as the guest evaluates it: `(async () => {\n<code>\n})()`, a new
@@ -155,7 +155,7 @@ pub struct ReportRequest {
     /// unknown method ([`crate::ProtocolError::UnsupportedMethod`]) from a malformed report.
     pub method: String,
     /// The JSON-adapted arguments as JSON text; the host treats text it cannot parse as `[]`
-    /// (behaviour.md §4.3).
+    /// (docs/contract/guest.md#s4-3).
     pub args: String,
 }
 
@@ -169,7 +169,7 @@ pub struct ReportRequest {
 pub struct Report {
     /// What happened.
     pub status: ReportStatus,
-    /// With [`ReportStatus::Completed`]: the JSON adapter's result (behaviour.md §6), JSON text.
+    /// With [`ReportStatus::Completed`]: the JSON adapter's result (docs/contract/json.md#s6), JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Box<RawValue>>,
     /// With [`ReportStatus::Failed`]: `"<Name>: <message>"` plus backtrace frames, never

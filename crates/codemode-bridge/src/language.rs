@@ -5,8 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// A guest source language: an entry of `tools.codeMode.languages` (behaviour.md §1) and the
-/// `exec` input field `language` (§2.2).
+/// A guest source language: an entry of `tools.codeMode.languages` (docs/contract/config.md#s1) and the
+/// `exec` input field `language` (docs/contract/surface.md#s2-2).
 ///
 /// Serialises as the spec's lowercase names `"javascript"` / `"typescript"`; deserialising
 /// accepts exactly those two strings (case-sensitive). Ordered JavaScript first.
@@ -15,7 +15,7 @@ pub enum Language {
     /// `"javascript"`, the default of `exec`'s `language`.
     #[serde(rename = "javascript")]
     JavaScript,
-    /// `"typescript"`: types are stripped before the module and shell checks (§4.7).
+    /// `"typescript"`: types are stripped before the module and shell checks (docs/contract/guest.md#s4-7).
     #[serde(rename = "typescript")]
     TypeScript,
 }

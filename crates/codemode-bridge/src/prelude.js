@@ -29,7 +29,7 @@
   const pending = create(null);
   let outstanding = 0;
 
-  // The JSON adapter (behaviour.md §6): undefined -> null; otherwise a JSON round trip; when
+  // The JSON adapter (docs/contract/json.md#s6): undefined -> null; otherwise a JSON round trip; when
   // stringifying throws, Errors become {name, message} and everything else String(v).
   function safe(v) {
     if (v === undefined) return null;
@@ -108,7 +108,7 @@
     outstanding--;
     if (ok) {
       // The host sends valid JSON, so parsing fails only when the heap is full: the awaiting
-      // code gets that catchable error (behaviour.md §5.7), not a silent null.
+      // code gets that catchable error (docs/contract/lifecycle.md#s5-7), not a silent null.
       let value;
       try {
         value = parse(payload);
@@ -142,7 +142,7 @@
     return toWellFormed.call(out);
   }
 
-  // "<Name>: <message>" plus QuickJS backtrace frames (behaviour.md §5.8). Never starts with "at ".
+  // "<Name>: <message>" plus QuickJS backtrace frames (docs/contract/lifecycle.md#s5-8). Never starts with "at ".
   function formatError(e) {
     return clip(formatErrorText(e));
   }
@@ -228,7 +228,7 @@
     defineProperty(Math, "random", { value: random, writable: true, enumerable: false, configurable: true });
   }
 
-  // The read-only `API` virtual files (behaviour.md §7.4): [{path, description, bytes, content}].
+  // The read-only `API` virtual files (docs/contract/mcp.md#s7-4): [{path, description, bytes, content}].
   function makeApi(files) {
     const list = function list(prefix) {
       return new PromiseCtor((resolve) => {
@@ -266,7 +266,7 @@
     return freeze({ list, read });
   }
 
-  // The `MCP` namespace (behaviour.md §7): frozen null-prototype scopes whose leaves issue
+  // The `MCP` namespace (docs/contract/mcp.md#s7): frozen null-prototype scopes whose leaves issue
   // `namespace` requests with the path below `MCP` and the argument list (trailing `undefined`s
   // dropped). `mcp` is {paths: [[segment, ...]], serverNames: [[identifier, serverName]]}.
   function namespaceCall(path) {
@@ -324,7 +324,7 @@
   }
 
   function yieldControl(reason) {
-    // Resolves with the bridge value {status: "yielded", reason} (behaviour.md §5.10).
+    // Resolves with the bridge value {status: "yielded", reason} (docs/contract/lifecycle.md#s5-10).
     return request("yield", [["reason", reason === undefined ? null : reason]]);
   }
 
@@ -367,7 +367,7 @@
         return reject(e);
       }
     };
-    // Convenience functions for unambiguous safe names (behaviour.md §3.4).
+    // Convenience functions for unambiguous safe names (docs/contract/catalog.md#s3-4).
     const counts = create(null);
     for (let i = 0; i < allTools.length; i++) {
       const name = allTools[i].name;

@@ -1,4 +1,4 @@
-//! Declared output contracts (code-mode.md "Declared output contracts"; behaviour.md §3.5).
+//! Declared output contracts (docs/contract/catalog.md#output-contracts; docs/contract/catalog.md#s3-5).
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -55,7 +55,7 @@ impl OutputContract {
     }
 }
 
-/// Why a tool's declared output contract refuses a call or its result (behaviour.md §3.5).
+/// Why a tool's declared output contract refuses a call or its result (docs/contract/catalog.md#s3-5).
 /// `Display` is the exact guest message; the offending value is never part of it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContractError {

@@ -1,10 +1,10 @@
-//! Compact catalog entries as the guest sees them (code-mode.md "Guest runtime API";
-//! behaviour.md §3.2).
+//! Compact catalog entries as the guest sees them (docs/contract/guest.md#runtime-api;
+//! docs/contract/catalog.md#s3-2).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// An entry's `source` (behaviour.md §3.2). Plugins use `openclaw`; there is no `"plugin"`
+/// An entry's `source` (docs/contract/catalog.md#s3-2). Plugins use `openclaw`; there is no `"plugin"`
 /// source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -60,7 +60,7 @@ pub struct CompactEntry {
     pub output: Option<String>,
 }
 
-/// `ToolCatalogEntryWithSchema`: what `tools.describe` returns (behaviour.md §3.2).
+/// `ToolCatalogEntryWithSchema`: what `tools.describe` returns (docs/contract/catalog.md#s3-2).
 ///
 /// Serialises as the compact entry's keys followed by `parameters` (`{}` when the tool has none)
 /// and `outputSchema` (only for a trusted tool that declares one).

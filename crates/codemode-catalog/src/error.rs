@@ -1,4 +1,4 @@
-//! Typed errors for what the guest can ask of the catalog (behaviour.md §3.1, §3.3–§3.5). Each
+//! Typed errors for what the guest can ask of the catalog (docs/contract/catalog.md#s3-1, docs/contract/catalog.md#s3-3 to #s3-5). Each
 //! spec message lives in exactly one place: the `Display` of its error variant (fixed messages
 //! are also public constants, which the `Display` prints). The runtime rejects the guest's
 //! promise with `error.to_string()`, verbatim.
@@ -11,18 +11,18 @@
 use crate::catalog::LookupOp;
 use crate::contract::ContractError;
 
-/// `search query must be a string.` (behaviour.md §3.3).
+/// `search query must be a string.` (docs/contract/catalog.md#s3-3).
 pub const SEARCH_QUERY_NOT_STRING: &str = "search query must be a string.";
-/// `limit must be a positive integer.` (behaviour.md §3.3).
+/// `limit must be a positive integer.` (docs/contract/catalog.md#s3-3).
 pub const LIMIT_NOT_POSITIVE_INTEGER: &str = "limit must be a positive integer.";
-/// `Tool Search catalog is unavailable for this run.` (behaviour.md §3.1), for runtimes without
+/// `Tool Search catalog is unavailable for this run.` (docs/contract/catalog.md#s3-1), for runtimes without
 /// a catalog.
 pub const CATALOG_UNAVAILABLE: &str = "Tool Search catalog is unavailable for this run.";
-/// The recovery sentence that ends every unknown-tool message (behaviour.md §3.4).
+/// The recovery sentence that ends every unknown-tool message (docs/contract/catalog.md#s3-4).
 pub const UNKNOWN_TOOL_RECOVERY: &str = "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
 
 /// Why `tools.search`, `tools.describe`, `tools.call`, `tools.callValue` or a convenience
-/// function failed (behaviour.md §3.3, §3.4, §3.5). `Display` is the exact guest message.
+/// function failed (docs/contract/catalog.md#s3-3, docs/contract/catalog.md#s3-4, docs/contract/catalog.md#s3-5). `Display` is the exact guest message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
     /// `search query must be a string.`

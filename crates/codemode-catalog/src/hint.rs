@@ -1,8 +1,8 @@
-//! Bounded TypeScript-style hints rendered from JSON Schema (behaviour.md §3.2).
+//! Bounded TypeScript-style hints rendered from JSON Schema (docs/contract/catalog.md#s3-2).
 //!
 //! [`input_hint`] renders a tool's `parameters` for the compact entry's `input` field and
 //! [`output_hint`] renders a trusted `outputSchema` for `output`. Both are pure, deterministic and
-//! bounded; the walking itself is [`crate::schema_ts`] under the §3.2 rules
+//! bounded; the walking itself is [`crate::schema_ts`] under the docs/contract/catalog.md#s3-2 rules
 //! ([`Keywords::Exact`], required keys first and sorted, `; ...` cut markers, a character budget).
 //! The renderer never follows `$ref`, never descends deeper than the depth bound, looks at no
 //! more than a fixed number of properties per object (picking them with a linear-time selection,
@@ -19,7 +19,7 @@ use crate::schema_ts::{render, KeyOrder, Keywords, ObjectRules, Rules};
 
 pub use crate::schema_ts::UNKNOWN;
 
-/// Bounds for one kind of hint (behaviour.md §3.2 "Hint limits").
+/// Bounds for one kind of hint (docs/contract/catalog.md#s3-2-limits "Hint limits").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HintLimits {
     /// Maximum length of the whole hint, in UTF-16 code units.
@@ -78,7 +78,7 @@ pub const fn hint_rules(limits: &HintLimits) -> Rules {
 const INPUT_RULES: Rules = hint_rules(&INPUT_HINT_LIMITS);
 const OUTPUT_RULES: Rules = hint_rules(&OUTPUT_HINT_LIMITS);
 
-/// The compact `input` hint of a tool's `parameters` (behaviour.md §3.2).
+/// The compact `input` hint of a tool's `parameters` (docs/contract/catalog.md#s3-2).
 ///
 /// `None` (no parameters) and anything that cannot be rendered give `"unknown"`, as does a hint
 /// longer than [`INPUT_HINT_LIMITS`]`.max_chars`. Incomplete input hints are still shown (they
@@ -95,7 +95,7 @@ pub fn input_hint(parameters: Option<&Value>) -> String {
     }
 }
 
-/// The compact `output` hint of a trusted `outputSchema` (behaviour.md §3.2), or `None` when the
+/// The compact `output` hint of a trusted `outputSchema` (docs/contract/catalog.md#s3-2), or `None` when the
 /// hint would not be complete: an open object (no `additionalProperties: false`), an unsupported
 /// keyword (`$ref`, `allOf`, `patternProperties`, `if`, `prefixItems`, …), a union mixed with a
 /// base shape, an empty `anyOf`, `anyOf` together with `oneOf`, anything cut by the bounds

@@ -1,4 +1,4 @@
-//! The quick index appended to the `exec` description (behaviour.md §2.5).
+//! The quick index appended to the `exec` description (docs/contract/surface.md#s2-5).
 
 use crate::js::{json_string, utf16_len};
 
@@ -42,7 +42,7 @@ pub fn quick_index_line(id: &str, input: &str, output: Option<&str>) -> String {
 /// `None` when there are no lines. Otherwise `[heading, ...kept, "", footer].join("\n")` with at
 /// most [`QUICK_INDEX_MAX_CHARS`] UTF-16 units: all lines when they fit, else a greedy fit that
 /// skips (rather than stops at) a line that does not fit, the footer counting the omitted lines
-/// (behaviour.md §2.5 steps 1–4). Linear in the total length of the lines.
+/// (docs/contract/surface.md#s2-5 steps 1–4). Linear in the total length of the lines.
 pub fn render_quick_index(lines: &[String]) -> Option<String> {
     if lines.is_empty() {
         return None;

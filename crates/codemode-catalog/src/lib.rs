@@ -10,15 +10,14 @@
 //! output validation ([`Entry::validate_output`]) and replay safety
 //! ([`Catalog::is_replay_safe`]). [`cli`] renders the same views for the `codemode catalog`
 //! subcommand. [`mcp`] models the `MCP` namespace, `$api`, the `API` `.d.ts` files and the
-//! namespace prompt (behaviour.md §7) over the catalog's MCP entries. [`schema_ts`] is the one
+//! namespace prompt (docs/contract/mcp.md#s7) over the catalog's MCP entries. [`schema_ts`] is the one
 //! JSON-Schema-to-TypeScript walker behind both the hints and the `.d.ts` types.
 //!
 //! Everything the guest can trigger fails with a typed error whose `Display` is the exact spec
 //! message ([`LookupError`], [`ContractError`], [`NamespaceError`], [`ApiFileError`]); each
 //! converts into that message with `String::from`.
 //!
-//! Spec: code-mode.md "Tool catalog", "Guest runtime API", "Declared output contracts", "Tool
-//! names and collisions"; behaviour.md §2.5, §3, §9. Lengths are UTF-16 code units and string
+//! Spec: docs/contract/catalog.md#s3-1, docs/contract/guest.md#runtime-api, docs/contract/catalog.md#output-contracts, docs/contract/catalog.md#names; docs/contract/surface.md#s2-5, docs/contract/catalog.md#s3, docs/contract/telemetry.md#s9. Lengths are UTF-16 code units and string
 //! order is UTF-16 code-unit order throughout, as in the JavaScript reference.
 //!
 //! ```

@@ -2,10 +2,10 @@
 //!
 //! Two outputs render JSON Schema as TypeScript-style types, under different rules:
 //!
-//! - the compact hints of behaviour.md §3.2 ([`crate::hint`]): short, bounded by a character
+//! - the compact hints of docs/contract/catalog.md#s3-2 ([`crate::hint`]): short, bounded by a character
 //!   budget, with `; ...` cut markers and a *completeness* flag that decides whether an output
 //!   hint may be promoted;
-//! - the `.d.ts` declarations of §7.4 ([`crate::mcp`]): longer, best effort, bounded by a node
+//! - the `.d.ts` declarations of docs/contract/mcp.md#s7-4 ([`crate::mcp`]): longer, best effort, bounded by a node
 //!   budget, with `[key: string]: unknown` cut markers.
 //!
 //! Both call [`render`] with their [`Rules`]; every place that reads a JSON Schema keyword to
@@ -32,7 +32,7 @@ pub const UNKNOWN: &str = "unknown";
 /// How keywords combine and what happens to a keyword the rules cannot render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keywords {
-    /// Compact hints (behaviour.md §3.2): exact or marked incomplete.
+    /// Compact hints (docs/contract/catalog.md#s3-2): exact or marked incomplete.
     ///
     /// `true` renders `unknown` and `false` `never`; a `$ref` (or `allOf`, `if`, …) is not
     /// followed but makes the result incomplete. `const` wins over `enum`, and either wins over
@@ -45,7 +45,7 @@ pub enum Keywords {
     /// (incomplete). `nullable: true` adds `null` to any shape. Nested unions are flattened into
     /// one de-duplicated member list.
     Exact,
-    /// `.d.ts` types (behaviour.md §7.4): best effort, no completeness.
+    /// `.d.ts` types (docs/contract/mcp.md#s7-4): best effort, no completeness.
     ///
     /// Anything that is not a JSON object, and any `$ref`, renders `unknown`. A valid `enum`
     /// wins, then a primitive `const`, then `oneOf` (else `anyOf`) of 1 to
@@ -60,11 +60,11 @@ pub enum Keywords {
 /// Which properties an object shows, in what order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyOrder {
-    /// §3.2: the `required` names first (including ones missing from `properties`, which render
+    /// docs/contract/catalog.md#s3-2: the `required` names first (including ones missing from `properties`, which render
     /// `unknown`), then the other properties, each group in UTF-16 order; the first
     /// [`ObjectRules::max_properties`] of that order are shown. Over-long names anywhere cut.
     RequiredFirstSorted,
-    /// §7.4: the properties in schema order; the first [`ObjectRules::max_properties`] with
+    /// docs/contract/mcp.md#s7-4: the properties in schema order; the first [`ObjectRules::max_properties`] with
     /// names of at most [`ObjectRules::max_name_chars`] are shown.
     SchemaOrder,
 }

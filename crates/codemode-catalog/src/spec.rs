@@ -1,4 +1,4 @@
-//! Tool specs: what the host hands the catalog (code-mode.md "Tool catalog"; behaviour.md §3.1).
+//! Tool specs: what the host hands the catalog (docs/contract/catalog.md#s3-1; docs/contract/catalog.md#s3-1).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,14 +22,14 @@ pub struct ToolSpec {
     /// `parameters: {}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
-    /// JSON Schema of the result's `details` (code-mode.md "Declared output contracts"). Trusted
+    /// JSON Schema of the result's `details` (docs/contract/catalog.md#output-contracts). Trusted
     /// (compiled, enforced, hinted) only for core and plugin tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     /// Who owns the tool; decides the id, the group order and trust.
     #[serde(default)]
     pub origin: ToolOrigin,
-    /// `direct-only` tools stay model-visible and are never cataloged (behaviour.md §2.1).
+    /// `direct-only` tools stay model-visible and are never cataloged (docs/contract/surface.md#s2-1).
     #[serde(default)]
     pub catalog_mode: CatalogMode,
     /// Whether the effective host policy allows the tool. Denied tools never enter the catalog.
@@ -40,7 +40,7 @@ pub struct ToolSpec {
     /// marker and is cataloged as `openclaw:core:exec`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<ControlKind>,
-    /// A channel tool (behaviour.md §3.6): never replay-safe.
+    /// A channel tool (docs/contract/catalog.md#s3-6): never replay-safe.
     #[serde(default, skip_serializing_if = "is_false")]
     pub channel: bool,
 }
@@ -118,8 +118,8 @@ impl ToolSpec {
     }
 
     /// An MCP server tool with MCP metadata, registered as `<server>__<tool_name>` the way the
-    /// MCP bridge does (id `mcp:<server>:<server>__<tool_name>`, behaviour.md §3.1), operation
-    /// `tool`; it is reachable as `MCP.<server>.<toolIdentifier>` (§7.2).
+    /// MCP bridge does (id `mcp:<server>:<server>__<tool_name>`, docs/contract/catalog.md#s3-1), operation
+    /// `tool`; it is reachable as `MCP.<server>.<toolIdentifier>` (docs/contract/mcp.md#s7-2).
     pub fn mcp_tool(
         server: impl Into<String>,
         tool_name: impl Into<String>,
@@ -130,7 +130,7 @@ impl ToolSpec {
 
     /// An MCP entry with MCP metadata for any operation, registered as `<server>__<tool_name>`.
     /// For the resource and prompt operations the bridge's raw name is conventionally the
-    /// operation itself (`resources_read`, …), as in behaviour.md E28.
+    /// operation itself (`resources_read`, …), as in docs/contract/examples.md#e28.
     pub fn mcp_operation(
         server: impl Into<String>,
         operation: McpOperation,
@@ -204,13 +204,13 @@ impl ToolSpec {
     }
 
     /// True when the tool enters the catalog: allowed, `normal` catalog mode, no control marker
-    /// (behaviour.md §3.1 "Membership").
+    /// (docs/contract/catalog.md#s3-1 "Membership").
     pub fn is_catalogable(&self) -> bool {
         self.allowed && self.catalog_mode == CatalogMode::Normal && self.control.is_none()
     }
 }
 
-/// Who owns a tool (code-mode.md "Tool catalog"; behaviour.md §3.1 "Ids").
+/// Who owns a tool (docs/contract/catalog.md#s3-1; docs/contract/catalog.md#s3-1 "Ids").
 ///
 /// JSON form (tools file): `{"kind": "core"}`,
 /// `{"kind": "plugin", "pluginId": "browser", "bundled": true, "replaySafe": false}`,
@@ -240,7 +240,7 @@ pub enum ToolOrigin {
         /// Shipped with the host (orders before external plugins).
         #[serde(default)]
         bundled: bool,
-        /// The plugin marks the tool `replaySafe: true` (behaviour.md §3.6).
+        /// The plugin marks the tool `replaySafe: true` (docs/contract/catalog.md#s3-6).
         #[serde(default)]
         replay_safe: bool,
     },
@@ -259,15 +259,15 @@ pub enum ToolOrigin {
         plugin_id: Option<String>,
         /// The raw MCP tool name (e.g. `create_issue` for the registered `github__create_issue`).
         /// `Some` means the entry carries MCP metadata and enters the `MCP` namespace
-        /// (behaviour.md §7.1); `None` keeps it out of the namespace.
+        /// (docs/contract/mcp.md#s7-1); `None` keeps it out of the namespace.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_name: Option<String>,
-        /// What the entry does on its server (behaviour.md §7.1); `tool` by default.
+        /// What the entry does on its server (docs/contract/mcp.md#s7-1); `tool` by default.
         #[serde(default, skip_serializing_if = "McpOperation::is_tool")]
         operation: McpOperation,
     },
     /// A client-provided tool: `client:<owner>:<name>`, or `client:client:<name>` when the owner
-    /// is absent or blank (behaviour.md D11), group 4. Never trusted.
+    /// is absent or blank (docs/contract/decisions.md#d11), group 4. Never trusted.
     #[serde(rename_all = "camelCase")]
     Client {
         /// The client's name.
@@ -299,8 +299,8 @@ impl<'de> Deserialize<'de> for ToolOrigin {
     }
 }
 
-/// What an MCP catalog entry does on its server (behaviour.md §7.1), and so where it appears in
-/// the `MCP` namespace (§7.2). JSON form: `"tool"`, `"resources_list"`, `"resources_read"`,
+/// What an MCP catalog entry does on its server (docs/contract/mcp.md#s7-1), and so where it appears in
+/// the `MCP` namespace (docs/contract/mcp.md#s7-2). JSON form: `"tool"`, `"resources_list"`, `"resources_read"`,
 /// `"prompts_list"`, `"prompts_get"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -347,7 +347,7 @@ impl McpOperation {
         }
     }
 
-    /// The declared result type in `.d.ts` files (behaviour.md §7.4).
+    /// The declared result type in `.d.ts` files (docs/contract/mcp.md#s7-4).
     pub fn result_type(self) -> &'static str {
         match self {
             McpOperation::Tool => "McpToolResult",
@@ -359,7 +359,7 @@ impl McpOperation {
     }
 }
 
-/// How a tool is exposed (behaviour.md §2.1).
+/// How a tool is exposed (docs/contract/surface.md#s2-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CatalogMode {
@@ -371,7 +371,7 @@ pub enum CatalogMode {
     DirectOnly,
 }
 
-/// The explicit control-tool marker (behaviour.md §2.1, §3.6).
+/// The explicit control-tool marker (docs/contract/surface.md#s2-1, docs/contract/catalog.md#s3-6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ControlKind {

@@ -1,5 +1,5 @@
 //! Catalog behaviour: ids and order, entry shapes, search, lookup, conveniences, output
-//! contracts, replay safety and the CLI views (behaviour.md §3, code-mode.md "Tool catalog").
+//! contracts, replay safety and the CLI views (docs/contract/catalog.md#s3, docs/contract/catalog.md#s3-1).
 
 use codemode_catalog::cli::{self, CatalogView};
 use codemode_catalog::{
@@ -114,7 +114,7 @@ fn ids_and_group_order() {
     );
     let counts = catalog.source_counts();
     assert_eq!((counts.openclaw, counts.mcp, counts.client), (5, 4, 3));
-    // The telemetry `sources` shape (behaviour.md §9), keys in this order.
+    // The telemetry `sources` shape (docs/contract/telemetry.md#s9), keys in this order.
     assert_eq!(
         serde_json::to_string(&counts).unwrap(),
         r#"{"openclaw":5,"mcp":4,"client":3}"#

@@ -1,5 +1,5 @@
 //! The typed guest errors: which variant each failure is, that its `Display` is the exact spec
-//! message (behaviour.md §3.3, §3.4, §3.5, §7.2, §7.4), and how they convert and compare.
+//! message (docs/contract/catalog.md#s3-3, docs/contract/catalog.md#s3-4, docs/contract/catalog.md#s3-5, docs/contract/mcp.md#s7-2, docs/contract/mcp.md#s7-4), and how they convert and compare.
 
 use codemode_catalog::mcp::map_input;
 use codemode_catalog::{

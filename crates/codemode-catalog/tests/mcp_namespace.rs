@@ -1,4 +1,4 @@
-//! The `MCP` namespace model (behaviour.md §7.1–§7.5, E26–E28): identifiers, paths, host checks,
+//! The `MCP` namespace model (docs/contract/mcp.md#s7-1 to #s7-5, docs/contract/examples.md#e26 to #e28): identifiers, paths, host checks,
 //! `$api`, `API` files and the namespace prompt.
 
 use codemode_catalog::mcp::{map_input, to_identifier, ONE_OBJECT_ARGUMENT};

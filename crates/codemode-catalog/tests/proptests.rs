@@ -158,7 +158,7 @@ fn dedupe(specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// The spec's search score, written independently (behaviour.md §3.3).
+/// The spec's search score, written independently (docs/contract/catalog.md#s3-3).
 fn oracle_score(entry: &codemode_catalog::CompactEntry, query: &str) -> u32 {
     let query = query.to_lowercase();
     let terms: Vec<&str> = query

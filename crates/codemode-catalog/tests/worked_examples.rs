@@ -1,5 +1,5 @@
-//! behaviour.md §10 worked examples that the catalog decides (E3–E6, E10–E15, E20, E21, E24–E26,
-//! E39), with exact strings, plus the quick-index bound scenarios of issue 4.
+//! docs/contract/examples.md#s10 worked examples that the catalog decides (docs/contract/examples.md#e3 to #e6, docs/contract/examples.md#e10 to #e15, docs/contract/examples.md#e20, docs/contract/examples.md#e21, docs/contract/examples.md#e24 to #e26,
+//! docs/contract/examples.md#e39), with exact strings, plus the quick-index bound scenarios of issue 4.
 
 use codemode_catalog::{
     Catalog, CatalogMode, ControlKind, SearchLimits, Source, ToolOrigin, ToolSpec,
@@ -320,7 +320,7 @@ fn e39_search_is_capped_at_max_search_limit() {
 }
 
 /// 100 tools of a plugin with a long owner: the index keeps the longest prefix that fits (all
-/// lines have the same length), exactly as §2.5's arithmetic says.
+/// lines have the same length), exactly as docs/contract/surface.md#s2-5's arithmetic says.
 #[test]
 fn long_owner_index_is_cut_by_the_spec_arithmetic() {
     let owner = format!("long-owner-{}", "o".repeat(60));

@@ -3,7 +3,7 @@
 //! Every path is relative to the root and must stay inside it after resolving `..` and symbolic
 //! links; errors never name host paths outside the root. Results follow the tool-result shape
 //! `{content: [{type: "text", text}], details}` and each tool declares a closed `outputSchema`, so
-//! the quick index shows its output (spec "Declared output contracts").
+//! the quick index shows its output (docs/contract/catalog.md#output-contracts).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};

@@ -1,5 +1,5 @@
-//! The per-run activation decision (spec "Activation", "Automatic per-model activation",
-//! "Tool Search interaction"; behaviour doc §1 "Activation").
+//! The per-run activation decision (docs/contract/config.md#activation, docs/contract/config.md#auto,
+//! docs/contract/surface.md#tool-search; docs/contract/config.md#activation "Activation").
 
 use crate::catalog::{CodeModeTier, ModelSupport};
 use crate::config::Enabled;

@@ -1,5 +1,5 @@
 //! Whole-config resolution: the global `tools.codeMode` with a per-agent override from
-//! `agents.list` (behaviour doc §1 "Per-agent"; worked example E2).
+//! `agents.list` (docs/contract/config.md#s1-per-agent "Per-agent"; worked example docs/contract/examples.md#e2).
 
 use crate::config::{merge, normalize, resolve_entries, Resolved, Warning, WarningKind};
 use serde_json::{Map, Value};

@@ -1,6 +1,6 @@
 //! Provider catalog tiers: `compat.codeMode` on model entries, shared-model grouping and its
-//! validation, and the bundled catalog data (spec "The `compat.codeMode` catalog flag",
-//! "Shipped preferred models", "Models shipped by more than one provider").
+//! validation, and the bundled catalog data (docs/contract/config.md#compat-flag,
+//! docs/contract/config.md#preferred-models, docs/contract/config.md#shared-models).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -1,5 +1,5 @@
 //! The resolved `tools.codeMode` config, its field table, and resolution of one `tools.codeMode`
-//! value (spec "Configuration"; behaviour doc §1).
+//! value (docs/contract/config.md#configuration; docs/contract/config.md#s1).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -127,7 +127,7 @@ pub const FIELD_NAMES: [&str; 12] = [
     "maxSearchLimit",
 ];
 
-/// `tools.codeMode.enabled`: the activation gate (spec "Automatic per-model activation").
+/// `tools.codeMode.enabled`: the activation gate (docs/contract/config.md#auto).
 ///
 /// Serialises as JSON `false`, `true` or `"auto"`, exactly as users write it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -574,7 +574,7 @@ pub(crate) struct Entry<'a> {
     pub origin: &'a str,
 }
 
-/// Normalises one `tools.codeMode` value (behaviour doc §1): `true`/`false`/`"auto"` become
+/// Normalises one `tools.codeMode` value (docs/contract/config.md#s1): `true`/`false`/`"auto"` become
 /// `{enabled: …}`, an object is used as is, and anything else becomes `{}` with an
 /// [`WarningKind::InvalidShape`] warning.
 pub(crate) fn normalize<'a>(
@@ -633,7 +633,7 @@ pub(crate) fn merge<'a>(global: Vec<Entry<'a>>, agent: Vec<Entry<'a>>) -> Vec<En
 /// which counts as `{}`) into a [`CodeModeConfig`] and the list of values that were ignored or
 /// clamped. Warning paths are rooted at `tools.codeMode`.
 ///
-/// Rules (spec "Configuration", behaviour doc §1):
+/// Rules (docs/contract/config.md#configuration, docs/contract/config.md#s1):
 /// - `enabled`: `false`, `true` or `"auto"`; absent or anything else → `"auto"`.
 /// - `runtime` / `mode`: constants `"quickjs-wasi"` / `"only"`; other values are ignored.
 /// - `languages`: a non-array → default; otherwise only the exact strings `"javascript"` and

@@ -1,4 +1,4 @@
-//! The fail-closed contract (spec "Configuration", "Why use it", "Runtime status"): an engaged run
+//! The fail-closed contract (docs/contract/config.md#configuration, docs/contract/config.md#fail-closed, docs/contract/config.md#fail-closed): an engaged run
 //! whose runtime cannot load fails; it never falls back to broad direct tool exposure.
 
 use crate::activation::{ActivationDecision, ActivationReason};

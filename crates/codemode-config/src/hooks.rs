@@ -1,4 +1,4 @@
-//! Command hooks (host.md H2, H9): top-level `hooks.beforeToolCall` / `hooks.afterToolCall`,
+//! Command hooks (docs/contract/host.md#h2, docs/contract/host.md#h9): top-level `hooks.beforeToolCall` / `hooks.afterToolCall`,
 //! each a list of `{match: "<pattern>", command: ["prog", "arg", …], timeoutMs?}`.
 //!
 //! This module only resolves the configuration; `codemode-facade`'s pipeline runs the commands.
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::config::{positive_integer, Warning, WarningKind};
 use crate::policy::{object_at, ToolPattern};
 
-/// A hook's timeout when `timeoutMs` is absent: 5000 ms (host.md H2).
+/// A hook's timeout when `timeoutMs` is absent: 5000 ms (docs/contract/host.md#h2).
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 5000;
 /// The smallest hook timeout used (ms); smaller values are raised to it.
 pub const MIN_HOOK_TIMEOUT_MS: u64 = 100;

@@ -1,7 +1,7 @@
 //! The `tools.codeMode` contract, with no dependency on the runtime, so agent runtimes can
 //! resolve configuration and decide activation without loading wasmtime. Reference:
-//! `docs/config.md`; sources: spec sections "Configuration", "Automatic per-model activation",
-//! "Activation", and behaviour doc §1.
+//! `docs/config.md`; sources: docs/contract/config.md#configuration, docs/contract/config.md#auto,
+//! docs/contract/config.md#activation, and docs/contract/config.md#s1.
 //!
 //! - [`resolve`] turns one `tools.codeMode` value into a [`CodeModeConfig`] plus [`Warning`]s for
 //!   every value that was ignored or clamped; [`CodeModeConfig::default`] is the absent config.
@@ -13,7 +13,7 @@
 //! - [`RuntimeUnavailable`] and [`ActivationDecision::load_runtime`] are the fail-closed contract.
 //! - [`resolve_policy`] gives the run's [`ToolPolicy`] (`tools.allow` / `deny` /
 //!   `approvals.require`, per agent) and [`resolve_hooks`] the command hooks ([`HookConfig`]), each
-//!   with [`Warning`]s (host.md H1–H3; `docs/host.md`).
+//!   with [`Warning`]s (docs/contract/host.md#h1 to #h3; `docs/docs/contract/host.md).
 //!
 //! ```
 //! use codemode_config::{decide, resolve, Enabled, RunContext, ProviderCatalogs};

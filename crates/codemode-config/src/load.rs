@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 ///
 /// `agentId` is `null` for the global value. See [`Warning`] for the warning shape.
 ///
-/// When configured, the report also carries `toolPolicy` (host.md H1: `{allow, deny, approvals:
-/// {require}}`), `hooks` (H2: `{beforeToolCall, afterToolCall}`) and `hostWarnings` (the
+/// When configured, the report also carries `toolPolicy` (docs/contract/host.md#h1: `{allow, deny, approvals:
+/// {require}}`), `hooks` (docs/contract/host.md#h2: `{beforeToolCall, afterToolCall}`) and `hostWarnings` (the
 /// warnings about those values, same shape as `warnings`); each is omitted while it is the
 /// default (every tool allowed, no hooks, no warnings), so older reports read the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,4 +1,4 @@
-//! Tool policy (host.md H1, H3, H9): `tools.allow`, `tools.deny` and `tools.approvals.require`,
+//! Tool policy (docs/contract/host.md#h1, docs/contract/host.md#h3, docs/contract/host.md#h9): `tools.allow`, `tools.deny` and `tools.approvals.require`,
 //! globally and per agent under `agents.list[].tools`.
 //!
 //! ```json5
@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{Warning, WarningKind};
 
-/// A tool pattern (host.md H1): `*` matches any run of characters (also none); every other
+/// A tool pattern (docs/contract/host.md#h1): `*` matches any run of characters (also none); every other
 /// character matches itself. A pattern matches a tool when it matches the tool's name
 /// (`read`) or its catalog id (`openclaw:core:read`).
 ///
@@ -101,7 +101,7 @@ fn any_matches(patterns: &[ToolPattern], name: &str, id: Option<&str>) -> bool {
     patterns.iter().any(|p| p.matches_tool(name, id))
 }
 
-/// `tools.approvals` (host.md H3).
+/// `tools.approvals` (docs/contract/host.md#h3).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalPolicy {
@@ -109,7 +109,7 @@ pub struct ApprovalPolicy {
     pub require: Vec<ToolPattern>,
 }
 
-/// The effective tool policy of a run (host.md H1, H3, H9). The default allows every tool and
+/// The effective tool policy of a run (docs/contract/host.md#h1, docs/contract/host.md#h3, docs/contract/host.md#h9). The default allows every tool and
 /// requires no approval.
 ///
 /// JSON (camelCase), as `codemode config` prints it:
@@ -172,7 +172,7 @@ pub struct ResolvedPolicy {
 ///
 /// The agent is the first `agents.list` entry whose `id` equals `agent_id`. Its `tools.allow`
 /// **replaces** the global `allow` when present; its `tools.deny` and `tools.approvals.require`
-/// are **added** to the global ones (host.md H9; adding approvals is our choice, the safe one).
+/// are **added** to the global ones (docs/contract/host.md#h9; adding approvals is our choice, the safe one).
 ///
 /// Never fails; every unusable value is a [`Warning`] (paths like `tools.allow[2]` or
 /// `agents.list[0].tools.deny`, `field` the key concerned):

@@ -23,7 +23,7 @@ fn bundled_catalogs_pass_validation() {
 
 #[test]
 fn bundled_preferred_table_is_the_specs() {
-    // The spec's "Shipped preferred models" table, written out independently.
+    // The docs/contract/config.md#preferred-models table, written out independently.
     let spec: &[(&str, &[&str])] = &[
         (
             "anthropic",

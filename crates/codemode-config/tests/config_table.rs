@@ -1,4 +1,4 @@
-//! Every row of the spec's config table (spec "Configuration", behaviour doc §1), with exact
+//! Every row of the spec's config table (docs/contract/config.md#configuration, docs/contract/config.md#s1), with exact
 //! values and the warning each ignored or clamped value produces.
 
 use codemode_config::{
@@ -146,7 +146,7 @@ fn behaviour_doc_number_examples() {
 
 #[test]
 fn search_default_limit_is_clamped_to_max_search_limit() {
-    // E1: {enabled: true, maxSearchLimit: 3} → searchDefaultLimit 3, maxSearchLimit 3, silently
+    // docs/contract/examples.md#e1: {enabled: true, maxSearchLimit: 3} → searchDefaultLimit 3, maxSearchLimit 3, silently
     // (the user gave no searchDefaultLimit).
     let r = resolve(&json!({"enabled": true, "maxSearchLimit": 3}));
     assert_eq!(r.config.enabled(), Enabled::On);

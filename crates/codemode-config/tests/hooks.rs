@@ -1,4 +1,4 @@
-//! Command hook configuration (host.md H2, H9) and the `codemode config` report's new fields,
+//! Command hook configuration (docs/contract/host.md#h2, docs/contract/host.md#h9) and the `codemode config` report's new fields,
 //! with exact values.
 
 use codemode_config::{

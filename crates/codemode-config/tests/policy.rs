@@ -1,4 +1,4 @@
-//! Tool policy (host.md H1, H3, H9): patterns, deny-wins, empty allow, per-agent replace/add,
+//! Tool policy (docs/contract/host.md#h1, docs/contract/host.md#h3, docs/contract/host.md#h9): patterns, deny-wins, empty allow, per-agent replace/add,
 //! and every warning, with exact values.
 
 use codemode_config::{resolve_policy, ToolPattern, ToolPolicy, Warning, WarningKind};

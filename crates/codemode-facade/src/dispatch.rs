@@ -1,5 +1,5 @@
 //! Host side of bridge requests: `search`, `describe`, `call`, `callValue` against the run's
-//! catalog and the host's [`ToolExecutor`] (behaviour.md §3.3–§3.5).
+//! catalog and the host's [`ToolExecutor`] (docs/contract/catalog.md#s3-3 to #s3-5).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-/// Cumulative bridge counters of one run (behaviour.md §9).
+/// Cumulative bridge counters of one run (docs/contract/telemetry.md#s9).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) search: AtomicU64,
@@ -30,7 +30,7 @@ pub(crate) struct Dispatcher {
     pub(crate) executor: Arc<dyn ToolExecutor>,
     pub(crate) scope: RunScope,
     pub(crate) parent_tool_call_id: Option<String>,
-    /// The run's `MCP` namespace (behaviour.md §7), built from the catalog once per run.
+    /// The run's `MCP` namespace (docs/contract/mcp.md#s7), built from the catalog once per run.
     pub(crate) namespace: Arc<McpNamespace>,
     pub(crate) counters: Arc<Counters>,
     /// Upper bound on one tool call: a run cannot be resumed after its snapshot TTL anyway.
@@ -124,7 +124,7 @@ impl Dispatcher {
                         let Some(entry) = self.catalog.entry(&id) else {
                             return Err(self.catalog.unknown_tool(&id).into());
                         };
-                        // The raw MCP result, not unwrapped (behaviour.md §7.2 "Dispatch").
+                        // The raw MCP result, not unwrapped (docs/contract/mcp.md#s7-2-dispatch "Dispatch").
                         self.execute(entry, input, &request.id, run_id).await
                     }
                 }

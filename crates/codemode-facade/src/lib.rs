@@ -1,11 +1,10 @@
-//! The code-mode model surface: `exec` and `wait` (spec "exec", "wait", "Run and snapshot
-//! lifecycle"; behaviour.md §5).
+//! The code-mode model surface: `exec` and `wait` (docs/contract/surface.md#s2-2, docs/contract/surface.md#s2-3, docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5).
 //!
 //! [`CodeMode`] is the per-process front: it owns the shared [`Runtime`] and the in-process map
 //! of parked runs. A host calls [`CodeMode::exec`] with a [`RunEnv`] (resolved config, run-scoped
 //! catalog, tool executor, owner scope) and the model's `exec` arguments, and
 //! [`CodeMode::wait`] with the caller's scope and the `wait` arguments. Both return a
-//! [`CodeModeResult`]; nothing here panics or returns `Err` on model input (behaviour.md D1).
+//! [`CodeModeResult`]; nothing here panics or returns `Err` on model input (docs/contract/decisions.md#d1).
 //!
 //! One `exec` runs the cell in a fresh VM, dispatches its bridge requests concurrently to the
 //! executor and feeds results back as they settle (auto-drain) until the program completes or
@@ -45,25 +44,25 @@ use run::Run;
 
 /// `runId must be a non-empty string.`
 pub const RUN_ID_REQUIRED: &str = "runId must be a non-empty string.";
-/// `too many pending code mode tool calls` (behaviour.md D4).
+/// `too many pending code mode tool calls` (docs/contract/decisions.md#d4).
 pub const TOO_MANY_PENDING: &str = "too many pending code mode tool calls";
-/// `code mode promise is pending without host work` (behaviour.md §4.1).
+/// `code mode promise is pending without host work` (docs/contract/guest.md#s4-1).
 pub const PENDING_WITHOUT_HOST_WORK: &str = "code mode promise is pending without host work";
-/// `code mode output limit exceeded` (behaviour.md §5.5).
+/// `code mode output limit exceeded` (docs/contract/lifecycle.md#s5-5).
 pub const OUTPUT_LIMIT_EXCEEDED: &str = "code mode output limit exceeded";
-/// `code mode snapshot limit exceeded` (behaviour.md §5.6).
+/// `code mode snapshot limit exceeded` (docs/contract/lifecycle.md#s5-6).
 pub const SNAPSHOT_LIMIT_EXCEEDED: &str = "code mode snapshot limit exceeded";
-/// `restart-safe code mode cannot call namespace tools.` (behaviour.md §5.2).
+/// `restart-safe code mode cannot call namespace tools.` (docs/contract/lifecycle.md#s5-2).
 pub const RESTART_SAFE_NAMESPACE: &str = "restart-safe code mode cannot call namespace tools.";
-/// `restart-safe code mode cannot call side-effecting tools.` (behaviour.md §5.2).
+/// `restart-safe code mode cannot call side-effecting tools.` (docs/contract/lifecycle.md#s5-2).
 pub const RESTART_SAFE_SIDE_EFFECTS: &str =
     "restart-safe code mode cannot call side-effecting tools.";
 
-/// At most this many runs are parked per process (behaviour.md §5.4).
+/// At most this many runs are parked per process (docs/contract/lifecycle.md#s5-4).
 pub use codemode_snapshot::MAX_SUSPENDED_RUNS;
 
 /// Everything one `exec` needs from the host. The catalog, config and executor are captured
-/// when a run parks, so `wait` uses the same ones (behaviour.md §5.3 "Parking").
+/// when a run parks, so `wait` uses the same ones (docs/contract/lifecycle.md#s5-3-parking "Parking").
 #[derive(Clone)]
 pub struct RunEnv {
     /// The resolved `tools.codeMode` config (limits, languages).
@@ -74,14 +73,14 @@ pub struct RunEnv {
     pub executor: Arc<dyn ToolExecutor>,
     /// The owner of runs this `exec` creates; `wait` must come from the same scope.
     pub scope: RunScope,
-    /// The model-visible tools, for telemetry (`exec`, `wait`, retained direct tools; D3).
+    /// The model-visible tools, for telemetry (`exec`, `wait`, retained direct tools; docs/contract/decisions.md#d3).
     pub visible_tools: Vec<String>,
-    /// Core tools the host audited as read-only (replay-safe; behaviour.md §3.6).
+    /// Core tools the host audited as read-only (replay-safe; docs/contract/catalog.md#s3-6).
     pub read_only_core_tools: Vec<String>,
     /// The host forces restart-safe tools (the effective `restartSafe` is this or the input's).
     pub force_restart_safe: bool,
     /// The model's tool-call id of this `exec`; nested calls are named after it
-    /// (`tool_search_code:<parent>:<tool>:<seq>`, behaviour.md §3.5), also after `wait`s.
+    /// (`tool_search_code:<parent>:<tool>:<seq>`, docs/contract/catalog.md#s3-5), also after `wait`s.
     pub parent_tool_call_id: Option<String>,
 }
 
@@ -127,7 +126,7 @@ impl CodeMode {
     }
 
     /// A front over the process-wide runtime ([`Runtime::global`]). Fails closed when the
-    /// runtime cannot load (spec "Configuration": no silent fallback to direct tools).
+    /// runtime cannot load (docs/contract/config.md#configuration: no silent fallback to direct tools).
     pub fn with_global_runtime() -> Result<Self, RuntimeError> {
         Ok(CodeMode::new(Runtime::global()?))
     }
@@ -142,7 +141,7 @@ impl CodeMode {
         self.runs.len()
     }
 
-    /// Suspended-run slots held by running cells that may park (behaviour.md §5.4).
+    /// Suspended-run slots held by running cells that may park (docs/contract/lifecycle.md#s5-4).
     pub fn reserved_slots(&self) -> usize {
         self.runs.reserved()
     }
@@ -153,8 +152,8 @@ impl CodeMode {
     }
 
     /// Ends the session `session`: drops every parked run it owns and cancels its pending tool
-    /// calls (spec "Run and snapshot lifecycle": snapshots are dropped on session end;
-    /// behaviour.md §5.3). A run belongs to the session when `session` sets `session_id` or
+    /// calls (docs/contract/lifecycle.md#runs: snapshots are dropped on session end;
+    /// docs/contract/lifecycle.md#s5-3). A run belongs to the session when `session` sets `session_id` or
     /// `session_key` and every one of the two it sets equals the run owner's; other runs are
     /// untouched, and a scope that sets neither ends nothing. A run being resumed by a `wait`
     /// that is still in flight is detached: that `wait` finishes, but the run is not parked
@@ -172,7 +171,7 @@ impl CodeMode {
         })
     }
 
-    /// Runs one `exec` (behaviour.md §5.2). `input` is the model's argument object
+    /// Runs one `exec` (docs/contract/lifecycle.md#s5-2). `input` is the model's argument object
     /// (`{code | command, language?, restartSafe?}`); `abort` cancels the call.
     pub async fn exec(&self, env: &RunEnv, input: &Value, abort: &AbortHandle) -> CodeModeResult {
         let started = Instant::now();
@@ -186,7 +185,7 @@ impl CodeMode {
             return run::vm_failure(&env, &VmError::Aborted);
         }
         let deadline = started + Duration::from_millis(env.config.timeout_ms());
-        // Preparation counts against the cell's deadline (behaviour.md §4.4).
+        // Preparation counts against the cell's deadline (docs/contract/guest.md#s4-4).
         if Instant::now() >= deadline {
             return run::vm_failure(&env, &VmError::Timeout);
         }
@@ -223,7 +222,7 @@ impl CodeMode {
         }
     }
 
-    /// Runs one `wait` (behaviour.md §5.3). `caller` is the scope of the agent run calling it;
+    /// Runs one `wait` (docs/contract/lifecycle.md#s5-3). `caller` is the scope of the agent run calling it;
     /// `input` is `{runId}` (or `{run_id}`).
     pub async fn wait(
         &self,

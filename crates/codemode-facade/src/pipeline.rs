@@ -1,4 +1,4 @@
-//! The host half of every tool call (host.md H1–H3): **policy → `before_tool_call` hooks →
+//! The host half of every tool call (docs/contract/host.md#h1 to #h3): **policy → `before_tool_call` hooks →
 //! approval → execute → `after_tool_call` hooks**. The facade's dispatcher checks the declared
 //! output contract after the executor returns, so the contract is checked on the final result.
 //!
@@ -37,7 +37,7 @@ pub const HOOK_STDOUT_LIMIT: usize = 1024 * 1024;
 /// The only environment variables a command hook gets from the host process (when set there).
 pub const HOOK_ENVIRONMENT: [&str; 4] = ["PATH", "HOME", "LANG", "TERM"];
 
-/// The reason of a denial that gave none: `denied` (host.md H3).
+/// The reason of a denial that gave none: `denied` (docs/contract/host.md#h3).
 pub const DEFAULT_DENIAL_REASON: &str = "denied";
 
 /// The reason of an approval nobody answered within the broker's TTL.
@@ -49,7 +49,7 @@ pub const APPROVAL_CANCELLED: &str = "approval cancelled";
 const UNKNOWN_TOOL_RECOVERY: &str =
     "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
 
-/// `Tool "<id>" was blocked before execution: <reason>` (behaviour.md §3.5, host.md H2).
+/// `Tool "<id>" was blocked before execution: <reason>` (docs/contract/catalog.md#s3-5, docs/contract/host.md#h2).
 pub fn blocked_message(tool_id: &str, reason: &str) -> String {
     format!("Tool \"{tool_id}\" was blocked before execution: {reason}")
 }
@@ -60,20 +60,20 @@ pub fn blocked_after_message(tool_id: &str, reason: &str) -> String {
     format!("Tool \"{tool_id}\" was blocked after execution: {reason}")
 }
 
-/// `Tool "<id>" was not approved: <reason>` (host.md H3).
+/// `Tool "<id>" was not approved: <reason>` (docs/contract/host.md#h3).
 pub fn not_approved_message(tool_id: &str, reason: &str) -> String {
     format!("Tool \"{tool_id}\" was not approved: {reason}")
 }
 
-/// The unknown-tool error of behaviour.md §3.4 without suggestions, which a policy-denied tool
-/// gets (host.md H1: no hint that the tool exists): `Unknown tool id: <id>. Use tools.search to
+/// The unknown-tool error of docs/contract/catalog.md#s3-4 without suggestions, which a policy-denied tool
+/// gets (docs/contract/host.md#h1: no hint that the tool exists): `Unknown tool id: <id>. Use tools.search to
 /// find a tool, tools.describe to inspect it, then tools.call with the exact id or name.`
 pub fn unknown_tool_message(tool_id: &str) -> String {
     format!("Unknown tool id: {tool_id}. {UNKNOWN_TOOL_RECOVERY}")
 }
 
 // ---------------------------------------------------------------------------------------------
-// Events and answers (host.md H2)
+// Events and answers (docs/contract/host.md#h2)
 // ---------------------------------------------------------------------------------------------
 
 /// The `event` field: `"before_tool_call"` or `"after_tool_call"`.
@@ -111,7 +111,7 @@ pub enum ToolInputKind {
 
 impl ToolInputKind {
     /// The kind of an `exec` input: its `language` (`"javascript"` when absent); `None` for a
-    /// `language` that is neither (behaviour.md §2.2 rejects it later).
+    /// `language` that is neither (docs/contract/surface.md#s2-2 rejects it later).
     pub fn of_exec_input(input: &Value) -> Option<ToolInputKind> {
         match input.get("language") {
             None | Some(Value::Null) => Some(ToolInputKind::Javascript),
@@ -275,7 +275,7 @@ pub enum Decision {
     Allow,
     /// Reject the call.
     Block,
-    /// Send the call to approval (host.md H3).
+    /// Send the call to approval (docs/contract/host.md#h3).
     Ask,
 }
 
@@ -361,7 +361,7 @@ impl AfterDecision {
 /// is then blocked with that reason: fail closed).
 pub type HookFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'static>>;
 
-/// A tool-call hook (host.md H2) for Rust hosts. Both methods default to "no opinion", so a
+/// A tool-call hook (docs/contract/host.md#h2) for Rust hosts. Both methods default to "no opinion", so a
 /// hook implements the phase it cares about. Hooks may be slow: each call awaits its own hooks,
 /// other calls and the guest are not held up.
 pub trait ToolHook: Send + Sync + 'static {
@@ -519,7 +519,7 @@ pub enum HookPhase {
     After,
 }
 
-/// A configured command hook (host.md H2).
+/// A configured command hook (docs/contract/host.md#h2).
 ///
 /// Protocol: the command (`command[0]` with the other entries as arguments, no shell) starts
 /// with the event as one JSON document on stdin (then closed), in its own process group, with an
@@ -749,7 +749,7 @@ fn exit_reason(name: &str, status: ExitStatus) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Approvals (host.md H3)
+// Approvals (docs/contract/host.md#h3)
 // ---------------------------------------------------------------------------------------------
 
 /// An approval the pipeline asks for: one per call.
@@ -791,7 +791,7 @@ impl ApprovalRequest {
     }
 }
 
-/// One entry of a `waiting` result's `pendingApprovals` (host.md H3):
+/// One entry of a `waiting` result's `pendingApprovals` (docs/contract/host.md#h3):
 /// `{approvalId, toolCallId, toolId, input}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -861,7 +861,7 @@ impl ApprovalDecision {
 /// The future an [`Approver`] returns.
 pub type ApprovalFuture = Pin<Box<dyn Future<Output = ApprovalDecision> + Send + 'static>>;
 
-/// Answers approvals (host.md H3): a terminal prompt, an MCP elicitation, a fixed policy, or the
+/// Answers approvals (docs/contract/host.md#h3): a terminal prompt, an MCP elicitation, a fixed policy, or the
 /// [`ApprovalBroker`] that waits for the host to answer by id. The future may take as long as a
 /// person needs; the call stays pending meanwhile.
 pub trait Approver: Send + Sync + 'static {
@@ -1076,7 +1076,7 @@ impl Approver for ApprovalBroker {
 // ---------------------------------------------------------------------------------------------
 
 /// A [`ToolExecutor`] that runs every call through policy, hooks and approval before the wrapped
-/// executor, and the after-hooks behind it (host.md H2):
+/// executor, and the after-hooks behind it (docs/contract/host.md#h2):
 ///
 /// 1. **policy**: a tool the [`ToolPolicy`] does not allow fails with
 ///    [`unknown_tool_message`] for its id;
@@ -1271,7 +1271,7 @@ impl OuterKind {
 /// or `Tool "exec" was not approved: <reason>` when a hook answered `ask` and `approver` (none:
 /// denied) denied it. `tools.approvals.require` does not apply to the outer calls.
 ///
-/// The facade must check the returned input as it checks any `exec` input (behaviour.md §2.2:
+/// The facade must check the returned input as it checks any `exec` input (docs/contract/surface.md#s2-2:
 /// a hook that rewrote `code` but not `command` fails rule 1); `CodeMode::exec` does so when it
 /// receives the input, so passing the returned value on is enough.
 pub async fn before_outer_call(

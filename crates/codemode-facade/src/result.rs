@@ -1,11 +1,11 @@
-//! Result shapes of `exec` and `wait` (spec "exec", behaviour.md §5.1 and §9).
+//! Result shapes of `exec` and `wait` (docs/contract/surface.md#s2-2, docs/contract/lifecycle.md#s5-1 and docs/contract/telemetry.md#s9).
 
 use codemode_bridge::OutputItem;
 use codemode_catalog::SourceCounts;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Why a run failed (spec "Error codes"; `aborted` from behaviour.md D9).
+/// Why a run failed (docs/contract/lifecycle.md#error-codes; `aborted` from docs/contract/decisions.md#d9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
@@ -25,7 +25,7 @@ pub enum ErrorCode {
     Aborted,
 }
 
-/// Why a run waits (behaviour.md §5.1): `yield` iff every unsettled request is a `yield`.
+/// Why a run waits (docs/contract/lifecycle.md#s5-1): `yield` iff every unsettled request is a `yield`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
@@ -44,7 +44,7 @@ pub struct PendingToolCall {
     pub method: String,
 }
 
-/// Telemetry on every result (behaviour.md §9).
+/// Telemetry on every result (docs/contract/telemetry.md#s9).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Telemetry {
@@ -58,7 +58,7 @@ pub struct Telemetry {
     pub describe_count: u64,
     /// Tool calls (`call`, `callValue`, conveniences, namespace and nodes dispatches) so far.
     pub call_count: u64,
-    /// The model-visible tools: `exec`, `wait`, then retained direct tools (D3).
+    /// The model-visible tools: `exec`, `wait`, then retained direct tools (docs/contract/decisions.md#d3).
     pub visible_tools: Vec<String>,
 }
 
@@ -73,7 +73,7 @@ pub enum CodeModeResult {
     Completed {
         /// The JSON-adapted return value (`null` without `return`).
         value: Value,
-        /// Output since the previous result of this run (D5).
+        /// Output since the previous result of this run (docs/contract/decisions.md#d5).
         output: Vec<OutputItem>,
         /// The run's effective `restartSafe`.
         replay_safe: bool,
@@ -99,7 +99,7 @@ pub enum CodeModeResult {
     /// The run failed, or the call was refused.
     #[serde(rename_all = "camelCase")]
     Failed {
-        /// The message (exact texts in behaviour.md).
+        /// The message (exact texts in docs/contract/README.md).
         error: String,
         /// The error code.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,7 +154,7 @@ impl CodeModeResult {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// The tool-result envelope both control tools return (behaviour.md §2.1):
+    /// The tool-result envelope both control tools return (docs/contract/surface.md#s2-1):
     /// `{content: [{type: "text", text: JSON.stringify(result, null, 2)}], details: result}`.
     pub fn to_tool_result(&self) -> Value {
         let details = self.to_json();

@@ -1,5 +1,5 @@
 //! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
-//! (behaviour.md §5.2–§5.6).
+//! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -53,14 +53,14 @@ pub(crate) struct Run {
     pending: Vec<BridgeRequest>,
     /// The main promise's first settlement.
     main: Option<Result<Value, String>>,
-    /// Output since the previous result (D5).
+    /// Output since the previous result (docs/contract/decisions.md#d5).
     output: Vec<OutputItem>,
     vm: Option<Vm>,
     snapshot: Option<Snapshot>,
     /// A failure that ends the run at the next step of the settle loop.
     error: Option<(ErrorCode, String)>,
     run_id: Option<String>,
-    /// The store parked runs go to, and the slot reserved before auto-draining (§5.4).
+    /// The store parked runs go to, and the slot reserved before auto-draining (docs/contract/lifecycle.md#s5-4).
     store: SnapshotStore<Run>,
     reservation: Option<Reservation<Run>>,
 }
@@ -273,7 +273,7 @@ impl Run {
         self.reservation.take()
     }
 
-    /// Settle loop (behaviour.md §5.2) over the live VM.
+    /// Settle loop (docs/contract/lifecycle.md#s5-2) over the live VM.
     pub(crate) async fn settle(&mut self, deadline: Instant, abort: &AbortHandle) -> Outcome {
         let config = self.env.config.clone();
         loop {
@@ -452,7 +452,7 @@ impl Run {
         }
     }
 
-    /// Parks the run under `run_id` (behaviour.md §5.3): replay-safety, snapshot and output
+    /// Parks the run under `run_id` (docs/contract/lifecycle.md#s5-3): replay-safety, snapshot and output
     /// checks, then the snapshot replaces the VM and pending work starts in the background.
     /// Returns the `waiting` result, or the failure that prevented parking.
     pub(crate) fn park(&mut self, run_id: &str) -> Parking {
@@ -511,7 +511,7 @@ impl Run {
 
     /// The `waiting` result: unsettled requests, output since the previous result.
     pub(crate) fn waiting_result(&mut self, run_id: String) -> CodeModeResult {
-        // A yield is settled from the start but still listed until delivered (behaviour.md §5.10).
+        // A yield is settled from the start but still listed until delivered (docs/contract/lifecycle.md#s5-10).
         let unsettled: Vec<&BridgeRequest> = self
             .pending
             .iter()
@@ -542,7 +542,7 @@ impl Run {
         }
     }
 
-    /// Output-limit check (behaviour.md §5.5) for this result's entries, plus `value` when given:
+    /// Output-limit check (docs/contract/lifecycle.md#s5-5) for this result's entries, plus `value` when given:
     /// the failure result when over the limit.
     fn output_limit_failure(&mut self, value: Option<&Value>) -> Option<CodeModeResult> {
         let mut measure = if self.output.is_empty() {
@@ -560,7 +560,7 @@ impl Run {
         None
     }
 
-    /// Snapshot-limit check before auto-draining (behaviour.md §5.6). The snapshot is only taken
+    /// Snapshot-limit check before auto-draining (docs/contract/lifecycle.md#s5-6). The snapshot is only taken
     /// when the memory in use could compress beyond the limit.
     fn snapshot_limit_failure(&mut self) -> Option<CodeModeResult> {
         let max = self.env.config.max_snapshot_bytes();

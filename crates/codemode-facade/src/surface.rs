@@ -1,12 +1,12 @@
-//! The model-visible surface (behaviour.md §2.1–§2.5; code-mode.md "Model-visible tools",
-//! "exec", "wait", "Tool Search interaction", "Tool names and collisions").
+//! The model-visible surface (docs/contract/surface.md#s2-1 to #s2-5; docs/contract/surface.md#s2-1,
+//! docs/contract/surface.md#s2-2, docs/contract/surface.md#s2-3, docs/contract/surface.md#tool-search, docs/contract/catalog.md#names).
 //!
 //! With code mode engaged the model sees exactly two control tools, `exec` ([`exec_tool`]) and
 //! `wait` ([`wait_tool`]), plus the retained direct tools; everything else is reachable only
 //! through the run's catalog from guest JavaScript. [`model_surface`] splits the host's effective
 //! tools into the visible names and the catalog's specs, so a host can build both the provider
 //! payload and a [`crate::RunEnv`] whose `visible_tools` is what the model actually sees
-//! (behaviour.md D3).
+//! (docs/contract/decisions.md#d3).
 //!
 //! ```
 //! use codemode_catalog::{CatalogMode, SearchLimits, ToolSpec};
@@ -32,33 +32,33 @@ use codemode_catalog::{Catalog, CatalogError, CatalogMode, SearchLimits, ToolOri
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// The name of the code-mode `exec` tool (behaviour.md §2.2).
+/// The name of the code-mode `exec` tool (docs/contract/surface.md#s2-2).
 pub const EXEC_TOOL_NAME: &str = "exec";
-/// The name of the code-mode `wait` tool (behaviour.md §2.3).
+/// The name of the code-mode `wait` tool (docs/contract/surface.md#s2-3).
 pub const WAIT_TOOL_NAME: &str = "wait";
 
-/// Part 1 of the `exec` description, always present (behaviour.md §2.4).
+/// Part 1 of the `exec` description, always present (docs/contract/surface.md#s2-4).
 pub const EXEC_DESCRIPTION_BASE: &str = "Run JavaScript or TypeScript in OpenClaw code mode. Use `return` to pass the final value back; otherwise the result is `null`. Quick-index arrows show trusted declared output hints; `-> ?` means never guess result field names. For declared fields, process them in the first exec; do not spend another exec inspecting them. Perform dependent reads, checks, and follow-up calls in order; parallelize independent work only. For an unknown output, including a final dependent call after declared-output calls, return the raw tool value unchanged; do not wrap it in the requested answer shape or guess fields; filter or map it only in a later exec. Nested calls enforce normal tool policy and approvals. `ALL_TOOLS` is the complete compact catalog. Select exact ids directly or with `tools.search(query: string, options?)`; use `tools.describe(id: string)` only when needed. Never invent or transform a tool id. `tools.callValue(id: string, args?)` returns its JSON value directly; `tools.call(id: string, args?)` preserves `{ tool, result }`. Example: `const hit = ALL_TOOLS.find((entry) => entry.description.includes('weather')) ?? (await tools.search('weather'))[0]; return await tools.callValue(hit.id, {});`. Node.js modules and `require`/`import` are NOT available; use enabled catalog tools allowed by policy for shell, file, network, or external actions.";
 /// Part 2 of the `exec` description (API guidance): only when the catalog is unknown or has an
-/// MCP entry (behaviour.md §2.4).
+/// MCP entry (docs/contract/surface.md#s2-4).
 pub const EXEC_DESCRIPTION_API: &str =
     " Read TypeScript-style declaration files with `API.list(prefix?)` and `API.read(path)`.";
 /// Part 3 of the `exec` description (MCP guidance): only when the catalog is unknown or has an
-/// MCP entry (behaviour.md §2.4).
+/// MCP entry (docs/contract/surface.md#s2-4).
 pub const EXEC_DESCRIPTION_MCP: &str = " MCP tools are available only through the `MCP` namespace.";
 /// Part 4 of the `exec` description, the `nodes` line, always present exactly once
-/// (behaviour.md §2.4, §8).
+/// (docs/contract/surface.md#s2-4, docs/contract/nodes.md#s8).
 pub const EXEC_DESCRIPTION_NODES: &str =
     "\n- nodes: paired Gateway nodes; nodes.list(), (await nodes.get(id)).invoke(command, params)\n";
-/// Part 5 of the `exec` description (language guidance), always present (behaviour.md §2.4).
+/// Part 5 of the `exec` description (language guidance), always present (docs/contract/surface.md#s2-4).
 pub const EXEC_DESCRIPTION_LANGUAGE: &str = concat!(
     " The `language` field accepts only \"javascript\" or \"typescript\"; do not pass \"bash\", \"shell\", or other values.",
     " The `code` field contains JavaScript or TypeScript, never a shell command. ",
     "For shell or file operations, call the exact catalog tool from guest JavaScript; do not retry failed shell source.",
 );
 
-/// Description of `exec`'s `code` property (behaviour.md §2.2): under 320 characters, with the
-/// four required phrases and no mention of `API` files or MCP globals (E9).
+/// Description of `exec`'s `code` property (docs/contract/surface.md#s2-2): under 320 characters, with the
+/// four required phrases and no mention of `API` files or MCP globals (docs/contract/examples.md#e9).
 pub const EXEC_CODE_DESCRIPTION: &str = concat!(
     "JavaScript or TypeScript source for one workflow. ",
     "Select exact ids from `ALL_TOOLS` or `tools.search`; never invent ids. ",
@@ -66,33 +66,33 @@ pub const EXEC_CODE_DESCRIPTION: &str = concat!(
     "Run dependent steps in order and never put dependent calls in Promise.all; return the final value. ",
     "Node built-in modules are not available.",
 );
-/// Description of `exec`'s `command` property (behaviour.md §2.2).
+/// Description of `exec`'s `command` property (docs/contract/surface.md#s2-2).
 pub const EXEC_COMMAND_DESCRIPTION: &str = concat!(
     "Alias for code, provided for exec-compatible hook policies. ",
     "Not a shell command: it holds the same JavaScript or TypeScript source as code.",
 );
-/// Description of `exec`'s `language` property (behaviour.md §2.2).
+/// Description of `exec`'s `language` property (docs/contract/surface.md#s2-2).
 pub const EXEC_LANGUAGE_DESCRIPTION: &str =
     "Source language. Must be \"javascript\" or \"typescript\". Defaults to javascript.";
-/// Description of `exec`'s `restartSafe` property (behaviour.md §2.2).
+/// Description of `exec`'s `restartSafe` property (docs/contract/surface.md#s2-2).
 pub const EXEC_RESTART_SAFE_DESCRIPTION: &str = concat!(
     "Set true only when every catalog call is explicitly replay-safe and OpenClaw may reconstruct ",
     "the work after a gateway restart. Leave unset for ordinary calls; true rejects unmarked, ",
     "side-effecting, or namespace tool calls.",
 );
-/// The values of `exec`'s `language` enum, in schema order (behaviour.md §2.2).
+/// The values of `exec`'s `language` enum, in schema order (docs/contract/surface.md#s2-2).
 pub const EXEC_LANGUAGES: [&str; 2] = ["javascript", "typescript"];
 
-/// The description of the `wait` tool (behaviour.md §2.3).
+/// The description of the `wait` tool (docs/contract/surface.md#s2-3).
 pub const WAIT_DESCRIPTION: &str = "Resume a suspended OpenClaw code mode run returned by exec.";
-/// Description of `wait`'s `runId` property (behaviour.md §2.3).
+/// Description of `wait`'s `runId` property (docs/contract/surface.md#s2-3).
 pub const WAIT_RUN_ID_DESCRIPTION: &str = "Code mode run id returned by exec.";
 
 /// A model-visible tool definition as a provider payload carries it.
 ///
 /// JSON (camelCase): `{"name", "description", "parameters", "hideFromChannelProgress"?}`, where
 /// `parameters` is a JSON Schema object and `hideFromChannelProgress` is omitted when `None`
-/// (the `exec` tool never has it; `wait` has `true`; behaviour.md §2.2–§2.3, E7).
+/// (the `exec` tool never has it; `wait` has `true`; docs/contract/surface.md#s2-2 to #s2-3, docs/contract/examples.md#e7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolDefinition {
@@ -107,10 +107,10 @@ pub struct ToolDefinition {
     pub hide_from_channel_progress: Option<bool>,
 }
 
-/// The `exec` description (behaviour.md §2.4): the base paragraph; the API and MCP guidance only
+/// The `exec` description (docs/contract/surface.md#s2-4): the base paragraph; the API and MCP guidance only
 /// when `catalog` is `None` (not known yet) or has an MCP entry; the `nodes` line; the language
-/// guidance; then `"\n\n"` + `namespace_prompt` (§7.5) when it is non-empty, and `"\n\n"` + the
-/// catalog's quick index (§2.5) when there is one.
+/// guidance; then `"\n\n"` + `namespace_prompt` (docs/contract/mcp.md#s7-5) when it is non-empty, and `"\n\n"` + the
+/// catalog's quick index (docs/contract/surface.md#s2-5) when there is one.
 ///
 /// With `catalog: None` the description is the "unknown catalog" version: parts 2 and 3 but no
 /// prompt and no index, so `namespace_prompt` is ignored; hosts rebuild it once the catalog is
@@ -136,7 +136,7 @@ pub fn exec_description(catalog: Option<&Catalog>, namespace_prompt: Option<&str
     description
 }
 
-/// The input schema of `exec` (behaviour.md §2.2):
+/// The input schema of `exec` (docs/contract/surface.md#s2-2):
 ///
 /// ```json
 /// {"type": "object",
@@ -149,7 +149,7 @@ pub fn exec_description(catalog: Option<&Catalog>, namespace_prompt: Option<&str
 ///  "required": ["code"]}
 /// ```
 ///
-/// `language` is a flat string enum, never `anyOf`/`oneOf` (some providers reject unions; E8).
+/// `language` is a flat string enum, never `anyOf`/`oneOf` (some providers reject unions; docs/contract/examples.md#e8).
 pub fn exec_parameters() -> Value {
     json!({
         "type": "object",
@@ -167,7 +167,7 @@ pub fn exec_parameters() -> Value {
     })
 }
 
-/// The `exec` tool definition (behaviour.md §2.2, §2.4): name `exec`, the description of
+/// The `exec` tool definition (docs/contract/surface.md#s2-2, docs/contract/surface.md#s2-4): name `exec`, the description of
 /// [`exec_description`], the schema of [`exec_parameters`], and no `hideFromChannelProgress`.
 ///
 /// Build it with `catalog: None` before the catalog exists and again once it is known.
@@ -180,7 +180,7 @@ pub fn exec_tool(catalog: Option<&Catalog>, namespace_prompt: Option<&str>) -> T
     }
 }
 
-/// The `wait` tool definition (behaviour.md §2.3): name `wait`, description
+/// The `wait` tool definition (docs/contract/surface.md#s2-3): name `wait`, description
 /// [`WAIT_DESCRIPTION`], schema
 /// `{"type": "object", "properties": {"runId": {"type": "string", "description": "Code mode run id returned by exec."}}, "required": ["runId"]}`,
 /// and `hideFromChannelProgress: true`.
@@ -199,12 +199,12 @@ pub fn wait_tool() -> ToolDefinition {
     }
 }
 
-/// The model surface of one code-mode run (behaviour.md §2.1), from [`model_surface`].
+/// The model surface of one code-mode run (docs/contract/surface.md#s2-1), from [`model_surface`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Surface {
     /// The tool names the model sees, in order: `exec`, `wait`, then the retained direct tools
     /// in their original order (no duplicates). This is also `RunEnv::visible_tools` and
-    /// `telemetry.visibleTools` (behaviour.md D3).
+    /// `telemetry.visibleTools` (docs/contract/decisions.md#d3).
     pub visible_tools: Vec<String>,
     /// The specs that enter the run's catalog, in their original order: every allowed,
     /// non-control, non-direct-only tool, required direct tools included. Build the catalog with
@@ -213,7 +213,7 @@ pub struct Surface {
 }
 
 impl Surface {
-    /// Builds the run-scoped catalog from [`Surface::catalog_specs`] (behaviour.md §3.1); the
+    /// Builds the run-scoped catalog from [`Surface::catalog_specs`] (docs/contract/catalog.md#s3-1); the
     /// shell `exec` becomes `openclaw:core:exec`. Errors are [`Catalog::build`]'s.
     pub fn build_catalog(&self, limits: &SearchLimits) -> Result<Catalog, CatalogError> {
         Catalog::build(self.catalog_specs.clone(), limits)
@@ -221,7 +221,7 @@ impl Surface {
 }
 
 /// True for MCP tools: MCP origin, or a plugin tool of plugin `bundle-mcp` (an MCP tool without
-/// MCP metadata, behaviour.md §3.1).
+/// MCP metadata, docs/contract/catalog.md#s3-1).
 fn is_mcp(spec: &ToolSpec) -> bool {
     match &spec.origin {
         ToolOrigin::Mcp { .. } => true,
@@ -231,8 +231,7 @@ fn is_mcp(spec: &ToolSpec) -> bool {
 }
 
 /// Splits the host's effective tools into the model-visible names and the catalog
-/// (behaviour.md §2.1; code-mode.md "Model-visible tools", "Tool Search interaction", "Tool names
-/// and collisions").
+/// (docs/contract/surface.md#s2-1; docs/contract/surface.md#s2-1, docs/contract/surface.md#tool-search, docs/contract/catalog.md#names).
 ///
 /// - Control tools, recognised only by their [`ControlKind`](codemode_catalog::ControlKind)
 ///   mark (code mode's own `exec`/`wait`, and the Tool Search controls `tool_search_code`,

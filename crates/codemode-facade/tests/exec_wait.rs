@@ -1,5 +1,5 @@
 //! exec/wait end to end over the real runtime, with a scripted tool executor. Exact values from
-//! behaviour.md §10 where it gives them.
+//! docs/contract/examples.md#s10 where it gives them.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,7 +13,7 @@ use codemode_facade::{CodeMode, CodeModeResult, ErrorCode, RunEnv, WaitReason};
 use codemode_runtime::{AbortHandle, Runtime};
 use serde_json::{json, Value};
 
-/// Fixture tools: return `{name, input}` as details (behaviour.md §10 "Fixtures"), after an
+/// Fixture tools: return `{name, input}` as details (docs/contract/examples.md#fixtures "Fixtures"), after an
 /// optional per-tool delay; `fail` always errors.
 #[derive(Default)]
 struct Fixture {
@@ -296,7 +296,7 @@ fn github() -> Vec<ToolSpec> {
     vec![github_spec()]
 }
 
-/// Every single-`exec` case with exact expectations. Behaviour.md §10 example numbers in names.
+/// Every single-`exec` case with exact expectations. docs/contract/examples.md#s10 example numbers in names.
 fn exec_cases() -> Vec<Case> {
     use Expect::{Failure, Json, Value as V};
     vec![
@@ -508,7 +508,7 @@ return {big: 12n, nested: [undefined, () => 1]};"#,
         )
         .output(json!([{"type": "text", "text": "hi"}])),
         // An argument the JSON adapter cannot stringify (a cycle, a BigInt) becomes its
-        // `String()` (behaviour.md §6) and so fails the one-object check: the tool never runs
+        // `String()` (docs/contract/json.md#s6) and so fails the one-object check: the tool never runs
         // with `{}` plus defaults instead of the caller's input.
         Case::new(
             "mcp_namespace_unserialisable_argument_is_rejected",

@@ -1,4 +1,4 @@
-//! The tool-call pipeline (host.md H1–H3): policy → before hooks → approval → execute → after
+//! The tool-call pipeline (docs/contract/host.md#h1 to #h3): policy → before hooks → approval → execute → after
 //! hooks, with Rust hooks, real command hooks (`sh -c …`) and approvals. Exact messages.
 
 use std::path::PathBuf;

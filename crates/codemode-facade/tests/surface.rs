@@ -1,4 +1,4 @@
-//! The model-visible surface: behaviour.md §2.1–§2.5, examples E3–E9, E13–E15.
+//! The model-visible surface: docs/contract/surface.md#s2-1 to #s2-5, examples docs/contract/examples.md#e3 to #e9, docs/contract/examples.md#e13 to #e15.
 
 use codemode_catalog::{Catalog, CatalogMode, ControlKind, SearchLimits, ToolOrigin, ToolSpec};
 use codemode_facade::{
@@ -74,7 +74,7 @@ fn code_description(tool: &ToolDefinition) -> &str {
         .unwrap()
 }
 
-// ---- §2.1 visible tools ----
+// ---- docs/contract/surface.md#s2-1 visible tools ----
 
 #[test]
 fn e3_shell_exec_is_cataloged_and_control_tools_dropped() {
@@ -259,7 +259,7 @@ fn empty_tool_list_gives_exec_and_wait_only() {
         .is_empty());
 }
 
-// ---- §2.2 / §2.3 tool definitions ----
+// ---- docs/contract/surface.md#s2-2 / docs/contract/surface.md#s2-3 tool definitions ----
 
 #[test]
 fn e7_hide_from_channel_progress() {
@@ -374,7 +374,7 @@ fn exec_schema_does_not_depend_on_the_catalog() {
     );
 }
 
-// ---- §2.4 description ----
+// ---- docs/contract/surface.md#s2-4 description ----
 
 #[test]
 fn description_parts_are_exact() {

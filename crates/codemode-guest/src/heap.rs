@@ -1,4 +1,4 @@
-//! The QuickJS heap limit, enforced by the allocator (behaviour.md §5.7 "Memory").
+//! The QuickJS heap limit, enforced by the allocator (docs/contract/lifecycle.md#s5-7 "Memory").
 //!
 //! QuickJS's own limit (`JS_SetMemoryLimit`) refuses an allocation before it reaches the
 //! allocator, and when the heap is full the `InternalError: out of memory` object cannot be
@@ -14,7 +14,7 @@ use std::cell::Cell;
 use rquickjs::allocator::{Allocator, RustAllocator};
 
 /// Bytes past `memoryLimitBytes` the heap may use while QuickJS reports running out of memory.
-/// Far below the linear-memory headroom the host grants above the heap limit (D10).
+/// Far below the linear-memory headroom the host grants above the heap limit (docs/contract/decisions.md#d10).
 pub const RESERVE_BYTES: usize = 256 * 1024;
 
 /// Per-allocation bookkeeping of [`RustAllocator`] (its header), counted as used.

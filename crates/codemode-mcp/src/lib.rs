@@ -4,7 +4,7 @@
 //!   have; [`McpHub::connect`] connects to every server (stdio child processes or streamable
 //!   HTTP, through rmcp), lists their tools, resources and prompts, and gives catalog entries
 //!   ([`McpHub::specs`], `mcp:<server>:<server>__<tool>` with MCP metadata, so the guest reaches
-//!   them only through the `MCP` namespace, behaviour.md §7) and a [`McpExecutor`] that runs them.
+//!   them only through the `MCP` namespace, docs/contract/mcp.md#s7) and a [`McpExecutor`] that runs them.
 //! - **Server side**: [`CodeModeServer`] serves code mode itself as an MCP server with exactly
 //!   two tools, `exec` and `wait` (`codemode serve`).
 

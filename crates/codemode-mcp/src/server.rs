@@ -1,22 +1,20 @@
-//! Code mode served as an MCP server: the model-facing surface (`exec` and `wait`, behaviour.md
-//! §2.2–§2.4) over the Model Context Protocol, so any MCP client can drive code mode.
+//! Code mode served as an MCP server: the model-facing surface (`exec` and `wait`, docs/contract/surface.md#s2-2 to #s2-4) over the Model Context Protocol, so any MCP client can drive code mode.
 //!
 //! One [`CodeModeServer::serve`] call is one MCP session and one code-mode session: it gets its
 //! own [`RunScope`] (`session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`), so a run parked
-//! by `exec` in one session can be resumed by `wait` only from that session (behaviour.md §5.3;
+//! by `exec` in one session can be resumed by `wait` only from that session (docs/contract/lifecycle.md#s5-3;
 //! another session gets `code mode run belongs to a different session.`).
 //!
 //! - `tools/list` answers exactly `exec` and `wait`, with the description and input schema of
-//!   [`exec_tool`] (built from the current catalog and its MCP namespace prompt, §2.4, §7.5) and
+//!   [`exec_tool`] (built from the current catalog and its MCP namespace prompt, docs/contract/surface.md#s2-4, docs/contract/mcp.md#s7-5) and
 //!   [`wait_tool`].
 //! - `tools/call` runs [`CodeMode::exec`] / [`CodeMode::wait`] and answers the result
-//!   (behaviour.md §5.1) as one text block holding its compact JSON plus the same object as
+//!   (docs/contract/lifecycle.md#s5-1) as one text block holding its compact JSON plus the same object as
 //!   `structuredContent`; `isError` is `true` exactly when `status` is `"failed"`.
 //! - A `notifications/cancelled` for a running call, or the end of the session, aborts the run
-//!   (`failed` / `aborted`, §5.9).
+//!   (`failed` / `aborted`, docs/contract/lifecycle.md#s5-9).
 //! - When the session ends (the client closes stdio, deletes its HTTP session, or the server
-//!   shuts down), the runs it parked are dropped and their pending tool calls cancelled (spec
-//!   "Run and snapshot lifecycle"; behaviour.md §5.3 "dropped when their session ends").
+//!   shuts down), the runs it parked are dropped and their pending tool calls cancelled (docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5-3 "dropped when their session ends").
 //!
 //! Nothing here writes to stdout (it is the protocol on stdio); diagnostics go to `tracing`.
 
@@ -42,11 +40,11 @@ pub const SERVER_NAME: &str = "codemode";
 /// The `instructions` this server reports in its `initialize` answer.
 pub const SERVER_INSTRUCTIONS: &str = "Use exec to run a JavaScript or TypeScript program over the hidden tool catalog, and wait to resume a run that exec (or an earlier wait) left waiting.";
 
-/// The error text of the disabled result (behaviour.md §1 "Activation").
+/// The error text of the disabled result (docs/contract/config.md#activation "Activation").
 pub const CODE_MODE_DISABLED: &str = "code mode is disabled.";
 
 /// The result every `exec` and `wait` gets while the config disables code mode
-/// (behaviour.md §1 "Activation"), as `structuredContent`:
+/// (docs/contract/config.md#activation "Activation"), as `structuredContent`:
 /// `{"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"}`.
 pub fn disabled_result() -> Value {
     json!({"status": "failed", "error": CODE_MODE_DISABLED, "code": "invalid_input"})
@@ -59,7 +57,7 @@ pub fn disabled_result() -> Value {
 /// `scope` is the MCP session's scope (`session_id = "mcp-<uuid>"`, `session_key =
 /// "mcp:<uuid>"`, the rest `None`). A source normally puts it into [`RunEnv::scope`] unchanged
 /// (it may add an `agent_id`): that scope owns the runs `exec` parks, and is the caller scope of
-/// `wait` (behaviour.md §5.3).
+/// `wait` (docs/contract/lifecycle.md#s5-3).
 pub trait EnvSource: Send + Sync + 'static {
     /// The environment for one call in the session `scope`; `None` when the config disables code
     /// mode, and `exec` and `wait` then answer [`disabled_result`].
@@ -144,7 +142,7 @@ fn mcp_tool(definition: ToolDefinition) -> Tool {
     Tool::new(definition.name, definition.description, Arc::new(schema))
 }
 
-/// The MCP answer for one code-mode result (`structured` is its JSON, behaviour.md §5.1).
+/// The MCP answer for one code-mode result (`structured` is its JSON, docs/contract/lifecycle.md#s5-1).
 fn call_result(structured: Value) -> CallToolResult {
     let failed = structured.get("status").and_then(Value::as_str) == Some("failed");
     let text = serde_json::to_string(&structured).unwrap_or_default();
@@ -156,7 +154,7 @@ fn call_result(structured: Value) -> CallToolResult {
 
 /// Runs `run` with an [`AbortHandle`] that fires when `cancelled` resolves (the request's
 /// cancellation token: the client's `notifications/cancelled`, or the session ending), and still
-/// awaits the run's result (then `failed` / `aborted`, behaviour.md §5.9).
+/// awaits the run's result (then `failed` / `aborted`, docs/contract/lifecycle.md#s5-9).
 async fn abortable<C, F, Fut>(cancelled: C, run: F) -> Value
 where
     C: Future<Output = ()>,
@@ -301,7 +299,7 @@ impl CodeModeServer {
 }
 
 /// The `exec` definition for a known catalog: with the MCP namespace prompt when the catalog
-/// has MCP entries (behaviour.md §2.4 part 6, §7.5).
+/// has MCP entries (docs/contract/surface.md#s2-4 part 6, docs/contract/mcp.md#s7-5).
 fn exec_definition(catalog: &Catalog) -> ToolDefinition {
     let prompt = codemode_catalog::namespace_prompt(catalog);
     exec_tool(Some(catalog), prompt.as_deref())

@@ -1,4 +1,4 @@
-//! Time and cancellation of guest calls (behaviour.md D6, §5.9): the [`AbortHandle`], the
+//! Time and cancellation of guest calls (docs/contract/decisions.md#d6, docs/contract/lifecycle.md#s5-9): the [`AbortHandle`], the
 //! [`LegBudget`] a call runs under, and the [`Deadline`] a store polls from the guest's
 //! `codemode.interrupt` import (soft) and from wasmtime's epoch callback (hard).
 
@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::VmError;
 
-/// How long after the soft deadline the epoch deadline traps the guest (behaviour.md D6: ≤ 250 ms).
+/// How long after the soft deadline the epoch deadline traps the guest (docs/contract/decisions.md#d6: ≤ 250 ms).
 pub const HARD_DEADLINE_GRACE: Duration = Duration::from_millis(250);
 
-/// Cancels running guest code and pending waits from any thread (behaviour.md §5.9). Cloning
+/// Cancels running guest code and pending waits from any thread (docs/contract/lifecycle.md#s5-9). Cloning
 /// shares the signal.
 #[derive(Debug, Clone, Default)]
 pub struct AbortHandle(Arc<AbortInner>);

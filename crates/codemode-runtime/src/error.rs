@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 /// The runtime could not be created or a VM could not be made (`runtime_unavailable`,
-/// behaviour.md D10).
+/// docs/contract/decisions.md#d10).
 ///
 /// `Display` renders the whole cause chain (`{source:#}`), because that text is what reaches the
 /// model as the result's message; [`std::error::Error::source`] gives the underlying
@@ -53,7 +53,7 @@ impl RuntimeError {
     }
 }
 
-/// A guest call did not produce a report (behaviour.md D10 maps each to a result code). The
+/// A guest call did not produce a report (docs/contract/decisions.md#d10 maps each to a result code). The
 /// `Display` text of each variant is the result's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VmError {

@@ -8,7 +8,7 @@
 //! - [`Vm`]: one guest instance. [`Vm::start`] evaluates a cell, [`Vm::deliver`] settles one
 //!   bridge request; both return a [`codemode_bridge::GuestReport`]. Each call runs under a
 //!   [`LegBudget`]: QuickJS's interrupt handler stops the guest at the soft deadline and a wasmtime
-//!   epoch deadline at most [`HARD_DEADLINE_GRACE`] later traps it (behaviour.md D6).
+//!   epoch deadline at most [`HARD_DEADLINE_GRACE`] later traps it (docs/contract/decisions.md#d6).
 //! - [`Snapshot`]: the whole VM state (linear memory in use, `__stack_pointer`, the pending-request
 //!   table) in a versioned, zstd-compressed byte format that records the guest's hash.
 //!   [`Runtime::restore`] continues it in a fresh instance, as often as needed.
@@ -16,7 +16,7 @@
 //!   `max_wasm_stack`, so guest execution never blocks the async runtime's workers.
 //!
 //! Errors never panic the host: traps, protocol violations and panics in host code become
-//! [`VmError`] values that the facade maps to `failed` results (behaviour.md D10).
+//! [`VmError`] values that the facade maps to `failed` results (docs/contract/decisions.md#d10).
 //!
 //! Modules depend in one direction: `engine` → `vm` → `snapshot`, `budget`, `worker` →
 //! `limits`, `error` (and `cache`, used by `engine` only).

@@ -13,7 +13,7 @@ pub(crate) const JS_STACK_LIMIT_BYTES: u64 = SHADOW_STACK_BYTES - 1024 * 1024;
 /// QuickJS's own stack limit (on the shadow stack) trips first, giving a catchable `RangeError`.
 pub(crate) const MAX_WASM_STACK: usize = 64 * 1024 * 1024;
 
-/// Per-VM limits (spec "Configuration").
+/// Per-VM limits (docs/contract/config.md#configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VmLimits {
     /// QuickJS heap limit in bytes (`memoryLimitBytes`). Allocation past it raises a catchable

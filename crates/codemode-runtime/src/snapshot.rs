@@ -170,7 +170,7 @@ impl Snapshot {
     }
 
     /// Size in bytes of the stored form ([`Snapshot::to_bytes`]); what `maxSnapshotBytes`
-    /// limits (behaviour.md §5.6).
+    /// limits (docs/contract/lifecycle.md#s5-6).
     pub fn stored_bytes(&self) -> usize {
         HEADER_BYTES + self.host_table().len() + self.compressed.len()
     }

@@ -353,7 +353,7 @@ impl Vm {
         String::from_utf8_lossy(&self.store.data().stderr.contents()).into_owned()
     }
 
-    /// Evaluates `code` as the body of an async function (behaviour.md §4.1, wrapped by the guest
+    /// Evaluates `code` as the body of an async function (docs/contract/guest.md#s4-1, wrapped by the guest
     /// with [`codemode_bridge::wrap_user_code`]) after installing the run's globals from
     /// `context_json` ([`StartInput::context`]), then drains jobs.
     pub fn start(
@@ -375,7 +375,7 @@ impl Vm {
         self.step(start, &input, budget, None)
     }
 
-    /// Settles one pending bridge request and drains jobs (behaviour.md §4.3, "Settlement").
+    /// Settles one pending bridge request and drains jobs (docs/contract/guest.md#s4-3, "Settlement").
     pub fn deliver(
         &mut self,
         delivery: &Delivery,

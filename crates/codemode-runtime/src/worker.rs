@@ -1,4 +1,4 @@
-//! Leg threads: guest execution off the async executor (spec "QuickJS-WASI runtime").
+//! Leg threads: guest execution off the async executor (docs/contract/guest.md#runtime).
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};

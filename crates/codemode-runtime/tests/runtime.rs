@@ -150,7 +150,7 @@ fn start_with_heap(code: &str, limit: u64) -> GuestState {
         .state
 }
 
-/// behaviour.md §5.7 "Memory": a heap filled with small objects (where QuickJS could not even
+/// docs/contract/lifecycle.md#s5-7 "Memory": a heap filled with small objects (where QuickJS could not even
 /// build its error object and threw `null`) raises the catchable QuickJS error, and uncaught it
 /// is `InternalError: out of memory` with its backtrace.
 #[test]
@@ -198,7 +198,7 @@ fn heap_limit_is_enforced() {
 }
 
 /// A delivered result that does not fit in the heap rejects the awaiting promise with the
-/// catchable QuickJS error (behaviour.md §5.7) instead of resolving to `null`.
+/// catchable QuickJS error (docs/contract/lifecycle.md#s5-7) instead of resolving to `null`.
 #[test]
 fn a_result_too_big_for_the_heap_is_a_catchable_error() {
     let limits = VmLimits {

@@ -1,5 +1,4 @@
-//! The in-process store of suspended ("parked") code-mode runs (spec "Run and snapshot
-//! lifecycle"; behaviour.md §5.3 "Parking and `wait`", §5.4 "Caps", §5.6, §5.9, D1, E30–E32).
+//! The in-process store of suspended ("parked") code-mode runs (docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5-3 "Parking and `wait`", docs/contract/lifecycle.md#s5-4 "Caps", docs/contract/lifecycle.md#s5-6, docs/contract/lifecycle.md#s5-9, docs/contract/decisions.md#d1, docs/contract/examples.md#e30 to #e32).
 //!
 //! A [`SnapshotStore<T>`] keeps parked runs in memory only (nothing survives a restart), keyed by
 //! `runId`, each with its owner's [`RunScope`], an expiry and a payload `T`. The store is generic
@@ -11,11 +10,11 @@
 //! Lifecycle:
 //!
 //! 1. [`SnapshotStore::reserve`] takes a slot under the per-process cap ([`MAX_SUSPENDED_RUNS`]
-//!    in production) before any work is dispatched (behaviour.md §5.2 settle loop), so parking
+//!    in production) before any work is dispatched (docs/contract/lifecycle.md#s5-2 settle loop), so parking
 //!    can never fail the cap after side effects started. Dropping the [`Reservation`] frees it.
 //! 2. [`Reservation::park`] stores the run under its `runId` with `expiresAt = now + ttl`; the
 //!    reservation's slot becomes the run's slot.
-//! 3. [`SnapshotStore::resume`] checks the scope (behaviour.md §5.3 `wait` step 2, in order) and
+//! 3. [`SnapshotStore::resume`] checks the scope (docs/contract/lifecycle.md#s5-3 `wait` step 2, in order) and
 //!    hands out a [`ResumeGuard`] with exclusive access to the payload. While it lives, the run
 //!    stays stored and counted, a second `resume` gets [`StoreError::AlreadyResuming`], and the
 //!    run never expires. The guard ends in one of three ways:
@@ -72,41 +71,41 @@ use moka::Expiry;
 pub use codemode_bridge::RunScope;
 
 /// The production cap on suspended runs per process, counting parked runs plus outstanding
-/// reservations (behaviour.md §5.4).
+/// reservations (docs/contract/lifecycle.md#s5-4).
 pub const MAX_SUSPENDED_RUNS: usize = 64;
 
 /// The largest valid time, in milliseconds either side of the Unix epoch (the ECMAScript `Date`
-/// range, ±8.64 × 10¹⁵ ms). An expiry beyond it "cannot be represented" (behaviour.md §5.3, E30:
+/// range, ±8.64 × 10¹⁵ ms). An expiry beyond it "cannot be represented" (docs/contract/lifecycle.md#s5-3, docs/contract/examples.md#e30:
 /// `8640000000000001` is not a valid time).
 pub const MAX_TIME_MS: u128 = 8_640_000_000_000_000;
 
 /// Why the store refused an operation. `Display` is the exact reference message of
-/// behaviour.md §5.3/§5.4 (e.g. `code mode run is unavailable or expired.`); it is the only copy
+/// docs/contract/lifecycle.md#s5-3/docs/contract/lifecycle.md#s5-4 (e.g. `code mode run is unavailable or expired.`); it is the only copy
 /// of these texts.
 ///
 /// All variants except [`StoreError::ExpiryUnavailable`] are reported as `failed` results with
-/// `code: "invalid_input"` (behaviour.md D1); `ExpiryUnavailable` is `internal_error`
-/// (behaviour.md §5.3 "Parking"). None of them changes a stored run, except that `resume` removes
+/// `code: "invalid_input"` (docs/contract/decisions.md#d1); `ExpiryUnavailable` is `internal_error`
+/// (docs/contract/lifecycle.md#s5-3-parking "Parking"). None of them changes a stored run, except that `resume` removes
 /// a run it finds expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum StoreError {
-    /// The cap of suspended runs (parked plus reserved) is reached (behaviour.md §5.4).
+    /// The cap of suspended runs (parked plus reserved) is reached (docs/contract/lifecycle.md#s5-4).
     #[error("too many suspended code mode runs.")]
     TooManySuspended,
-    /// `now + ttl` is not a representable time (behaviour.md §5.3 "Parking").
+    /// `now + ttl` is not a representable time (docs/contract/lifecycle.md#s5-3-parking "Parking").
     #[error("code mode run expiry is unavailable.")]
     ExpiryUnavailable,
-    /// The `runId` is unknown, expired, or was removed while being resumed (§5.3 `wait` 2.1).
+    /// The `runId` is unknown, expired, or was removed while being resumed (docs/contract/lifecycle.md#s5-3 `wait` 2.1).
     #[error("code mode run is unavailable or expired.")]
     Unavailable,
-    /// The run's owner has an agent run id and the caller's differs or is missing (§5.3 `wait` 2.2).
+    /// The run's owner has an agent run id and the caller's differs or is missing (docs/contract/lifecycle.md#s5-3 `wait` 2.2).
     #[error("code mode run belongs to a different agent run.")]
     OtherAgentRun,
     /// The run's owner has a session id, session key or agent id and the caller's differs or is
-    /// missing (§5.3 `wait` 2.3).
+    /// missing (docs/contract/lifecycle.md#s5-3 `wait` 2.3).
     #[error("code mode run belongs to a different session.")]
     OtherSession,
-    /// Another `resume` holds the run's [`ResumeGuard`] (§5.3 `wait` 2.4); the first proceeds.
+    /// Another `resume` holds the run's [`ResumeGuard`] (docs/contract/lifecycle.md#s5-3 `wait` 2.4); the first proceeds.
     #[error("code mode run is already being resumed.")]
     AlreadyResuming,
 }
@@ -145,7 +144,7 @@ impl<V> From<Rejected<V>> for StoreError {
     }
 }
 
-/// The scope checks of behaviour.md §5.3 `wait` 2.2 and 2.3, in order, for `caller` resuming a
+/// The scope checks of docs/contract/lifecycle.md#s5-3 `wait` 2.2 and 2.3, in order, for `caller` resuming a
 /// run owned by `owner`. A field of `owner` that is `None` is not checked; a field of `caller`
 /// that is `None` never matches a set field of `owner`; strings are compared exactly.
 ///
@@ -170,7 +169,7 @@ pub fn admits(owner: &RunScope, caller: &RunScope) -> Result<(), StoreError> {
 }
 
 /// `now + ttl` as an [`Instant`], if it is representable both as a monotonic instant and as a
-/// valid wall-clock time within [`MAX_TIME_MS`] of the Unix epoch (behaviour.md §5.3: "if that
+/// valid wall-clock time within [`MAX_TIME_MS`] of the Unix epoch (docs/contract/lifecycle.md#s5-3: "if that
 /// cannot be represented: `code mode run expiry is unavailable.`").
 ///
 /// # Errors
@@ -343,8 +342,8 @@ impl<T: Send + 'static> SnapshotStore<T> {
         SnapshotStore { shared, index }
     }
 
-    /// Takes one slot under the cap for a run that may park later (behaviour.md §5.2: reserved
-    /// before the settle loop dispatches work; §5.4). The slot counts until the reservation is
+    /// Takes one slot under the cap for a run that may park later (docs/contract/lifecycle.md#s5-2: reserved
+    /// before the settle loop dispatches work; docs/contract/lifecycle.md#s5-4). The slot counts until the reservation is
     /// parked ([`Reservation::park`]) or dropped.
     ///
     /// # Errors
@@ -361,11 +360,11 @@ impl<T: Send + 'static> SnapshotStore<T> {
         })
     }
 
-    /// Resumes the parked run `run_id` for `caller` (behaviour.md §5.3 `wait` step 2), checking
+    /// Resumes the parked run `run_id` for `caller` (docs/contract/lifecycle.md#s5-3 `wait` step 2), checking
     /// in order:
     ///
     /// 1. unknown or expired (expiry `<=` now, checked exactly here) →
-    ///    [`StoreError::Unavailable`]; an expired run is removed and its payload dropped (E30);
+    ///    [`StoreError::Unavailable`]; an expired run is removed and its payload dropped (docs/contract/examples.md#e30);
     /// 2. [`admits`] → [`StoreError::OtherAgentRun`], then [`StoreError::OtherSession`];
     /// 3. another guard is live → [`StoreError::AlreadyResuming`].
     ///
@@ -410,7 +409,7 @@ impl<T: Send + 'static> SnapshotStore<T> {
     }
 
     /// Removes every run whose expiry has passed (expiry `<=` now) and drops its payload,
-    /// cancelling its work (behaviour.md §5.3: first step of every `exec`/`wait`). Runs being
+    /// cancelling its work (docs/contract/lifecycle.md#s5-3: first step of every `exec`/`wait`). Runs being
     /// resumed are never removed. Returns how many expired runs this call's scan removed (runs
     /// the TTL index evicted on its own, during this or an earlier call, are dropped too but not
     /// counted).
@@ -438,8 +437,8 @@ impl<T: Send + 'static> SnapshotStore<T> {
     }
 
     /// Removes every run whose owner's [`RunScope`] matches `owned` and drops its payload,
-    /// cancelling its work (spec "Run and snapshot lifecycle": snapshots are dropped on session
-    /// end; behaviour.md §5.3 "Runs … are dropped when their session ends"). Runs being resumed
+    /// cancelling its work (docs/contract/lifecycle.md#runs: snapshots are dropped on session
+    /// end; docs/contract/lifecycle.md#s5-3 "Runs … are dropped when their session ends"). Runs being resumed
     /// are detached as in [`SnapshotStore::remove`]. Returns how many runs were removed.
     pub fn remove_where(&self, owned: impl Fn(&RunScope) -> bool) -> usize {
         let count = self.drop_where(|record| owned(&record.owner));
@@ -447,8 +446,7 @@ impl<T: Send + 'static> SnapshotStore<T> {
         count
     }
 
-    /// Removes every run and drops its payload (session end or host shutdown; spec "Run and
-    /// snapshot lifecycle"). Runs being resumed are detached as in [`SnapshotStore::remove`].
+    /// Removes every run and drops its payload (session end or host shutdown; docs/contract/lifecycle.md#runs). Runs being resumed are detached as in [`SnapshotStore::remove`].
     /// Outstanding reservations stay counted until their holders drop or park them.
     pub fn clear(&self) {
         let runs = std::mem::take(&mut self.shared.lock().runs);
@@ -541,7 +539,7 @@ impl<T: Send + 'static> fmt::Debug for Reservation<T> {
 
 impl<T: Send + 'static> Reservation<T> {
     /// Parks `payload` under `run_id` (`cm_<uuid>` in production) for `owner`, expiring at
-    /// `now + ttl` (behaviour.md §5.3 "Parking"; `ttl` is `snapshotTtlSeconds`). The run takes
+    /// `now + ttl` (docs/contract/lifecycle.md#s5-3-parking "Parking"; `ttl` is `snapshotTtlSeconds`). The run takes
     /// over this reservation's slot. A run already stored under `run_id` is replaced and its
     /// payload dropped (its guard, if any, is detached as in [`SnapshotStore::remove`]).
     ///
@@ -608,7 +606,7 @@ impl<T: Send + 'static> Drop for Reservation<T> {
 /// While the guard lives the run stays stored and keeps its slot, a second `resume` gets
 /// [`StoreError::AlreadyResuming`], and neither expiry nor [`SnapshotStore::purge_expired`]
 /// removes it. End it with [`ResumeGuard::repark`] (new expiry), [`ResumeGuard::finish`]
-/// (removed), or by dropping it (parked again with the expiry unchanged; behaviour.md §5.3 `wait`
+/// (removed), or by dropping it (parked again with the expiry unchanged; docs/contract/lifecycle.md#s5-3 `wait`
 /// step 4). If the run was removed meanwhile ([`SnapshotStore::remove`], [`SnapshotStore::clear`]),
 /// dropping the guard drops the payload.
 pub struct ResumeGuard<T: Send + 'static> {
@@ -635,8 +633,7 @@ impl<T: Send + 'static> ResumeGuard<T> {
         &self.run_id
     }
 
-    /// Parks the run again under the same `runId` with a new expiry `now + ttl` (behaviour.md
-    /// §5.3 `wait` step 6: "A run that parks again keeps its `runId` and gets a new expiry"). No
+    /// Parks the run again under the same `runId` with a new expiry `now + ttl` (docs/contract/lifecycle.md#s5-3 `wait` step 6: "A run that parks again keeps its `runId` and gets a new expiry"). No
     /// reservation is needed: the run kept its slot.
     ///
     /// # Errors
@@ -677,7 +674,7 @@ impl<T: Send + 'static> ResumeGuard<T> {
     }
 
     /// Ends the run: removes it from the store at once (its slot is freed) and hands back the
-    /// payload (behaviour.md §5.3: "Terminal runs are removed"). Dropping the returned payload
+    /// payload (docs/contract/lifecycle.md#s5-3: "Terminal runs are removed"). Dropping the returned payload
     /// cancels whatever work it still owns.
     pub fn finish(mut self) -> T {
         let payload = self.payload.take().expect(HELD);

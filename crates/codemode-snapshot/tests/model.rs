@@ -1,5 +1,5 @@
 //! Model-based property test: random sequences of store operations (no time passing) give the
-//! same results, counts and payload drops as a straightforward model of behaviour.md §5.3/§5.4.
+//! same results, counts and payload drops as a straightforward model of docs/contract/lifecycle.md#s5-3/docs/contract/lifecycle.md#s5-4.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

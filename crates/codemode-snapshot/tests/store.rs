@@ -1,4 +1,4 @@
-//! Behaviour of the snapshot store against behaviour.md §5.3, §5.4, D1 and E30–E32.
+//! Behaviour of the snapshot store against docs/contract/lifecycle.md#s5-3, docs/contract/lifecycle.md#s5-4, docs/contract/decisions.md#d1 and docs/contract/examples.md#e30 to #e32.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -61,7 +61,7 @@ fn some(s: &str) -> Option<String> {
     Some(s.to_string())
 }
 
-/// The behaviour doc's fixture caller.
+/// The contract's fixture caller.
 fn fixture_caller() -> RunScope {
     RunScope {
         run_id: some("run-code-mode"),
@@ -221,7 +221,7 @@ fn zero_cap_refuses_every_reservation() {
 
 #[test]
 fn expired_run_is_unavailable_removed_and_dropped() {
-    // E30: an expired run is never resumable; `wait` removes it.
+    // docs/contract/examples.md#e30: an expired run is never resumable; `wait` removes it.
     let f = Fixture::new(4);
     let owner = fixture_caller();
     f.park("cm_short", &owner, Duration::from_millis(30), 1);
@@ -367,7 +367,7 @@ fn unrepresentable_expiry_is_refused() {
     drop(rejected);
     assert_eq!(f.drops(), 1);
 
-    // E30's bound: a time past ±8.64e15 ms from the epoch is not a valid time, even where a
+    // docs/contract/examples.md#e30's bound: a time past ±8.64e15 ms from the epoch is not a valid time, even where a
     // monotonic instant could hold it.
     let beyond = Duration::from_millis(8_640_000_000_000_001);
     assert_eq!(

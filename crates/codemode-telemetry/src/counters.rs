@@ -3,6 +3,7 @@
 use std::ops::{Add, AddAssign};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use codemode_bridge::SourceCounts;
 use serde::{Deserialize, Serialize};
 
 /// The cumulative bridge counts of one code-mode run's catalog, across `exec` and `wait`.
@@ -90,16 +91,6 @@ impl AtomicBridgeCounters {
     }
 }
 
-/// Catalog entries by source (`telemetry.sources`): `{"openclaw": n, "mcp": n, "client": n}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Sources {
-    /// OpenClaw core and plugin entries.
-    pub openclaw: usize,
-    /// MCP entries.
-    pub mcp: usize,
-    /// Client entries.
-    pub client: usize,
-}
 
 /// The `telemetry` field of every `exec`/`wait` result (docs/contract/telemetry.md#s9),
 /// serialised in this order with camelCase keys:
@@ -114,14 +105,14 @@ pub struct Telemetry {
     /// Entries in the whole run catalog, MCP included.
     pub catalog_size: usize,
     /// Entries by source.
-    pub sources: Sources,
+    pub sources: SourceCounts,
     /// `tools.search` calls in the run so far.
     pub search_count: u64,
     /// `tools.describe` calls in the run so far.
     pub describe_count: u64,
     /// Tool calls (`call`, `callValue`, conveniences, namespace and nodes dispatches) so far.
     pub call_count: u64,
-    /// The model-visible tools: `exec`, `wait`, then retained direct tools (D3).
+    /// The model-visible tools: `exec`, `wait`, then retained direct tools (docs/contract/decisions.md#d3).
     pub visible_tools: Vec<String>,
 }
 
@@ -129,7 +120,7 @@ impl Telemetry {
     /// A record from its parts.
     pub fn new(
         catalog_size: usize,
-        sources: Sources,
+        sources: SourceCounts,
         counters: BridgeCounters,
         visible_tools: Vec<String>,
     ) -> Telemetry {
@@ -161,7 +152,7 @@ mod tests {
     fn telemetry_json_is_todays_shape() {
         let t = Telemetry::new(
             28,
-            Sources {
+            SourceCounts {
                 openclaw: 3,
                 mcp: 25,
                 client: 0,

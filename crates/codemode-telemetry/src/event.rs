@@ -12,7 +12,7 @@
 //!
 //! `runId` is the scope's **agent** run id (as in `RunScope` and the `before_tool_call` hook
 //! event, docs/contract/host.md#h2). The code-mode run id (`cm_<uuid>`) is `codeModeRunId`,
-//! also on `tool_result`, where H4 calls it `runId?`: both can be known at once in an agent turn,
+//! also on `tool_result`, where docs/contract/host.md#h4 calls it `runId?`: both can be known at once in an agent turn,
 //! and a line cannot hold two values under one key.
 
 use serde::de::Error as _;
@@ -218,7 +218,7 @@ pub struct ToolResultEvent {
     pub tool_input_kind: Option<ToolInputKind>,
     /// `completed`, `waiting` or `failed`.
     pub status: ToolStatus,
-    /// The code-mode run id of a `waiting` result (H4's `runId?`; see the module docs).
+    /// The code-mode run id of a `waiting` result (docs/contract/host.md#h4's `runId?`; see the module docs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_mode_run_id: Option<String>,
     /// Wall time of the call, in milliseconds.

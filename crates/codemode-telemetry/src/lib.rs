@@ -1,7 +1,7 @@
 //! Code-mode telemetry, below the facade and free of wasmtime and tokio (`docs/telemetry.md`).
 //!
 //! - [`counters`]: the per-run bridge counters ([`BridgeCounters`], [`AtomicBridgeCounters`])
-//!   and the `telemetry` record on every result ([`Telemetry`], [`Sources`];
+//!   and the `telemetry` record on every result ([`Telemetry`], with [`SourceCounts`] from `codemode-bridge`;
 //!   docs/contract/telemetry.md#s9).
 //! - [`event`]: trajectory events (docs/contract/host.md#h4), one JSON line each
 //!   ([`TrajectoryEvent`], [`EventKind`]), redacted when built.
@@ -19,11 +19,12 @@ pub mod redact;
 pub mod sink;
 pub mod transcript;
 
-pub use counters::{AtomicBridgeCounters, BridgeCounters, CounterKind, Sources, Telemetry};
+pub use codemode_bridge::{RunScope, SourceCounts};
+pub use counters::{AtomicBridgeCounters, BridgeCounters, CounterKind, Telemetry};
 pub use event::{
     now_rfc3339, parse_json_lines, ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent,
     EventKind, NestedMethod, NestedStatus, NestedToolCallEvent, NestedToolResultEvent, ParkReason,
-    ParseError, RunEndedEvent, RunParkedEvent, RunResumedEvent, Scope, ToolCallEvent,
+    ParseError, RunEndedEvent, RunParkedEvent, RunResumedEvent, ToolCallEvent,
     ToolInputKind, ToolKind, ToolResultEvent, ToolStatus, TrajectoryEvent,
 };
 pub use meta::{cost_usd, AgentMeta, ModelCost, RunMeta, TokenUsage, ToolSummary};

@@ -74,7 +74,7 @@ impl ModelCost {
     }
 }
 
-/// `costUsd` of H5: `Some` only when there is both usage and a cost config.
+/// `costUsd` of docs/contract/host.md#h5: `Some` only when there is both usage and a cost config.
 pub fn cost_usd(usage: Option<&TokenUsage>, cost: Option<&ModelCost>) -> Option<f64> {
     Some(cost?.cost_usd(usage?))
 }

@@ -1,5 +1,4 @@
-//! Source preparation of a 10-line JavaScript cell and a 10-line TypeScript cell (behaviour.md
-//! §4.4). The JavaScript path must not touch swc's TypeScript transform; the benchmark checks
+//! Source preparation of a 10-line JavaScript cell and a 10-line TypeScript cell (docs/contract/guest.md#s4-4). The JavaScript path must not touch swc's TypeScript transform; the benchmark checks
 //! that with `typescript_transform_count`.
 
 use codemode_ts::{prepare_source, typescript_transform_count, Language};

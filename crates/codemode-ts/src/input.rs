@@ -1,4 +1,4 @@
-//! The `exec` argument checks (behaviour.md §2.2 "Argument checks").
+//! The `exec` argument checks (docs/contract/surface.md#s2-2-checks "Argument checks").
 
 use serde_json::Value;
 
@@ -6,7 +6,7 @@ use crate::rejection::Rejection;
 
 pub use codemode_bridge::Language;
 
-/// An `exec` input that passed the argument checks of behaviour.md §2.2.
+/// An `exec` input that passed the argument checks of docs/contract/surface.md#s2-2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecInput {
     /// The source: `command` if it is a string, else `code`. Never blank; kept verbatim
@@ -15,11 +15,11 @@ pub struct ExecInput {
     /// `language`, defaulting to [`Language::JavaScript`].
     pub language: Language,
     /// `true` only when the input says `restartSafe: true`. The effective value is this **or**
-    /// the host forcing restart-safe tools (§2.2), which the caller decides.
+    /// the host forcing restart-safe tools (docs/contract/surface.md#s2-2), which the caller decides.
     pub restart_safe: bool,
 }
 
-/// Applies the argument checks of behaviour.md §2.2 to a raw `exec` input, in order:
+/// Applies the argument checks of docs/contract/surface.md#s2-2 to a raw `exec` input, in order:
 ///
 /// 1. `code` and `command` are both strings and differ → [`Rejection::CodeAndCommandMismatch`];
 /// 2. the source (`command` if it is a string, else `code`) is missing, not a string, or blank

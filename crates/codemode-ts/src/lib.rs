@@ -1,25 +1,25 @@
 //! Source preparation for code mode: everything that happens to the model's code before a VM
-//! starts (behaviour.md §4.4).
+//! starts (docs/contract/guest.md#s4-4).
 //!
 //! The steps, in order:
 //!
-//! 1. **Input rules** (behaviour.md §2.2): `code` / `command` / `language` / `restartSafe`
+//! 1. **Input rules** (docs/contract/surface.md#s2-2): `code` / `command` / `language` / `restartSafe`
 //!    ([`parse_exec_input`]).
-//! 2. **Language gate** (§4.4 step 1): the language must be enabled in `config.languages`.
-//! 3. **TypeScript** (§4.7, TypeScript cells only): module check on the TypeScript tree, type strip
+//! 2. **Language gate** (docs/contract/guest.md#s4-4 step 1): the language must be enabled in `config.languages`.
+//! 3. **TypeScript** (docs/contract/guest.md#s4-7, TypeScript cells only): module check on the TypeScript tree, type strip
 //!    with swc, module check on the emitted JavaScript ([`strip_typescript`]).
-//! 4. **Module check** (§4.5): `code mode module access is disabled.`
-//! 5. **Shell check** (§4.6): shell commands sent as code are rejected.
+//! 4. **Module check** (docs/contract/guest.md#s4-5): `code mode module access is disabled.`
+//! 5. **Shell check** (docs/contract/guest.md#s4-6): shell commands sent as code are rejected.
 //!
 //! The one entry point for an `exec` call is [`prepare_exec`]; [`prepare_source`] starts at step 2
 //! for callers (such as a CLI) that already know the source and the language. Every failure is a
 //! [`Rejection`], which the caller reports as a `failed` result with `code: "invalid_input"` and
 //! [`Rejection::message`] as the error text. JavaScript cells never run the TypeScript transform
-//! (E33; see [`typescript_transform_count`]).
+//! (docs/contract/examples.md#e33; see [`typescript_transform_count`]).
 //!
 //! Module access through aliases (`const load = require`, `module.require(…)`,
 //! `process.getBuiltinModule(…)`) is caught at run time; [`is_module_access_reference_error`]
-//! tells the runtime which uncaught errors map to the module-access message (§4.5 "At run time").
+//! tells the runtime which uncaught errors map to the module-access message (docs/contract/guest.md#s4-5-runtime "At run time").
 
 #![deny(missing_docs)]
 

@@ -1,4 +1,4 @@
-//! Module-access rejection: `code mode module access is disabled.` (behaviour.md §4.5).
+//! Module-access rejection: `code mode module access is disabled.` (docs/contract/guest.md#s4-5).
 
 use std::sync::LazyLock;
 
@@ -11,7 +11,7 @@ use swc_core::ecma::visit::{Visit, VisitWith};
 
 use crate::scan;
 
-/// The regex of behaviour.md §4.5 "Unparsable programs", applied to the masked source:
+/// The regex of docs/contract/guest.md#s4-5-unparsable "Unparsable programs", applied to the masked source:
 /// `/\bimport\b\s*(?:\.|\(|["'`{*]|\w)|\brequire\b\s*\(/` (word boundaries and `\w` are ASCII,
 /// as in JavaScript).
 static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
@@ -21,7 +21,7 @@ static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
     .expect("the §4.5 fallback regex is valid")
 });
 
-/// Whether a parsed syntax tree contains module access (behaviour.md §4.5 "Static check"):
+/// Whether a parsed syntax tree contains module access (docs/contract/guest.md#s4-5-static "Static check"):
 /// an import declaration (also `import x = require(…)` and `export … from` in TypeScript trees),
 /// `import(…)`, `import.meta`, or a call whose callee is the identifier `require` — through
 /// parentheses, optional calls, comma sequences and TypeScript wrappers (`as`, `!`,
@@ -34,7 +34,7 @@ pub(crate) fn tree_has_module_access<N: VisitWith<Finder>>(node: &N) -> bool {
     finder.found
 }
 
-/// Whether an unparsable JavaScript program matches the regex fallback of behaviour.md §4.5 once
+/// Whether an unparsable JavaScript program matches the regex fallback of docs/contract/guest.md#s4-5 once
 /// its comments, string contents, template text and recognisable regex literals are masked.
 pub(crate) fn masked_source_has_module_access(source: &str) -> bool {
     FALLBACK.is_match(&scan::mask(source, &scan::scan(source)))
@@ -122,7 +122,7 @@ impl Visit for Finder {
 }
 
 /// Whether an uncaught guest error maps to `code mode module access is disabled.`
-/// (behaviour.md §4.5 "At run time"; the runtime applies this rule, this crate only decides it).
+/// (docs/contract/guest.md#s4-5-runtime "At run time"; the runtime applies this rule, this crate only decides it).
 ///
 /// `error_text` is the uncaught error as the runtime renders it: its first line must be a
 /// `ReferenceError` whose message is `require is not defined`, `module is not defined` or
@@ -130,7 +130,7 @@ impl Visit for Finder {
 /// `Uncaught `, with the name optionally in single quotes as QuickJS writes it
 /// (`ReferenceError: 'require' is not defined`). Later lines (a backtrace) are ignored; anything
 /// else returns `false`. This is how aliases such as `const load = require`,
-/// `module.require(…)` and `process.getBuiltinModule(…)` are caught (E40 inputs 6–8).
+/// `module.require(…)` and `process.getBuiltinModule(…)` are caught (docs/contract/examples.md#e40 inputs 6–8).
 pub fn is_module_access_reference_error(error_text: &str) -> bool {
     let first_line = error_text.lines().next().unwrap_or("").trim();
     let first_line = first_line.strip_prefix("Uncaught ").unwrap_or(first_line);

@@ -1,5 +1,5 @@
 //! Parsing a cell the way the runtime runs it: as the body of `(async () => {\n<code>\n})()`
-//! (behaviour.md §4.1, §4.5 "Static check"), as a script, with the latest ECMAScript syntax.
+//! (docs/contract/guest.md#s4-1, docs/contract/guest.md#s4-5-static "Static check"), as a script, with the latest ECMAScript syntax.
 
 use swc_core::common::comments::Comments;
 use swc_core::common::{sync::Lrc, BytePos, FileName, SourceFile, SourceMap, Spanned};

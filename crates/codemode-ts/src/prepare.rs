@@ -1,4 +1,4 @@
-//! The entry points: behaviour.md §4.4 in order.
+//! The entry points: docs/contract/guest.md#s4-4 in order.
 
 use serde_json::Value;
 
@@ -14,18 +14,18 @@ pub struct PreparedExec {
     /// output for TypeScript. The runtime wraps it as `(async () => {\n<javascript>\n})()`
     /// ([`crate::wrap_source`]).
     pub javascript: String,
-    /// The cell's language (hook events report it as `toolInputKind`, behaviour.md §2.2).
+    /// The cell's language (hook events report it as `toolInputKind`, docs/contract/surface.md#s2-2).
     pub language: Language,
     /// `true` when the input says `restartSafe: true`; the effective value also honours a host
-    /// that forces restart-safe tools (behaviour.md §2.2, §5.10).
+    /// that forces restart-safe tools (docs/contract/surface.md#s2-2, docs/contract/lifecycle.md#s5-10).
     pub restart_safe: bool,
 }
 
-/// Prepares one `exec` call: the argument checks of behaviour.md §2.2, then
-/// [`prepare_source`] (language gate, TypeScript strip, module check, shell check; §4.4).
+/// Prepares one `exec` call: the argument checks of docs/contract/surface.md#s2-2, then
+/// [`prepare_source`] (language gate, TypeScript strip, module check, shell check; docs/contract/guest.md#s4-4).
 ///
 /// `input` is the raw `exec` argument object (`code`, `command`, `language`, `restartSafe`);
-/// `languages` is the resolved `config.languages` (§1). Nothing here starts a VM or touches the
+/// `languages` is the resolved `config.languages` (docs/contract/config.md#s1). Nothing here starts a VM or touches the
 /// file system; every failure is a [`Rejection`] to report as `failed` / `invalid_input` with
 /// [`Rejection::message`].
 pub fn prepare_exec(input: &Value, languages: &[Language]) -> Result<PreparedExec, Rejection> {
@@ -38,7 +38,7 @@ pub fn prepare_exec(input: &Value, languages: &[Language]) -> Result<PreparedExe
     })
 }
 
-/// Prepares a source whose language is known (behaviour.md §4.4), returning the JavaScript
+/// Prepares a source whose language is known (docs/contract/guest.md#s4-4), returning the JavaScript
 /// function body to run. In order:
 ///
 /// 1. the language gate: `language` must be in `languages`, else
@@ -46,13 +46,13 @@ pub fn prepare_exec(input: &Value, languages: &[Language]) -> Result<PreparedExe
 /// 2. TypeScript only: [`crate::strip_typescript`] (module check on the TypeScript tree, strip,
 ///    module check on the output), which may fail with [`Rejection::ModuleAccessDisabled`] or
 ///    [`Rejection::TypeScriptTransformFailed`];
-/// 3. JavaScript: the module check of §4.5 on the source, parsed with swc's plain ECMAScript
+/// 3. JavaScript: the module check of docs/contract/guest.md#s4-5 on the source, parsed with swc's plain ECMAScript
 ///    parser (the TypeScript transform is never touched), or the masked regex fallback when it
 ///    does not parse → [`Rejection::ModuleAccessDisabled`];
-/// 4. the shell check of §4.6 → [`Rejection::ShellSource`].
+/// 4. the shell check of docs/contract/guest.md#s4-6 → [`Rejection::ShellSource`].
 ///
 /// A JavaScript source comes back unchanged, including one that does not parse: QuickJS then
-/// reports the `SyntaxError` (E36). The input rules (a blank source) are [`prepare_exec`]'s job.
+/// reports the `SyntaxError` (docs/contract/examples.md#e36). The input rules (a blank source) are [`prepare_exec`]'s job.
 pub fn prepare_source(
     source: &str,
     language: Language,

@@ -1,12 +1,12 @@
 //! A small, forgiving JavaScript/TypeScript tokenizer for the two places where swc's parser cannot
-//! help: masking an unparsable program for the regex fallback of behaviour.md §4.5, and the
+//! help: masking an unparsable program for the regex fallback of docs/contract/guest.md#s4-5, and the
 //! nesting-depth guard that runs before swc (see `depth.rs`).
 //!
 //! It never fails: unterminated strings, templates, comments and regular expressions end at the
 //! end of the line or the source. A `/` starts a regular expression where an expression may start
 //! (after an operator, an opening bracket, `}`, a keyword such as `return` or `typeof`, or at the
 //! start), and is a division after an identifier, a literal, `)` or `]` — the usual heuristic,
-//! which is what "recognisable regex literals" in §4.5 refers to.
+//! which is what "recognisable regex literals" in docs/contract/guest.md#s4-5 refers to.
 
 /// What a token is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -392,7 +392,7 @@ fn scan_word(src: &str, i: usize) -> usize {
 
 /// The source with comments, string contents, template text and regex bodies replaced by spaces
 /// (line terminators are kept). Quotes, backticks, `${`/`}` and slashes stay, so
-/// `import 'x'` still reads as `import '…'` (behaviour.md §4.5 "Unparsable programs").
+/// `import 'x'` still reads as `import '…'` (docs/contract/guest.md#s4-5-unparsable "Unparsable programs").
 pub(crate) fn mask(src: &str, toks: &[Tok]) -> String {
     let mut out = String::with_capacity(src.len());
     let mut at = 0;

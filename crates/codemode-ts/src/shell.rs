@@ -1,4 +1,4 @@
-//! Shell-source rejection (behaviour.md §4.6): shell commands sent as code.
+//! Shell-source rejection (docs/contract/guest.md#s4-6): shell commands sent as code.
 //!
 //! Text steps read the original source; parsing steps (9 and 10) read the prepared JavaScript,
 //! parsed as the body of the runtime's wrapper. The first step that decides wins.
@@ -14,7 +14,7 @@ use swc_core::ecma::visit::{Visit, VisitWith};
 use crate::parse::Parsed;
 use crate::scan::{is_js_whitespace, is_line_terminator, js_trim};
 
-/// The known command words of §4.6.
+/// The known command words of docs/contract/guest.md#s4-6.
 pub(crate) const KNOWN_WORDS: &[&str] = &[
     "alias",
     "apt",
@@ -137,7 +137,7 @@ pub(crate) const KNOWN_WORDS: &[&str] = &[
     "zsh",
 ];
 
-/// The keywords of §4.6: never a command unless also a known word.
+/// The keywords of docs/contract/guest.md#s4-6: never a command unless also a known word.
 pub(crate) const KEYWORDS: &[&str] = &[
     "abstract",
     "as",
@@ -194,7 +194,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "yield",
 ];
 
-/// The globals of §4.6: never a command.
+/// The globals of docs/contract/guest.md#s4-6: never a command.
 pub(crate) const GLOBALS: &[&str] = &[
     "ALL_TOOLS",
     "tools",
@@ -302,7 +302,7 @@ struct Command<'a> {
     known: bool,
 }
 
-/// Whether the source is a shell command rather than code (behaviour.md §4.6, steps 1–12).
+/// Whether the source is a shell command rather than code (docs/contract/guest.md#s4-6, steps 1–12).
 /// `original` is the cell as the model sent it; `prepared` is the parse of the JavaScript that
 /// would run (for JavaScript cells, of `original` itself).
 pub(crate) fn is_shell_source(original: &str, prepared: &Parsed) -> bool {

@@ -1,4 +1,4 @@
-//! The TypeScript step (behaviour.md §4.4 step 2, §4.7): module check on the TypeScript tree,
+//! The TypeScript step (docs/contract/guest.md#s4-4 step 2, docs/contract/guest.md#s4-7): module check on the TypeScript tree,
 //! type strip with swc, module check on the emitted JavaScript.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,14 +20,14 @@ use crate::rejection::Rejection;
 static TRANSFORMS: AtomicU64 = AtomicU64::new(0);
 
 /// How many times this process ran swc's TypeScript transform (the strip pass), counted when it
-/// starts. JavaScript cells never run it (behaviour.md §4.7, E33), so the count does not change
+/// starts. JavaScript cells never run it (docs/contract/guest.md#s4-7, docs/contract/examples.md#e33), so the count does not change
 /// while only JavaScript cells are prepared; tests and diagnostics use this to check that.
 pub fn typescript_transform_count() -> u64 {
     TRANSFORMS.load(Ordering::Relaxed)
 }
 
-/// Strips the types from a TypeScript cell (behaviour.md §4.7) and applies the module checks of
-/// §4.4 step 2 on the way. Returns the JavaScript body (without the wrapper) to run.
+/// Strips the types from a TypeScript cell (docs/contract/guest.md#s4-7) and applies the module checks of
+/// docs/contract/guest.md#s4-4 step 2 on the way. Returns the JavaScript body (without the wrapper) to run.
 ///
 /// The code is parsed with swc's TypeScript grammar as the body of
 /// `(async () => {\n<code>\n})()`, so top-level `await` and `return` work. `enum`, `namespace`
@@ -37,7 +37,7 @@ pub fn typescript_transform_count() -> u64 {
 ///
 /// Errors:
 /// - [`Rejection::ModuleAccessDisabled`] when the TypeScript tree (or, for a source swc cannot
-///   parse at all, the masked regex fallback of §4.5) or the emitted JavaScript contains module
+///   parse at all, the masked regex fallback of docs/contract/guest.md#s4-5) or the emitted JavaScript contains module
 ///   access;
 /// - [`Rejection::TypeScriptTransformFailed`] for any parse diagnostic, each as
 ///   `<line>:<column>: <message>` in the user's code; also when the code closes the wrapper's
@@ -46,7 +46,7 @@ pub fn strip_typescript(source: &str) -> Result<String, Rejection> {
     strip(source, false)
 }
 
-/// [`strip_typescript`], followed by the shell check of behaviour.md §4.6 when `shell_check`
+/// [`strip_typescript`], followed by the shell check of docs/contract/guest.md#s4-6 when `shell_check`
 /// (text steps on `source`, parsing steps on the emitted JavaScript).
 pub(crate) fn strip(source: &str, shell_check: bool) -> Result<String, Rejection> {
     let depth = depth::measure(source);

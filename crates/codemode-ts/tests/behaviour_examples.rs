@@ -1,5 +1,5 @@
-//! The worked examples of behaviour.md §10 "Input and source checks" (E16–E19), E34 and E40,
-//! plus the argument checks of §2.2 and the language gate of §4.4, each with its exact message.
+//! The worked examples of docs/contract/examples.md#s10 "Input and source checks" (docs/contract/examples.md#e16 to #e19), docs/contract/examples.md#e34 and docs/contract/examples.md#e40,
+//! plus the argument checks of docs/contract/surface.md#s2-2 and the language gate of docs/contract/guest.md#s4-4, each with its exact message.
 
 use codemode_ts::{
     is_module_access_reference_error, parse_exec_input, prepare_exec, prepare_source, ExecInput,
@@ -38,7 +38,7 @@ fn e17_code_and_command_must_match() {
     );
 }
 
-/// E18: each line is `code`, except `command:` (command only) and `both:` (equal code and
+/// docs/contract/examples.md#e18: each line is `code`, except `command:` (command only) and `both:` (equal code and
 /// command); `\n` stands for a newline.
 const E18_SHELL_INPUTS: &[&str] = &[
     r"ls -la /workspace/",
@@ -101,7 +101,7 @@ fn e18_shell_inputs_are_rejected_as_typescript_too() {
     }
 }
 
-/// E19: JavaScript that must pass every check (the value each returns is the runtime's business).
+/// docs/contract/examples.md#e19: JavaScript that must pass every check (the value each returns is the runtime's business).
 const E19_JAVASCRIPT: &[&str] = &[
     "true;",
     "false;",
@@ -147,7 +147,7 @@ fn e34_typeof_of_module_globals_is_allowed() {
     );
 }
 
-/// E40 inputs 1–5 and 9: caught by the static check.
+/// docs/contract/examples.md#e40 inputs 1–5 and 9: caught by the static check.
 const E40_STATIC: &[&str] = &[
     "const fs = require('node:fs'); return fs;",
     r"return r\u0065quire('node:fs');",
@@ -157,7 +157,7 @@ const E40_STATIC: &[&str] = &[
     "return import('node:fs');",
 ];
 
-/// E40 inputs 6–8: caught at run time by the `ReferenceError` rule.
+/// docs/contract/examples.md#e40 inputs 6–8: caught at run time by the `ReferenceError` rule.
 const E40_RUN_TIME: &[(&str, &str)] = &[
     (
         "const load = require; return load('node:fs');",

@@ -1,6 +1,6 @@
 //! Hard cases beyond the spec's lists: regex/division traps, comments in odd places, unicode
-//! escapes, unparsable programs (the masked regex fallback of §4.5), the shell algorithm's
-//! corners (§4.6) and very long or deeply nested inputs.
+//! escapes, unparsable programs (the masked regex fallback of docs/contract/guest.md#s4-5), the shell algorithm's
+//! corners (docs/contract/guest.md#s4-6) and very long or deeply nested inputs.
 
 use codemode_ts::{prepare_source, Language, Rejection};
 
@@ -77,7 +77,7 @@ fn regex_and_division_traps_pass() {
 
 #[test]
 fn unparsable_javascript_uses_the_masked_regex() {
-    // The static check needs a tree; these do not parse, so §4.5's regex decides on the masked
+    // The static check needs a tree; these do not parse, so docs/contract/guest.md#s4-5's regex decides on the masked
     // text.
     for code in [
         "import fs from 'fs'; return fs;",

@@ -1,5 +1,5 @@
 //! Invariants over arbitrary input: the preparer never panics, and every rejection carries one of
-//! the documented messages (behaviour.md §2.2, §4.4–§4.7).
+//! the documented messages (docs/contract/surface.md#s2-2, docs/contract/guest.md#s4-4 to #s4-7).
 
 use codemode_ts::{
     prepare_exec, prepare_source, Language, Rejection, CODE_AND_COMMAND_MISMATCH, INVALID_LANGUAGE,

@@ -1,4 +1,4 @@
-//! TypeScript cells (behaviour.md §4.7): the emitted JavaScript of a corpus of realistic cells
+//! TypeScript cells (docs/contract/guest.md#s4-7): the emitted JavaScript of a corpus of realistic cells
 //! (insta snapshots until the runtime can run them), diagnostics with positions in the user's
 //! code, and the transform counter.
 

@@ -1,5 +1,5 @@
-//! `$api` answers (behaviour.md §7.3) and the `API` virtual files with `API.list` / `API.read`
-//! (§7.4). The declaration texts they carry come from [`super::dts`].
+//! `$api` answers (docs/contract/mcp.md#s7-3) and the `API` virtual files with `API.list` / `API.read`
+//! (docs/contract/mcp.md#s7-4). The declaration texts they carry come from [`super::dts`].
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -15,10 +15,10 @@ pub const MAX_API_DESCRIPTION_CHARS: usize = 4000;
 /// by `{"omitted": "schema of <n> bytes is over the <max>-byte limit of $api"}`.
 pub const MAX_API_SCHEMA_BYTES: usize = 256 * 1024;
 
-/// `invalid API file path` (§7.4 `API.read`).
+/// `invalid API file path` (docs/contract/mcp.md#s7-4 `API.read`).
 pub const INVALID_API_FILE_PATH: &str = "invalid API file path";
 
-/// Why `API.read(path)` failed (§7.4). `Display` is the exact guest message.
+/// Why `API.read(path)` failed (docs/contract/mcp.md#s7-4). `Display` is the exact guest message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiFileError {
     /// [`INVALID_API_FILE_PATH`]: an empty path, or an empty, `.` or `..` segment.
@@ -29,7 +29,7 @@ pub enum ApiFileError {
     UnknownFile(String),
 }
 
-/// A virtual `API` file (§7.4). Serialises as `{path, description, bytes, content}`.
+/// A virtual `API` file (docs/contract/mcp.md#s7-4). Serialises as `{path, description, bytes, content}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApiFile {
     /// `mcp/index.d.ts` or `mcp/<identifier>.d.ts`.
@@ -44,7 +44,7 @@ pub struct ApiFile {
 }
 
 impl McpNamespace {
-    /// `MCP.$api()` (§7.3): `{kind: "mcp_api", scope: "root", header, servers: [{identifier,
+    /// `MCP.$api()` (docs/contract/mcp.md#s7-3): `{kind: "mcp_api", scope: "root", header, servers: [{identifier,
     /// serverName, toolCount}], note}`; `toolCount` counts every method of the server.
     pub fn api_root(&self) -> Value {
         json!({
@@ -60,7 +60,7 @@ impl McpNamespace {
         })
     }
 
-    /// `MCP.<identifier>.$api(selector?, options?)` (§7.3); `None` for an unknown identifier.
+    /// `MCP.<identifier>.$api(selector?, options?)` (docs/contract/mcp.md#s7-3); `None` for an unknown identifier.
     /// See [`api_server`].
     pub fn api_server(
         &self,
@@ -72,7 +72,7 @@ impl McpNamespace {
             .map(|s| api_server(s, selector, options))
     }
 
-    /// The `API` virtual files (§7.4): `mcp/index.d.ts` (one `/// <reference path="./<id>.d.ts"
+    /// The `API` virtual files (docs/contract/mcp.md#s7-4): `mcp/index.d.ts` (one `/// <reference path="./<id>.d.ts"
     /// />` line per server, a blank line, the root declaration), then `mcp/<identifier>.d.ts`
     /// per server in identifier order. A server whose identifier is `index` has no file of its
     /// own (it would clash with the index): its declaration is appended to `mcp/index.d.ts`
@@ -121,7 +121,7 @@ fn api_file(path: String, description: String, content: String) -> ApiFile {
         content,
     }
 }
-/// `MCP.<server>.$api(selector?, options?)` for one server (§7.3).
+/// `MCP.<server>.$api(selector?, options?)` for one server (docs/contract/mcp.md#s7-3).
 ///
 /// A string selector is trimmed; a non-empty one selects the methods whose `method` (e.g.
 /// `createIssue`, `resources.read`), full dotted path (`MCP.github.createIssue`) or raw MCP name
@@ -203,7 +203,7 @@ pub fn api_server(server: &McpServer, selector: Option<&Value>, options: Option<
     );
     Value::Object(out)
 }
-/// `API.list(prefix?)` over `files` (§7.4): `{files: [{path, description, bytes}]}`. A string
+/// `API.list(prefix?)` over `files` (docs/contract/mcp.md#s7-4): `{files: [{path, description, bytes}]}`. A string
 /// prefix is trimmed and one trailing `/` removed; a file matches when its path equals the
 /// prefix or starts with `prefix + "/"`. No prefix, a non-string or an empty one lists all.
 pub fn api_list(files: &[ApiFile], prefix: Option<&Value>) -> Value {
@@ -221,7 +221,7 @@ pub fn api_list(files: &[ApiFile], prefix: Option<&Value>) -> Value {
     json!({ "files": listed })
 }
 
-/// `API.read(path)` over `files` (§7.4): one leading `/` is stripped; an empty path or an empty,
+/// `API.read(path)` over `files` (docs/contract/mcp.md#s7-4): one leading `/` is stripped; an empty path or an empty,
 /// `.` or `..` segment gives [`ApiFileError::InvalidPath`]; an unknown file gives
 /// [`ApiFileError::UnknownFile`] (`Unknown API file: <path>`, the path after stripping). The `Ok` file serialises as
 /// `{path, description, bytes, content}`.

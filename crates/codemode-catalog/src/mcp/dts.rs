@@ -1,4 +1,4 @@
-//! The `.d.ts` declarations of the `API` files and `$api` headers (behaviour.md §7.4): the root
+//! The `.d.ts` declarations of the `API` files and `$api` headers (docs/contract/mcp.md#s7-4): the root
 //! declaration, server declarations, and one tool block per method (JSDoc from the untrusted
 //! descriptions, one `input` object type, the operation's result type). Parameter types are
 //! rendered by [`crate::schema_ts`] under [`DECLARATION_RULES`].
@@ -11,9 +11,9 @@ use super::{schema_properties, schema_required, McpMethod, McpNamespace, McpServ
 use crate::js::{cut_utf16, is_identifier, js_trim, json_string, json_stringify, utf16_len};
 use crate::schema_ts::{render, KeyOrder, Keywords, ObjectRules, Rules, UNKNOWN};
 
-/// Most description lines in a JSDoc block (§7.4 "at most 12 trimmed lines").
+/// Most description lines in a JSDoc block (docs/contract/mcp.md#s7-4 "at most 12 trimmed lines").
 ///
-/// The other `MAX_*` constants are the bounds of the `.d.ts` renderer (§7.4 asks for bounded
+/// The other `MAX_*` constants are the bounds of the `.d.ts` renderer (docs/contract/mcp.md#s7-4 asks for bounded
 /// output; the numbers are ours). Every tool block is at most [`MAX_TOOL_BLOCK_BYTES`]; a file is
 /// its fixed header plus one block per tool, so its size is bounded by the number of tools.
 pub const MAX_DOC_LINES: usize = 12;
@@ -38,10 +38,10 @@ pub const MAX_DEFAULT_CHARS: usize = 200;
 /// Largest tool block in bytes; a larger block is replaced by a short block that points at
 /// `$api(<method>, { schema: true })`.
 pub const MAX_TOOL_BLOCK_BYTES: usize = 16 * 1024;
-/// Most values of an `enum` rendered as a literal union (§7.4 "an enum of up to 16 values");
+/// Most values of an `enum` rendered as a literal union (docs/contract/mcp.md#s7-4 "an enum of up to 16 values");
 /// a larger enum renders its `type`.
 pub const MAX_TYPE_ENUM_VALUES: usize = 16;
-/// Most `oneOf`/`anyOf` members rendered as a union (§7.4 "of up to 8"), and most string
+/// Most `oneOf`/`anyOf` members rendered as a union (docs/contract/mcp.md#s7-4 "of up to 8"), and most string
 /// members of `type: [...]`.
 pub const MAX_TYPE_UNION_MEMBERS: usize = 8;
 
@@ -68,7 +68,7 @@ pub const DECLARATION_RULES: Rules = Rules {
 };
 
 impl McpNamespace {
-    /// The root declaration (§7.4), also `MCP.$api().header`:
+    /// The root declaration (docs/contract/mcp.md#s7-4), also `MCP.$api().header`:
     ///
     /// ```text
     /// type McpApiHeader = { header: string; servers?: unknown[] };
@@ -101,7 +101,7 @@ type McpPromptsListResult = { prompts: unknown[]; nextCursor?: string };
 type McpPromptsGetResult = { messages: unknown[]; description?: string };
 ";
 
-/// The server declaration (§7.4) for `methods` of `server` (all of them for the file, the
+/// The server declaration (docs/contract/mcp.md#s7-4) for `methods` of `server` (all of them for the file, the
 /// selection for `$api`): the fixed preamble, then `declare namespace MCP.<identifier> {` with
 /// `$api`, the top-level tool blocks, then `namespace prompts { … }` and
 /// `namespace resources { … }` when they have methods. Methods keep the given order (sorted by

@@ -1,4 +1,4 @@
-//! Server and tool identifiers (behaviour.md §7.1): camel-casing, the fallback names, and the
+//! Server and tool identifiers (docs/contract/mcp.md#s7-1): camel-casing, the fallback names, and the
 //! numeric suffixes that keep identifiers unique and clear of keywords, reserved globals and
 //! forbidden names.
 
@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use crate::js::{cmp_utf16, is_identifier};
 
-/// §7.1 keywords: a generated identifier equal to one of these gets a numeric suffix.
+/// docs/contract/mcp.md#s7-1 keywords: a generated identifier equal to one of these gets a numeric suffix.
 pub const KEYWORDS: [&str; 36] = [
     "break",
     "case",
@@ -46,7 +46,7 @@ pub const KEYWORDS: [&str; 36] = [
     "enum",
 ];
 
-/// §7.1 reserved globals: a generated identifier equal to one of these gets a numeric suffix.
+/// docs/contract/mcp.md#s7-1 reserved globals: a generated identifier equal to one of these gets a numeric suffix.
 pub const RESERVED_GLOBALS: [&str; 29] = [
     "ALL_TOOLS",
     "agents",
@@ -79,13 +79,13 @@ pub const RESERVED_GLOBALS: [&str; 29] = [
     "yield_control",
 ];
 
-/// Path segments that are never valid (§7.1 step 4, §7.2 step 2).
+/// Path segments that are never valid (docs/contract/mcp.md#s7-1 step 4, docs/contract/mcp.md#s7-2 step 2).
 pub const FORBIDDEN_SEGMENTS: [&str; 3] = ["__proto__", "constructor", "prototype"];
 
-/// Names reserved inside every server object (§7.1): tools never get these identifiers.
+/// Names reserved inside every server object (docs/contract/mcp.md#s7-1): tools never get these identifiers.
 pub const RESERVED_SERVER_MEMBERS: [&str; 3] = ["$api", "resources", "prompts"];
 
-/// §7.1 steps 1–3: camel-case the `[A-Za-z0-9]+` words of `name`, strip leading characters
+/// docs/contract/mcp.md#s7-1 steps 1–3: camel-case the `[A-Za-z0-9]+` words of `name`, strip leading characters
 /// outside `[A-Za-z_$]`, and fall back to `fallback` when nothing is left.
 ///
 /// `create_issue` → `createIssue`, `take-snapshot` → `takeSnapshot`, `2fa` → `fa`, `""` →
@@ -122,7 +122,7 @@ fn is_reserved(candidate: &str) -> bool {
         || FORBIDDEN_SEGMENTS.contains(&candidate)
 }
 
-/// §7.1 step 4: `base`, else `base2`, `base3`, … — the first candidate that is not in `used`,
+/// docs/contract/mcp.md#s7-1 step 4: `base`, else `base2`, `base3`, … — the first candidate that is not in `used`,
 /// not a keyword, not a reserved global and not `__proto__`/`constructor`/`prototype`. The
 /// result is added to `used`.
 pub fn unique_identifier(base: &str, used: &mut HashSet<String>) -> String {
@@ -136,7 +136,7 @@ pub fn unique_identifier(base: &str, used: &mut HashSet<String>) -> String {
     candidate
 }
 
-/// Server identifiers for a list of safe server names, sorted and de-duplicated first (§7.1):
+/// Server identifiers for a list of safe server names, sorted and de-duplicated first (docs/contract/mcp.md#s7-1):
 /// returns `(safe name, identifier)` in safe-name order.
 pub(super) fn server_identifiers(mut safe_names: Vec<&str>) -> Vec<(&str, String)> {
     safe_names.sort_by(|a, b| cmp_utf16(a, b));

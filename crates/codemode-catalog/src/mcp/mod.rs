@@ -1,16 +1,16 @@
-//! The `MCP` namespace model (behaviour.md §7): server and tool identifiers, the callable path
+//! The `MCP` namespace model (docs/contract/mcp.md#s7): server and tool identifiers, the callable path
 //! table, the host checks of a `namespace` bridge request, `$api` answers, the `API` virtual
 //! `.d.ts` files and the namespace prompt. Pure functions over a built [`Catalog`](crate::Catalog); no I/O, no
 //! runtime.
 //!
-//! Scope: gateway servers only. Node-hosted servers (§7.1 "grouped by `(node id, server
+//! Scope: gateway servers only. Node-hosted servers (docs/contract/mcp.md#s7-1 "grouped by `(node id, server
 //! name)`", node labels, `<node-id fragment>_<safeServerName>` renames) are not modelled, because
 //! [`ToolOrigin::Mcp`] carries no node; every server is grouped by its safe server name.
 //!
-//! One file per concern: [`ident`] (§7.1 identifiers), [`route`] (building the path table and
-//! the §7.2 host checks of a `namespace` request, [`NamespaceError`]), [`api`] (`$api`
-//! answers and the `API` files, [`ApiFileError`]), [`dts`] (the §7.4 declarations, whose types
-//! come from [`crate::schema_ts`]) and [`prompt`] (§7.5). This file holds the model they share.
+//! One file per concern: [`ident`] (docs/contract/mcp.md#s7-1 identifiers), [`route`] (building the path table and
+//! the docs/contract/mcp.md#s7-2 host checks of a `namespace` request, [`NamespaceError`]), [`api`] (`$api`
+//! answers and the `API` files, [`ApiFileError`]), [`dts`] (the docs/contract/mcp.md#s7-4 declarations, whose types
+//! come from [`crate::schema_ts`]) and [`prompt`] (docs/contract/mcp.md#s7-5). This file holds the model they share.
 //!
 //! ```
 //! use codemode_catalog::{Catalog, McpNamespace, NamespaceAction, SearchLimits, ToolSpec};
@@ -66,7 +66,7 @@ pub use ident::{
 pub use prompt::namespace_prompt;
 pub use route::{map_input, NamespaceError, MCP_NAMESPACE_ID, ONE_OBJECT_ARGUMENT};
 
-/// One callable MCP method of a server (§7.2 path table).
+/// One callable MCP method of a server (docs/contract/mcp.md#s7-2 path table).
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpMethod {
     /// The path below the server joined with `.`: `createIssue`, `resources.read`, ….
@@ -85,7 +85,7 @@ pub struct McpMethod {
     pub parameters: Option<Value>,
 }
 
-/// One server object `MCP.<identifier>` (§7.1 "Servers").
+/// One server object `MCP.<identifier>` (docs/contract/mcp.md#s7-1-servers "Servers").
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpServer {
     /// The JavaScript identifier (`github`, `chromeDevtools`, `server`, `tools2`, …).
@@ -98,7 +98,7 @@ pub struct McpServer {
     pub methods: Vec<McpMethod>,
 }
 
-/// The whole `MCP` namespace of one run (behaviour.md §7.1–§7.4).
+/// The whole `MCP` namespace of one run (docs/contract/mcp.md#s7-1 to #s7-4).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct McpNamespace {
     servers: Vec<McpServer>,
@@ -112,7 +112,7 @@ enum Callable {
     Method(usize, usize),
 }
 
-/// What a checked `namespace` request asks the host to do (§7.2, §7.3).
+/// What a checked `namespace` request asks the host to do (docs/contract/mcp.md#s7-2, docs/contract/mcp.md#s7-3).
 #[derive(Debug, Clone, PartialEq)]
 pub enum NamespaceAction {
     /// Dispatch the catalog entry `id` with `input` (a JSON object, schema defaults filled in).
@@ -200,7 +200,7 @@ impl McpNamespace {
         out
     }
 
-    /// `$serverName` of each server: `(identifier, serverName)` (§7.2).
+    /// `$serverName` of each server: `(identifier, serverName)` (docs/contract/mcp.md#s7-2).
     pub fn server_names(&self) -> Vec<(&str, &str)> {
         self.servers
             .iter()

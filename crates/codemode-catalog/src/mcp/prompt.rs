@@ -1,4 +1,4 @@
-//! The namespace prompt (behaviour.md §7.5): built from server identifiers only, never from tool
+//! The namespace prompt (docs/contract/mcp.md#s7-5): built from server identifiers only, never from tool
 //! names, descriptions or schemas.
 
 use super::ident::server_identifiers;
@@ -7,7 +7,7 @@ use crate::catalog::Catalog;
 use crate::js::cmp_utf16;
 
 impl McpNamespace {
-    /// The namespace prompt (§7.5), `None` when the namespace is empty. Built from server
+    /// The namespace prompt (docs/contract/mcp.md#s7-5), `None` when the namespace is empty. Built from server
     /// identifiers only; see [`namespace_prompt`], which does not even build the method table.
     pub fn prompt(&self) -> Option<String> {
         prompt_for(self.servers.iter().map(|s| s.identifier.as_str()).collect())
@@ -24,7 +24,7 @@ fn prompt_for(identifiers: Vec<&str>) -> Option<String> {
     ))
 }
 
-/// The namespace prompt of §7.5 straight from a catalog: the server identifiers (in identifier
+/// The namespace prompt of docs/contract/mcp.md#s7-5 straight from a catalog: the server identifiers (in identifier
 /// order) of the MCP entries with metadata, joined with `, `. It reads only server names, never
 /// tool names, descriptions or schemas. `None` when there is no such entry.
 pub fn namespace_prompt(catalog: &Catalog) -> Option<String> {

@@ -1,4 +1,4 @@
-//! Routing (behaviour.md §7.1, §7.2): building the published path table from the catalog's MCP
+//! Routing (docs/contract/mcp.md#s7-1, docs/contract/mcp.md#s7-2): building the published path table from the catalog's MCP
 //! entries, and the host checks of a `namespace` bridge request that either dispatch a tool by
 //! exact catalog id or answer `$api`.
 
@@ -21,10 +21,10 @@ use crate::js::cmp_utf16;
 /// The namespace id of the `MCP` global in `namespace` bridge requests.
 pub const MCP_NAMESPACE_ID: &str = "mcp";
 
-/// `MCP namespace tools accept one object argument.` (§7.2 step 4).
+/// `MCP namespace tools accept one object argument.` (docs/contract/mcp.md#s7-2 step 4).
 pub const ONE_OBJECT_ARGUMENT: &str = "MCP namespace tools accept one object argument.";
 
-/// Why a `namespace` bridge request was refused (behaviour.md §7.2, checked in this order).
+/// Why a `namespace` bridge request was refused (docs/contract/mcp.md#s7-2, checked in this order).
 /// `Display` is the exact guest message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NamespaceError {
@@ -59,7 +59,7 @@ fn sorted_mcp_entries(catalog: &Catalog) -> Vec<(&Entry, McpMeta<'_>)> {
 }
 impl McpNamespace {
     /// Builds the namespace from the catalog's MCP entries that carry MCP metadata
-    /// ([`ToolOrigin::Mcp`](crate::ToolOrigin::Mcp) with `tool_name: Some(_)`), in id order (§7.1, §7.2).
+    /// ([`ToolOrigin::Mcp`](crate::ToolOrigin::Mcp) with `tool_name: Some(_)`), in id order (docs/contract/mcp.md#s7-1, docs/contract/mcp.md#s7-2).
     ///
     /// Servers are grouped by trimmed safe server name and get identifiers in safe-name order
     /// (fallback `server`). Tools get identifiers from their raw MCP name in id order (fallback
@@ -141,7 +141,7 @@ impl McpNamespace {
         McpNamespace { servers, callable }
     }
 
-    /// The host checks of a `namespace` bridge request, in the order of §7.2:
+    /// The host checks of a `namespace` bridge request, in the order of docs/contract/mcp.md#s7-2:
     ///
     /// 1. `namespace_id` other than `mcp` (or any id when the namespace is empty) →
     ///    `Unknown code mode namespace: <id>`;
@@ -155,7 +155,7 @@ impl McpNamespace {
     /// 6. missing required keys → `Missing required MCP namespace argument: a` /
     ///    `Missing required MCP namespace arguments: a, b`.
     ///
-    /// `$api` paths answer with [`NamespaceAction::Api`] (§7.3) after steps 1–3.
+    /// `$api` paths answer with [`NamespaceAction::Api`] (docs/contract/mcp.md#s7-3) after steps 1–3.
     ///
     /// `args` is the JSON form of the guest's argument list; JavaScript `undefined` has no JSON
     /// form, so the runtime passes `[]` for `f()` and `f(undefined)`, and object keys whose value
@@ -196,7 +196,7 @@ impl McpNamespace {
     }
 }
 
-/// §7.2 steps 4–6 for a tool whose input schema is `parameters`: the argument list must be
+/// docs/contract/mcp.md#s7-2 steps 4–6 for a tool whose input schema is `parameters`: the argument list must be
 /// empty (→ `{}`) or one JSON object; every property whose schema has a `default` and that is
 /// missing from the input is set to that default; then every `required` key must be present.
 ///
