@@ -10,14 +10,14 @@
 //!   profile), run the `codemode` binary on every program in `examples/`, then run
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
 //!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
-//! - `test`: setup, the lint gates (`cargo fmt --check`, `cargo clippy --workspace --all-targets
+//! - `test`: setup, the lint gates (citations, `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, clippy on the wasm guest, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
 //! - `lint`: the guest part of setup, then only the lint gates of `test`.
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
-//!   (`citations.rs`). Not part of `test` yet.
+//!   (`citations.rs`). The first of `test`'s lint gates.
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
 
 use std::path::{Path, PathBuf};
@@ -333,10 +333,11 @@ fn test(extra: &[String]) -> Result<(), String> {
     run(test_build().args(extra))
 }
 
-/// The gates CI enforces before the tests: formatting, clippy on every workspace target and on
+/// The gates CI enforces before the tests: citations into `docs/contract/` resolve, formatting, clippy on every workspace target and on
 /// the wasm guest (its own workspace), and rustdoc with warnings as errors (broken intra-doc
 /// links, missing docs under `[workspace.lints]`).
 fn lint() -> Result<(), String> {
+    citations::check(&root())?;
     run(cargo().args(["fmt", "--all", "--check"]))
         .map_err(|e| format!("{e}\nRun `cargo fmt --all` and commit the result."))?;
     run(cargo().args([
