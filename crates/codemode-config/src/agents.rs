@@ -66,8 +66,9 @@ pub fn resolve_for_agent(root: &Value, agent_id: Option<&str>) -> Resolved {
     resolve_entries(&entries, warnings)
 }
 
-/// `value` as an object, or an [`WarningKind::InvalidShape`] warning at `path`.
-fn object_at<'a>(
+/// `value` as an object, or an [`WarningKind::InvalidShape`] warning at `path` (`""` is the
+/// root). Shared by the `tools.codeMode`, policy and hook resolvers.
+pub(crate) fn object_at<'a>(
     value: &'a Value,
     path: &str,
     warnings: &mut Vec<Warning>,
@@ -93,8 +94,9 @@ fn object_at<'a>(
     }
 }
 
-/// The first `agents.list` entry whose `id` is `id`, with its index.
-fn find_agent<'a>(
+/// The first `agents.list` entry whose `id` is `id`, with its index (shape warnings for a
+/// malformed `agents` or `agents.list`). Shared with the policy resolver.
+pub(crate) fn find_agent<'a>(
     root: &'a Map<String, Value>,
     id: &str,
     warnings: &mut Vec<Warning>,

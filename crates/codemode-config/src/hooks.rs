@@ -8,8 +8,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::agents::object_at;
 use crate::config::{positive_integer, Warning, WarningKind};
-use crate::policy::{object_at, ToolPattern};
+use crate::policy::ToolPattern;
 
 /// A hook's timeout when `timeoutMs` is absent: 5000 ms (docs/contract/host.md#h2).
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 5000;

@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::agents::{find_agent, object_at};
 use crate::config::{Warning, WarningKind};
 
 /// A tool pattern (docs/contract/host.md#h1): `*` matches any run of characters (also none); every other
@@ -337,59 +338,6 @@ pub(crate) fn patterns(
             Vec::new()
         }
     }
-}
-
-/// `value` as an object, or an `invalid_shape` warning at `path` (`""` is the root).
-pub(crate) fn object_at<'a>(
-    value: &'a Value,
-    path: &str,
-    warnings: &mut Vec<Warning>,
-) -> Option<&'a Map<String, Value>> {
-    match value {
-        Value::Object(map) => Some(map),
-        other => {
-            let name = if path.is_empty() {
-                "the config root"
-            } else {
-                path
-            };
-            warnings.push(Warning {
-                path: path.to_string(),
-                field: String::new(),
-                given: other.clone(),
-                used: Value::Object(Map::new()),
-                kind: WarningKind::InvalidShape,
-                message: format!("{name} must be an object; it is ignored"),
-            });
-            None
-        }
-    }
-}
-
-/// The first `agents.list` entry whose `id` is `id`, with its index (shape warnings as in
-/// `resolve_for_agent`).
-fn find_agent<'a>(
-    root: &'a Map<String, Value>,
-    id: &str,
-    warnings: &mut Vec<Warning>,
-) -> Option<(usize, &'a Map<String, Value>)> {
-    let agents = object_at(root.get("agents")?, "agents", warnings)?;
-    let list = agents.get("list")?;
-    let Value::Array(list) = list else {
-        warnings.push(Warning {
-            path: "agents.list".into(),
-            field: String::new(),
-            given: list.clone(),
-            used: Value::Array(Vec::new()),
-            kind: WarningKind::InvalidShape,
-            message: "agents.list must be an array; it is ignored".into(),
-        });
-        return None;
-    };
-    list.iter().enumerate().find_map(|(index, entry)| {
-        let entry = entry.as_object()?;
-        (entry.get("id").and_then(Value::as_str) == Some(id)).then_some((index, entry))
-    })
 }
 
 #[cfg(test)]
