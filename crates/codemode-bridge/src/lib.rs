@@ -27,6 +27,9 @@ pub use abi::{wrap_user_code, USER_SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
 mod language;
 pub use language::Language;
 
+mod telemetry_vocab;
+pub use telemetry_vocab::SourceCounts;
+
 /// The guest prelude: a JavaScript function expression `(native) => internals`, evaluated once per
 /// VM image before any user code (docs/guest-abi.md, "Prelude").
 pub const PRELUDE: &str = include_str!("prelude.js");

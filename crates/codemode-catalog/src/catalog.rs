@@ -139,17 +139,10 @@ pub struct Convenience {
     pub id: String,
 }
 
-/// Counts per source over the whole catalog, MCP included: telemetry `sources` (behaviour.md
-/// §9). Serialises as `{"openclaw": N, "mcp": N, "client": N}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct SourceCounts {
-    /// Core and plugin entries.
-    pub openclaw: usize,
-    /// MCP entries.
-    pub mcp: usize,
-    /// Client entries.
-    pub client: usize,
-}
+/// Counts per source over the whole catalog, MCP included: telemetry `sources`
+/// (docs/contract/telemetry.md#s9). The type lives in `codemode-bridge`, the shared vocabulary;
+/// re-exported here.
+pub use codemode_bridge::SourceCounts;
 
 /// Lowercased text used by search and suggestions, computed once per entry.
 #[derive(Debug)]

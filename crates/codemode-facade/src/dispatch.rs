@@ -3,22 +3,25 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use codemode_bridge::{
-    BridgeMethod, BridgeRequest, Delivery, ProtocolError, RunScope, ToolCall, ToolExecutor,
-};
+use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, ProtocolError, RunScope, ToolCall};
 use codemode_catalog::{Catalog, LookupOp, McpNamespace, NamespaceAction};
+use codemode_telemetry::{
+    AtomicBridgeCounters, CounterKind, EventKind, NestedMethod, NestedStatus, NestedToolCallEvent,
+    NestedToolResultEvent, Trajectory,
+};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-/// Cumulative bridge counters of one run (docs/contract/telemetry.md#s9).
+use crate::pipeline::ToolPipeline;
+
+/// Cumulative counters of one run, across its `exec` and `wait`s.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) search: AtomicU64,
-    pub(crate) describe: AtomicU64,
-    pub(crate) call: AtomicU64,
+    /// The bridge counts of telemetry (docs/contract/telemetry.md#s9).
+    pub(crate) bridge: AtomicBridgeCounters,
     /// Nested tool calls started, for `tool_search_code:<parent>:<name>:<seq>` ids.
     pub(crate) nested: AtomicU64,
 }
@@ -27,7 +30,10 @@ pub(crate) struct Counters {
 #[derive(Clone)]
 pub(crate) struct Dispatcher {
     pub(crate) catalog: Arc<Catalog>,
-    pub(crate) executor: Arc<dyn ToolExecutor>,
+    /// The host's executor behind policy, hooks and approval (docs/host.md "The pipeline").
+    pub(crate) pipeline: ToolPipeline,
+    /// Where `nested_tool_call` / `nested_tool_result` go.
+    pub(crate) trajectory: Trajectory,
     pub(crate) scope: RunScope,
     pub(crate) parent_tool_call_id: Option<String>,
     /// The run's `MCP` namespace (docs/contract/mcp.md#s7), built from the catalog once per run.
@@ -51,10 +57,10 @@ impl Dispatcher {
         let request = request.clone();
         match request.method {
             BridgeMethod::Search => {
-                this.counters.search.fetch_add(1, Ordering::Relaxed);
+                this.counters.bridge.bump(CounterKind::Search);
             }
             BridgeMethod::Describe => {
-                this.counters.describe.fetch_add(1, Ordering::Relaxed);
+                this.counters.bridge.bump(CounterKind::Describe);
             }
             _ => {}
         }
@@ -137,8 +143,9 @@ impl Dispatcher {
         }
     }
 
-    /// Runs one catalog tool through the host's executor (inside the tool timeout) and checks
-    /// a declared output contract. Counts in `callCount`.
+    /// Runs one catalog tool through the pipeline (policy, hooks, approval, the host's
+    /// executor; all inside the tool timeout) and checks a declared output contract. Counts in
+    /// `callCount`, and records `nested_tool_call` / `nested_tool_result` (docs/telemetry.md).
     async fn execute(
         &self,
         entry: &codemode_catalog::Entry,
@@ -146,7 +153,8 @@ impl Dispatcher {
         bridge_id: &str,
         run_id: Option<String>,
     ) -> Result<Value, String> {
-        self.counters.call.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        self.counters.bridge.bump(CounterKind::Call);
         let seq = self.counters.nested.fetch_add(1, Ordering::Relaxed) + 1;
         let parent = self.parent_tool_call_id.as_deref().unwrap_or("exec");
         let call = ToolCall {
@@ -159,20 +167,100 @@ impl Dispatcher {
             bridge_id: bridge_id.to_string(),
             code_mode_run_id: run_id,
         };
-        let result =
-            match tokio::time::timeout(self.tool_timeout, self.executor.execute(call)).await {
-                Ok(outcome) => outcome?,
-                Err(_) => {
-                    return Err(format!(
+        let recorded = self
+            .trajectory
+            .is_enabled()
+            .then(|| self.record_call(&call, nested_method(bridge_id)));
+        let outcome = self.settle(entry, call).await;
+        if let Some((call, method)) = recorded {
+            self.record_result(call, method, &outcome, started.elapsed());
+        }
+        outcome.map_err(|(_, message)| message)
+    }
+
+    /// The pipeline's outcome under the timeout, then the output contract; a failure carries its
+    /// trajectory status.
+    async fn settle(
+        &self,
+        entry: &codemode_catalog::Entry,
+        call: ToolCall,
+    ) -> Result<Value, (NestedStatus, String)> {
+        let result = match tokio::time::timeout(self.tool_timeout, self.pipeline.call(call)).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => return Err((e.status(), e.into())),
+            Err(_) => {
+                return Err((
+                    NestedStatus::Timeout,
+                    format!(
                         "Tool \"{}\" did not finish within {} ms.",
                         entry.id(),
                         self.tool_timeout.as_millis()
-                    ))
-                }
-            };
+                    ),
+                ))
+            }
+        };
         if entry.output_schema().is_some() {
-            entry.validate_output(result.get("details").unwrap_or(&Value::Null))?;
+            entry
+                .validate_output(result.get("details").unwrap_or(&Value::Null))
+                .map_err(|e| (NestedStatus::Error, e.to_string()))?;
         }
         Ok(result)
+    }
+
+    /// Records `nested_tool_call`; returns what the result event repeats.
+    fn record_call(
+        &self,
+        call: &ToolCall,
+        method: NestedMethod,
+    ) -> (NestedToolCallEvent, NestedMethod) {
+        let event = NestedToolCallEvent {
+            tool_call_id: call.tool_call_id.clone(),
+            parent_tool_call_id: call.parent_tool_call_id.clone(),
+            code_mode_run_id: call.code_mode_run_id.clone(),
+            tool_id: call.tool_id.clone(),
+            tool_name: call.tool_name.clone(),
+            method,
+            input: call.input.clone(),
+        };
+        self.trajectory
+            .record(EventKind::NestedToolCall(event.clone()));
+        (event, method)
+    }
+
+    fn record_result(
+        &self,
+        call: NestedToolCallEvent,
+        method: NestedMethod,
+        outcome: &Result<Value, (NestedStatus, String)>,
+        elapsed: Duration,
+    ) {
+        let (status, result, error) = match outcome {
+            Ok(value) => (NestedStatus::Ok, Some(value.clone()), None),
+            Err((status, message)) => (*status, None, Some(message.clone())),
+        };
+        self.trajectory
+            .record(EventKind::NestedToolResult(NestedToolResultEvent {
+                tool_call_id: call.tool_call_id,
+                parent_tool_call_id: call.parent_tool_call_id,
+                code_mode_run_id: call.code_mode_run_id,
+                tool_id: call.tool_id,
+                tool_name: call.tool_name,
+                method,
+                status,
+                duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                result,
+                error,
+            }));
+    }
+}
+
+/// The trajectory method of a nested call, from its bridge id `bridge:<method>:<n>` (the report
+/// parser only admits ids of their request's own method, docs/contract/guest.md#s4-3).
+fn nested_method(bridge_id: &str) -> NestedMethod {
+    match bridge_id.split(':').nth(1).and_then(BridgeMethod::parse) {
+        Some(BridgeMethod::CallValue) => NestedMethod::CallValue,
+        Some(BridgeMethod::Namespace) => NestedMethod::Namespace,
+        Some(BridgeMethod::Nodes) => NestedMethod::Nodes,
+        _ => NestedMethod::Call,
     }
 }

@@ -22,10 +22,14 @@ use std::time::{Duration, Instant};
 
 use codemode_bridge::{RunScope, ToolExecutor};
 use codemode_catalog::Catalog;
-use codemode_config::CodeModeConfig;
+use codemode_config::{CodeModeConfig, ToolPolicy};
 use codemode_runtime::{AbortHandle, Runtime, RuntimeError, VmError};
+use codemode_telemetry::{
+    EventKind, ToolCallEvent, ToolInputKind as InputKind, ToolResultEvent, ToolStatus, Trajectory,
+};
 use serde_json::Value;
 
+pub use codemode_catalog::SourceCounts;
 pub use pipeline::{
     after_outer_call, before_outer_call, blocked_after_message, blocked_message,
     not_approved_message, unknown_tool_message, AfterDecision, AfterToolCall, ApprovalBroker,
@@ -35,7 +39,6 @@ pub use pipeline::{
     ToolKind, ToolPipeline, UnknownApproval, APPROVAL_CANCELLED, APPROVAL_EXPIRED,
     DEFAULT_DENIAL_REASON, HOOK_ENVIRONMENT, HOOK_STDOUT_LIMIT,
 };
-pub use codemode_catalog::SourceCounts;
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
 pub use surface::*;
 
@@ -81,7 +84,20 @@ pub struct RunEnv {
     pub force_restart_safe: bool,
     /// The model's tool-call id of this `exec`; nested calls are named after it
     /// (`tool_search_code:<parent>:<tool>:<seq>`, docs/contract/catalog.md#s3-5), also after `wait`s.
+    /// For [`CodeMode::wait_with`] it is the `wait` call's own id.
     pub parent_tool_call_id: Option<String>,
+    /// The tool policy applied again at call time to every nested call (docs/contract/host.md#h1;
+    /// the host filters the catalog with it before building it). Default: every tool allowed.
+    pub policy: Arc<ToolPolicy>,
+    /// The `before_tool_call` / `after_tool_call` hooks, for nested calls and for the outer
+    /// `exec` / `wait` (docs/contract/host.md#h2). Default: none.
+    pub hooks: HookChain,
+    /// Who answers approvals (docs/contract/host.md#h3); `None` (the default) denies every call
+    /// that needs one. A run's outstanding approvals are listed in its `waiting` results.
+    pub approvals: Option<Arc<ApprovalBroker>>,
+    /// Where the run's trajectory goes (docs/contract/host.md#h4); every event is stamped with
+    /// [`scope`](Self::scope). Default: [`Trajectory::disabled`].
+    pub trajectory: Trajectory,
 }
 
 impl RunEnv {
@@ -105,7 +121,62 @@ impl RunEnv {
                 .collect(),
             force_restart_safe: false,
             parent_tool_call_id: None,
+            policy: Arc::new(ToolPolicy::default()),
+            hooks: HookChain::new(),
+            approvals: None,
+            trajectory: Trajectory::disabled(),
         }
+    }
+
+    /// The same environment with `policy`: a nested call of a tool it does not allow fails with
+    /// the unknown-tool error without suggestions (docs/contract/host.md#h1), and calls of tools
+    /// matching `tools.approvals.require` go to approval. Filter the catalog's specs with
+    /// [`ToolPolicy::allows`] too, so denied tools are absent from `ALL_TOOLS` and `MCP`.
+    pub fn with_policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    /// The same environment with `hooks` (replacing the previous chain): they run for every
+    /// nested call and for the outer `exec` / `wait` (docs/contract/host.md#h2).
+    pub fn with_hooks(mut self, hooks: HookChain) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The same environment answering approvals through `broker` (docs/contract/host.md#h3):
+    /// a call that needs approval stays pending until the broker answers (its delegate, or
+    /// [`ApprovalBroker::answer`] by id), and every `waiting` result of the run lists the
+    /// outstanding ones as `pendingApprovals`. Use the config's snapshot TTL as the broker's TTL.
+    pub fn with_approvals(mut self, broker: Arc<ApprovalBroker>) -> Self {
+        self.approvals = Some(broker);
+        self
+    }
+
+    /// The same environment recording its trajectory into `trajectory` (docs/telemetry.md):
+    /// `tool_call` / `tool_result` around `exec` and `wait`, `nested_tool_call` /
+    /// `nested_tool_result`, `approval_requested` / `approval_resolved`, `run_parked`,
+    /// `run_resumed`, `run_expired` and `run_aborted`.
+    pub fn with_trajectory(mut self, trajectory: Trajectory) -> Self {
+        self.trajectory = trajectory;
+        self
+    }
+
+    /// The same environment with the model's tool-call id of this call (`exec`, or the `wait`
+    /// of [`CodeMode::wait_with`]).
+    pub fn with_tool_call_id(mut self, tool_call_id: impl Into<String>) -> Self {
+        self.parent_tool_call_id = Some(tool_call_id.into());
+        self
+    }
+
+    /// The trajectory stamped with this environment's scope.
+    fn scoped_trajectory(&self) -> Trajectory {
+        self.trajectory.with_scope(self.scope.clone())
+    }
+
+    /// The approver for outer `ask` answers: the broker, if any.
+    fn outer_approver(&self) -> Option<&dyn Approver> {
+        self.approvals.as_deref().map(|b| b as &dyn Approver)
     }
 }
 
@@ -148,7 +219,7 @@ impl CodeMode {
 
     /// Drops every parked run and cancels its pending tool calls (host shutdown or session end).
     pub fn clear(&self) {
-        self.runs.clear();
+        run::dropping_because(run::RUNS_CLEARED, || self.runs.clear());
     }
 
     /// Ends the session `session`: drops every parked run it owns and cancels its pending tool
@@ -165,15 +236,85 @@ impl CodeMode {
         let same = |wanted: &Option<String>, owned: &Option<String>| {
             wanted.is_none() || wanted.as_deref() == owned.as_deref()
         };
-        self.runs.remove_where(|owner| {
-            same(&session.session_id, &owner.session_id)
-                && same(&session.session_key, &owner.session_key)
+        run::dropping_because(run::SESSION_ENDED, || {
+            self.runs.remove_where(|owner| {
+                same(&session.session_id, &owner.session_id)
+                    && same(&session.session_key, &owner.session_key)
+            })
         })
     }
 
     /// Runs one `exec` (docs/contract/lifecycle.md#s5-2). `input` is the model's argument object
     /// (`{code | command, language?, restartSafe?}`); `abort` cancels the call.
+    ///
+    /// With host wiring on `env` ([`RunEnv::with_hooks`], [`RunEnv::with_trajectory`], …) the
+    /// call is the model-visible `exec` of docs/contract/host.md#h2: the `before_tool_call`
+    /// hooks see it first (`toolKind: "code_mode_exec"`); a block (or a denied `ask`) is a
+    /// `failed` result with code `invalid_input` and the block text as `error`; a rewritten
+    /// input goes through the usual argument checks (docs/contract/surface.md#s2-2); the
+    /// `after_tool_call` hooks see the result JSON and may replace it. `tool_call` /
+    /// `tool_result` frame the call in the trajectory. The tool-call id is
+    /// `env.parent_tool_call_id` (`"exec"` when unset).
     pub async fn exec(&self, env: &RunEnv, input: &Value, abort: &AbortHandle) -> CodeModeResult {
+        let call_id = env.parent_tool_call_id.as_deref().unwrap_or("exec");
+        let started = Instant::now();
+        let trajectory = env.scoped_trajectory();
+        let input = match before_outer_call(
+            &env.hooks,
+            env.outer_approver(),
+            OuterKind::Exec,
+            call_id,
+            input,
+            &env.scope,
+        )
+        .await
+        {
+            Ok(input) => input,
+            Err(message) => {
+                let result = run::failure(env, ErrorCode::InvalidInput, &message, false);
+                record_call(&trajectory, OuterKind::Exec, call_id, input);
+                record_result(
+                    &trajectory,
+                    OuterKind::Exec,
+                    call_id,
+                    input,
+                    &result,
+                    started,
+                );
+                return result;
+            }
+        };
+        record_call(&trajectory, OuterKind::Exec, call_id, &input);
+        let result = self.exec_inner(env, &input, abort, call_id).await;
+        let result = after_outer(
+            &env.hooks,
+            OuterKind::Exec,
+            call_id,
+            &input,
+            &env.scope,
+            result,
+            started,
+        )
+        .await;
+        record_result(
+            &trajectory,
+            OuterKind::Exec,
+            call_id,
+            &input,
+            &result,
+            started,
+        );
+        result
+    }
+
+    /// `exec` without the outer hooks and events: checks, the first leg, the settle loop, park.
+    async fn exec_inner(
+        &self,
+        env: &RunEnv,
+        input: &Value,
+        abort: &AbortHandle,
+        call_id: &str,
+    ) -> CodeModeResult {
         let started = Instant::now();
         self.runs.purge_expired();
         let env = Arc::new(env.clone());
@@ -211,8 +352,16 @@ impl CodeMode {
                 };
                 let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds());
                 let scope = run.env.scope.clone();
+                let parked = run.parked_event(call_id, &result);
+                let trajectory = run.trajectory().clone();
+                run.set_stored(true);
                 match slot.park(id, scope, ttl, run) {
-                    Ok(()) => result,
+                    Ok(()) => {
+                        if let Some(event) = parked {
+                            trajectory.record(event);
+                        }
+                        result
+                    }
                     Err(rejected) => {
                         let mut run = rejected.value;
                         run.fail(ErrorCode::InternalError, &rejected.error.to_string())
@@ -224,11 +373,89 @@ impl CodeMode {
 
     /// Runs one `wait` (docs/contract/lifecycle.md#s5-3). `caller` is the scope of the agent run calling it;
     /// `input` is `{runId}` (or `{run_id}`).
+    ///
+    /// No outer hooks or `tool_call` / `tool_result` events run here (see
+    /// [`CodeMode::wait_with`]); the run's own events (`run_resumed`, nested calls, …) are still
+    /// recorded into the trajectory of the `exec` that started it, with `"wait"` as this call's id.
     pub async fn wait(
         &self,
         caller: &RunScope,
         input: &Value,
         abort: &AbortHandle,
+    ) -> CodeModeResult {
+        self.wait_inner(caller, input, abort, "wait").await
+    }
+
+    /// Runs one `wait` as the model-visible call of docs/contract/host.md#h2: `env.scope` is the
+    /// caller, `env.parent_tool_call_id` this `wait`'s tool-call id (`"wait"` when unset), and
+    /// `env`'s hooks, approvals and trajectory apply to the outer call exactly as for
+    /// [`CodeMode::exec`] (`toolKind: "code_mode_wait"`; a block is a `failed` /
+    /// `invalid_input` result). The run itself keeps the config, catalog, executor and wiring of
+    /// the `exec` that started it; `env`'s are not used for it.
+    pub async fn wait_with(
+        &self,
+        env: &RunEnv,
+        input: &Value,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
+        let call_id = env.parent_tool_call_id.as_deref().unwrap_or("wait");
+        let started = Instant::now();
+        let trajectory = env.scoped_trajectory();
+        let input = match before_outer_call(
+            &env.hooks,
+            env.outer_approver(),
+            OuterKind::Wait,
+            call_id,
+            input,
+            &env.scope,
+        )
+        .await
+        {
+            Ok(input) => input,
+            Err(message) => {
+                let result = run::bare_refusal(&message);
+                record_call(&trajectory, OuterKind::Wait, call_id, input);
+                record_result(
+                    &trajectory,
+                    OuterKind::Wait,
+                    call_id,
+                    input,
+                    &result,
+                    started,
+                );
+                return result;
+            }
+        };
+        record_call(&trajectory, OuterKind::Wait, call_id, &input);
+        let result = self.wait_inner(&env.scope, &input, abort, call_id).await;
+        let result = after_outer(
+            &env.hooks,
+            OuterKind::Wait,
+            call_id,
+            &input,
+            &env.scope,
+            result,
+            started,
+        )
+        .await;
+        record_result(
+            &trajectory,
+            OuterKind::Wait,
+            call_id,
+            &input,
+            &result,
+            started,
+        );
+        result
+    }
+
+    /// `wait` without the outer hooks and events.
+    async fn wait_inner(
+        &self,
+        caller: &RunScope,
+        input: &Value,
+        abort: &AbortHandle,
+        call_id: &str,
     ) -> CodeModeResult {
         self.runs.purge_expired();
         let run_id = input
@@ -258,6 +485,7 @@ impl CodeMode {
             guard.finish();
             return *result;
         }
+        guard.record_resumed(call_id);
         // Resume: deliver what settled (in settlement order), then continue the settle loop.
         guard.deliver_arrived(deadline, abort).await;
         match guard.settle(deadline, abort).await {
@@ -274,13 +502,128 @@ impl CodeMode {
                     }
                 };
                 let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds());
+                let parked = guard.parked_event(call_id, &result);
+                let trajectory = guard.trajectory().clone();
+                guard.set_stored(true);
                 match guard.repark(ttl) {
-                    Ok(()) => result,
+                    Ok(()) => {
+                        if let Some(event) = parked {
+                            trajectory.record(event);
+                        }
+                        result
+                    }
                     Err(rejected) => rejected
                         .value
                         .finish()
                         .fail(ErrorCode::InternalError, &rejected.error.to_string()),
                 }
+            }
+        }
+    }
+}
+
+/// Records `tool_call` for an outer `exec` / `wait` with the input the facade runs.
+fn record_call(trajectory: &Trajectory, kind: OuterKind, call_id: &str, input: &Value) {
+    if !trajectory.is_enabled() {
+        return;
+    }
+    trajectory.record(EventKind::ToolCall(ToolCallEvent {
+        tool_call_id: call_id.to_string(),
+        tool_name: kind.tool_name().to_string(),
+        tool_kind: kind.tool_kind(),
+        tool_input_kind: input_kind(kind, input),
+        input: input.clone(),
+    }));
+}
+
+/// Records `tool_result` for an outer `exec` / `wait`: status, `codeModeRunId` of a `waiting`
+/// result, wall time since `started` in milliseconds, and the result object.
+fn record_result(
+    trajectory: &Trajectory,
+    kind: OuterKind,
+    call_id: &str,
+    input: &Value,
+    result: &CodeModeResult,
+    started: Instant,
+) {
+    if !trajectory.is_enabled() {
+        return;
+    }
+    let status = match result {
+        CodeModeResult::Completed { .. } => ToolStatus::Completed,
+        CodeModeResult::Waiting { .. } => ToolStatus::Waiting,
+        CodeModeResult::Failed { .. } => ToolStatus::Failed,
+    };
+    trajectory.record(EventKind::ToolResult(ToolResultEvent {
+        tool_call_id: call_id.to_string(),
+        tool_name: kind.tool_name().to_string(),
+        tool_kind: kind.tool_kind(),
+        tool_input_kind: input_kind(kind, input),
+        status,
+        code_mode_run_id: result.run_id().map(str::to_string),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        result: Some(result.to_json()),
+        error: None,
+    }));
+}
+
+fn input_kind(kind: OuterKind, input: &Value) -> Option<InputKind> {
+    match kind {
+        OuterKind::Exec => InputKind::of_exec_input(input),
+        OuterKind::Wait => None,
+    }
+}
+
+/// Runs the `after_tool_call` hooks on an outer call's result (skipped without hooks); a hook
+/// may replace it with another code-mode result. A hook that fails, or replaces the result with
+/// JSON that is not a code-mode result, turns it into a `failed` / `invalid_input` result with
+/// `Tool "<exec|wait>" was blocked after execution: <reason>` as its error, no output, and the
+/// original result's `replaySafe` and telemetry. (A run that had parked stays parked until its
+/// TTL: the model never learnt its `runId`.)
+async fn after_outer(
+    hooks: &HookChain,
+    kind: OuterKind,
+    call_id: &str,
+    input: &Value,
+    scope: &RunScope,
+    result: CodeModeResult,
+    started: Instant,
+) -> CodeModeResult {
+    if hooks.is_empty() {
+        return result;
+    }
+    let replaced = after_outer_call(
+        hooks,
+        kind,
+        call_id,
+        input,
+        scope,
+        result.to_json(),
+        started.elapsed(),
+    )
+    .await
+    .and_then(|value| {
+        serde_json::from_value::<CodeModeResult>(value).map_err(|_| {
+            blocked_after_message(
+                kind.tool_name(),
+                "a hook replaced the result with one that is not a code mode result",
+            )
+        })
+    });
+    match replaced {
+        Ok(replacement) => replacement,
+        Err(message) => {
+            let replay_safe = match &result {
+                CodeModeResult::Completed { replay_safe, .. }
+                | CodeModeResult::Waiting { replay_safe, .. }
+                | CodeModeResult::Failed { replay_safe, .. } => *replay_safe,
+            };
+            CodeModeResult::Failed {
+                error: message,
+                code: Some(ErrorCode::InvalidInput),
+                output: Vec::new(),
+                replay_safe,
+                telemetry: result.telemetry().clone(),
             }
         }
     }

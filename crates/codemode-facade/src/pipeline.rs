@@ -25,7 +25,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{ContractError, LookupError};
 use codemode_config::{HookConfig, HookSpec, ToolPolicy};
+use codemode_telemetry::{
+    ApprovalRequestedEvent, ApprovalResolvedEvent, EventKind, NestedStatus, Trajectory,
+};
+/// `toolKind` and `toolInputKind` of hook events: the trajectory's types (one home, in
+/// `codemode-telemetry`), with the same wire names.
+pub use codemode_telemetry::{ToolInputKind, ToolKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -46,12 +53,14 @@ pub const APPROVAL_EXPIRED: &str = "approval expired";
 /// The reason of an approval withdrawn by [`ApprovalBroker::deny_all`] without a reason of its own.
 pub const APPROVAL_CANCELLED: &str = "approval cancelled";
 
-const UNKNOWN_TOOL_RECOVERY: &str =
-    "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
-
-/// `Tool "<id>" was blocked before execution: <reason>` (docs/contract/catalog.md#s3-5, docs/contract/host.md#h2).
+/// `Tool "<id>" was blocked before execution: <reason>` (docs/contract/catalog.md#s3-5, docs/contract/host.md#h2):
+/// the `Display` of [`ContractError::BlockedBeforeExecution`], the catalog's one copy of the text.
 pub fn blocked_message(tool_id: &str, reason: &str) -> String {
-    format!("Tool \"{tool_id}\" was blocked before execution: {reason}")
+    ContractError::BlockedBeforeExecution {
+        id: tool_id.to_string(),
+        reason: reason.to_string(),
+    }
+    .to_string()
 }
 
 /// `Tool "<id>" was blocked after execution: <reason>`: an `after_tool_call` hook failed, so the
@@ -68,8 +77,15 @@ pub fn not_approved_message(tool_id: &str, reason: &str) -> String {
 /// The unknown-tool error of docs/contract/catalog.md#s3-4 without suggestions, which a policy-denied tool
 /// gets (docs/contract/host.md#h1: no hint that the tool exists): `Unknown tool id: <id>. Use tools.search to
 /// find a tool, tools.describe to inspect it, then tools.call with the exact id or name.`
+///
+/// The `Display` of [`LookupError::UnknownTool`] with no suggestions (the catalog's one copy of
+/// the text and of `UNKNOWN_TOOL_RECOVERY`).
 pub fn unknown_tool_message(tool_id: &str) -> String {
-    format!("Unknown tool id: {tool_id}. {UNKNOWN_TOOL_RECOVERY}")
+    LookupError::UnknownTool {
+        needle: tool_id.to_string(),
+        suggestions: Vec::new(),
+    }
+    .to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,41 +101,6 @@ pub enum HookEvent {
     /// `"after_tool_call"`.
     #[serde(rename = "after_tool_call")]
     AfterToolCall,
-}
-
-/// `toolKind`: `"code_mode_exec"`, `"code_mode_wait"` or `"tool"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolKind {
-    /// The model-visible code-mode `exec`.
-    CodeModeExec,
-    /// The model-visible code-mode `wait`.
-    CodeModeWait,
-    /// Any other tool: nested calls and direct tools.
-    Tool,
-}
-
-/// `toolInputKind` of an `exec`: `"javascript"` or `"typescript"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolInputKind {
-    /// JavaScript source.
-    Javascript,
-    /// TypeScript source.
-    Typescript,
-}
-
-impl ToolInputKind {
-    /// The kind of an `exec` input: its `language` (`"javascript"` when absent); `None` for a
-    /// `language` that is neither (docs/contract/surface.md#s2-2 rejects it later).
-    pub fn of_exec_input(input: &Value) -> Option<ToolInputKind> {
-        match input.get("language") {
-            None | Some(Value::Null) => Some(ToolInputKind::Javascript),
-            Some(Value::String(s)) if s == "javascript" => Some(ToolInputKind::Javascript),
-            Some(Value::String(s)) if s == "typescript" => Some(ToolInputKind::Typescript),
-            Some(_) => None,
-        }
-    }
 }
 
 /// The fields both events share (JSON camelCase; absent optional fields are omitted).
@@ -806,15 +787,9 @@ pub struct PendingApproval {
     pub input: Value,
 }
 
-/// `"allow"` or `"deny"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ApprovalVerdict {
-    /// Run the call.
-    Allow,
-    /// Reject it; the tool never runs.
-    Deny,
-}
+/// `"allow"` or `"deny"`: the trajectory's decision type (one home, in `codemode-telemetry`;
+/// `approval_resolved` carries it as `decision`).
+pub use codemode_telemetry::ApprovalDecision as ApprovalVerdict;
 
 /// An answer to an approval: `{decision: "allow" | "deny", reason?}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -1014,6 +989,69 @@ impl ApprovalBroker {
     }
 }
 
+/// One run's view of an [`ApprovalBroker`]: forwards every request to the broker and remembers
+/// the ids it forwarded while they are outstanding, so a `waiting` result lists exactly that
+/// run's `pendingApprovals` (docs/contract/host.md#h9), whatever else the broker holds.
+#[derive(Clone)]
+pub(crate) struct RunApprovals {
+    broker: Arc<ApprovalBroker>,
+    asked: Arc<Mutex<std::collections::HashSet<String>>>,
+}
+
+impl RunApprovals {
+    /// A view over `broker` that has asked nothing yet.
+    pub(crate) fn new(broker: Arc<ApprovalBroker>) -> Self {
+        RunApprovals {
+            broker,
+            asked: Arc::default(),
+        }
+    }
+
+    /// The outstanding approvals this run asked for, oldest first.
+    pub(crate) fn pending(&self) -> Vec<PendingApproval> {
+        let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        if asked.is_empty() {
+            return Vec::new();
+        }
+        self.broker
+            .pending_where(|request| asked.contains(&request.approval_id))
+    }
+}
+
+/// Forgets a forwarded approval id when its request's future ends or is dropped.
+struct Asked {
+    asked: Arc<Mutex<std::collections::HashSet<String>>>,
+    approval_id: String,
+}
+
+impl Drop for Asked {
+    fn drop(&mut self) {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.approval_id);
+    }
+}
+
+impl Approver for RunApprovals {
+    fn request(&self, request: ApprovalRequest) -> ApprovalFuture {
+        let approval_id = request.approval_id.clone();
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(approval_id.clone());
+        let asked = Asked {
+            asked: self.asked.clone(),
+            approval_id,
+        };
+        let answer = self.broker.request(request);
+        Box::pin(async move {
+            let _asked = asked;
+            answer.await
+        })
+    }
+}
+
 /// Removes an approval from its broker when its call's future ends or is dropped.
 struct Registration {
     inner: Arc<BrokerInner>,
@@ -1097,6 +1135,7 @@ pub struct ToolPipeline {
     policy: Arc<ToolPolicy>,
     hooks: HookChain,
     approver: Option<Arc<dyn Approver>>,
+    trajectory: Trajectory,
 }
 
 impl ToolPipeline {
@@ -1108,12 +1147,26 @@ impl ToolPipeline {
             policy: Arc::new(ToolPolicy::default()),
             hooks: HookChain::new(),
             approver: None,
+            trajectory: Trajectory::disabled(),
         }
     }
 
     /// The same pipeline with `policy`.
     pub fn with_policy(mut self, policy: ToolPolicy) -> Self {
         self.policy = Arc::new(policy);
+        self
+    }
+
+    /// The same pipeline with a shared `policy` (the facade passes its `RunEnv`'s).
+    pub fn with_shared_policy(mut self, policy: Arc<ToolPolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The same pipeline recording `approval_requested` / `approval_resolved` into `trajectory`
+    /// (docs/telemetry.md); the default records nothing.
+    pub fn with_trajectory(mut self, trajectory: Trajectory) -> Self {
+        self.trajectory = trajectory;
         self
     }
 
@@ -1163,15 +1216,19 @@ impl ToolPipeline {
         .await
     }
 
-    async fn run(self, mut call: ToolCall) -> Result<Value, String> {
+    /// Runs `call` through every step (see the type's docs) and says how it ended:
+    /// `Ok(result)` (the whole tool result, after the after-hooks), or a [`CallError`] whose
+    /// `Display` is the message the guest sees and whose [`status`](CallError::status) is the
+    /// trajectory's `nested_tool_result` status.
+    pub async fn call(&self, mut call: ToolCall) -> Result<Value, CallError> {
         if !self.policy.allows(&call.tool_name, &call.tool_id) {
-            return Err(unknown_tool_message(&call.tool_id));
+            return Err(CallError::NotAllowed(unknown_tool_message(&call.tool_id)));
         }
         let verdict = self
             .hooks
             .run_before(ToolCallInfo::nested(&call))
             .await
-            .map_err(|reason| blocked_message(&call.tool_id, &reason))?;
+            .map_err(|reason| CallError::Blocked(blocked_message(&call.tool_id, &reason)))?;
         call.input = verdict.input;
         if verdict.ask
             || self
@@ -1189,27 +1246,142 @@ impl ToolPipeline {
                 bridge_id: Some(call.bridge_id.clone()),
                 scope: call.scope.clone(),
             };
-            approve(self.approver.as_deref(), request)
-                .await
-                .map_err(|reason| not_approved_message(&call.tool_id, &reason))?;
+            self.record_requested(&request, call.code_mode_run_id.as_deref());
+            let approval_id = request.approval_id.clone();
+            let decision = ask(self.approver.as_deref(), request).await;
+            self.record_resolved(
+                &approval_id,
+                &call.tool_call_id,
+                call.code_mode_run_id.as_deref(),
+                &decision,
+            );
+            denial_reason(&decision).map_or(Ok(()), |reason| {
+                Err(CallError::NotApproved(not_approved_message(
+                    &call.tool_id,
+                    &reason,
+                )))
+            })?;
         }
         let info = ToolCallInfo::nested(&call);
         let tool_id = call.tool_id.clone();
         let started = Instant::now();
         let outcome = self.executor.execute(call).await;
         if self.hooks.is_empty() {
-            return outcome;
+            return outcome.map_err(CallError::Failed);
         }
-        self.hooks
+        match self
+            .hooks
             .run_after(&info, outcome, started.elapsed())
             .await
-            .map_err(|reason| blocked_after_message(&tool_id, &reason))?
+        {
+            Ok(outcome) => outcome.map_err(CallError::Failed),
+            Err(reason) => Err(CallError::BlockedAfter(blocked_after_message(
+                &tool_id, &reason,
+            ))),
+        }
+    }
+
+    fn record_requested(&self, request: &ApprovalRequest, code_mode_run_id: Option<&str>) {
+        if !self.trajectory.is_enabled() {
+            return;
+        }
+        self.trajectory
+            .record(EventKind::ApprovalRequested(ApprovalRequestedEvent {
+                approval_id: request.approval_id.clone(),
+                tool_call_id: request.tool_call_id.clone(),
+                parent_tool_call_id: request.parent_tool_call_id.clone(),
+                code_mode_run_id: code_mode_run_id.map(str::to_string),
+                tool_id: request.tool_id.clone(),
+                tool_name: request.tool_name.clone(),
+                input: request.input.clone(),
+                reason: request.reason.clone(),
+            }));
+    }
+
+    fn record_resolved(
+        &self,
+        approval_id: &str,
+        tool_call_id: &str,
+        code_mode_run_id: Option<&str>,
+        decision: &ApprovalDecision,
+    ) {
+        if !self.trajectory.is_enabled() {
+            return;
+        }
+        self.trajectory
+            .record(EventKind::ApprovalResolved(ApprovalResolvedEvent {
+                approval_id: approval_id.to_string(),
+                tool_call_id: tool_call_id.to_string(),
+                code_mode_run_id: code_mode_run_id.map(str::to_string),
+                decision: decision.decision,
+                reason: denial_reason(decision).or_else(|| decision.reason.clone()),
+            }));
+    }
+}
+
+/// Why a call through [`ToolPipeline::call`] did not return a result. `Display` is the exact
+/// message the guest's promise rejects with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The [`ToolPolicy`] does not allow the tool: [`unknown_tool_message`] (docs/contract/host.md#h1).
+    #[error("{0}")]
+    NotAllowed(String),
+    /// A `before_tool_call` hook blocked the call (or failed): [`blocked_message`].
+    #[error("{0}")]
+    Blocked(String),
+    /// Approval was denied, expired or cancelled: [`not_approved_message`]; the tool never ran.
+    #[error("{0}")]
+    NotApproved(String),
+    /// The tool ran, but an `after_tool_call` hook failed and withheld the result:
+    /// [`blocked_after_message`].
+    #[error("{0}")]
+    BlockedAfter(String),
+    /// The wrapped executor failed (its message, verbatim).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CallError {
+    /// The trajectory status of this outcome: `blocked` for a policy refusal or a hook block
+    /// (before or after execution), `denied` for a refused approval, `error` for a tool failure.
+    pub fn status(&self) -> NestedStatus {
+        match self {
+            CallError::NotAllowed(_) | CallError::Blocked(_) | CallError::BlockedAfter(_) => {
+                NestedStatus::Blocked
+            }
+            CallError::NotApproved(_) => NestedStatus::Denied,
+            CallError::Failed(_) => NestedStatus::Error,
+        }
+    }
+
+    /// The message (the same text as `Display`).
+    pub fn message(&self) -> &str {
+        match self {
+            CallError::NotAllowed(m)
+            | CallError::Blocked(m)
+            | CallError::NotApproved(m)
+            | CallError::BlockedAfter(m)
+            | CallError::Failed(m) => m,
+        }
+    }
+}
+
+impl From<CallError> for String {
+    fn from(e: CallError) -> String {
+        match e {
+            CallError::NotAllowed(m)
+            | CallError::Blocked(m)
+            | CallError::NotApproved(m)
+            | CallError::BlockedAfter(m)
+            | CallError::Failed(m) => m,
+        }
     }
 }
 
 impl ToolExecutor for ToolPipeline {
     fn execute(&self, call: ToolCall) -> ToolFuture {
-        Box::pin(self.clone().run(call))
+        let this = self.clone();
+        Box::pin(async move { this.call(call).await.map_err(String::from) })
     }
 }
 
@@ -1217,19 +1389,33 @@ fn new_approval_id() -> String {
     format!("approval_{}", uuid::Uuid::new_v4())
 }
 
-/// Asks `approver` (none: denied); `Err(reason)` on a denial.
-async fn approve(approver: Option<&dyn Approver>, request: ApprovalRequest) -> Result<(), String> {
-    let decision = match approver {
+/// Asks `approver` (none: denied).
+async fn ask(approver: Option<&dyn Approver>, request: ApprovalRequest) -> ApprovalDecision {
+    match approver {
         Some(approver) => approver.request(request).await,
         None => ApprovalDecision::deny(),
-    };
+    }
+}
+
+/// The reason of a denial (`denied` when it gave none or a blank one); `None` for an allow.
+fn denial_reason(decision: &ApprovalDecision) -> Option<String> {
     if decision.is_allowed() {
-        Ok(())
-    } else {
-        Err(decision
+        return None;
+    }
+    Some(
+        decision
             .reason
+            .clone()
             .filter(|r| !r.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_DENIAL_REASON.to_string()))
+            .unwrap_or_else(|| DEFAULT_DENIAL_REASON.to_string()),
+    )
+}
+
+/// Asks `approver` (none: denied); `Err(reason)` on a denial.
+async fn approve(approver: Option<&dyn Approver>, request: ApprovalRequest) -> Result<(), String> {
+    match denial_reason(&ask(approver, request).await) {
+        None => Ok(()),
+        Some(reason) => Err(reason),
     }
 }
 

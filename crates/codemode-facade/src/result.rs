@@ -1,7 +1,9 @@
 //! Result shapes of `exec` and `wait` (docs/contract/surface.md#s2-2, docs/contract/lifecycle.md#s5-1 and docs/contract/telemetry.md#s9).
 
 use codemode_bridge::OutputItem;
-use codemode_catalog::SourceCounts;
+pub use codemode_telemetry::Telemetry;
+
+use crate::pipeline::PendingApproval;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -44,24 +46,6 @@ pub struct PendingToolCall {
     pub method: String,
 }
 
-/// Telemetry on every result (docs/contract/telemetry.md#s9).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Telemetry {
-    /// Entries in the whole run catalog, MCP included.
-    pub catalog_size: usize,
-    /// Entries by source, MCP included: `{"openclaw": N, "mcp": N, "client": N}`.
-    pub sources: SourceCounts,
-    /// `tools.search` calls in the run so far.
-    pub search_count: u64,
-    /// `tools.describe` calls in the run so far.
-    pub describe_count: u64,
-    /// Tool calls (`call`, `callValue`, conveniences, namespace and nodes dispatches) so far.
-    pub call_count: u64,
-    /// The model-visible tools: `exec`, `wait`, then retained direct tools (docs/contract/decisions.md#d3).
-    pub visible_tools: Vec<String>,
-}
-
 /// The result of `exec` or `wait` (spec `CodeModeResult`). Serialises with `status` first and
 /// camelCase fields, e.g. `{"status":"completed","value":3,"output":[],"replaySafe":false,
 /// "telemetry":{…}}`.
@@ -89,6 +73,11 @@ pub enum CodeModeResult {
         reason: WaitReason,
         /// Unsettled requests.
         pending_tool_calls: Vec<PendingToolCall>,
+        /// The run's outstanding approvals, oldest first (docs/contract/host.md#h3,
+        /// docs/contract/host.md#h9): `[{approvalId, toolCallId, toolId, input}]`. Left out of the
+        /// JSON when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pending_approvals: Vec<PendingApproval>,
         /// The run's effective `restartSafe`.
         replay_safe: bool,
         /// Output since the previous result of this run.

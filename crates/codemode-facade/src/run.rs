@@ -1,19 +1,23 @@
 //! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem};
 use codemode_runtime::{run_leg, AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
 use codemode_snapshot::{Reservation, SnapshotStore};
+use codemode_telemetry::{
+    EventKind, ParkReason, RunEndedEvent, RunParkedEvent, RunResumedEvent, Trajectory,
+};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::dispatch::{Counters, Dispatcher};
+use crate::pipeline::{RunApprovals, ToolPipeline};
 use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
 use crate::{
     RunEnv, OUTPUT_LIMIT_EXCEEDED, PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE,
@@ -63,12 +67,49 @@ pub(crate) struct Run {
     /// The store parked runs go to, and the slot reserved before auto-draining (docs/contract/lifecycle.md#s5-4).
     store: SnapshotStore<Run>,
     reservation: Option<Reservation<Run>>,
+    /// The run's trajectory, stamped with its owner scope.
+    trajectory: Trajectory,
+    /// The run's view of the host's approval broker (its `pendingApprovals`).
+    approvals: Option<RunApprovals>,
+    /// True while the run sits in the store: dropping it then means it expired or its session
+    /// ended (`run_expired`); a terminal result clears it.
+    stored: bool,
+}
+
+/// `reason` of `run_expired` when the snapshot TTL passed.
+pub(crate) const SNAPSHOT_TTL: &str = "snapshot TTL";
+/// `reason` of `run_expired` when [`crate::CodeMode::end_session`] dropped the run.
+pub(crate) const SESSION_ENDED: &str = "session ended";
+/// `reason` of `run_expired` when [`crate::CodeMode::clear`] dropped the run.
+pub(crate) const RUNS_CLEARED: &str = "runs cleared";
+
+thread_local! {
+    /// Why parked runs dropped on this thread are being dropped ([`SNAPSHOT_TTL`] when unset):
+    /// the store drops payloads synchronously on the thread that removes them.
+    static DROP_REASON: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// Runs `f` (which removes parked runs from the store) with `reason` as the `run_expired`
+/// reason of the runs it drops.
+pub(crate) fn dropping_because<T>(reason: &'static str, f: impl FnOnce() -> T) -> T {
+    let previous = DROP_REASON.with(|r| r.replace(Some(reason)));
+    let out = f();
+    DROP_REASON.with(|r| r.set(previous));
+    out
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
         for task in self.tasks.values() {
             task.abort();
+        }
+        if self.stored && self.trajectory.is_enabled() {
+            let reason = DROP_REASON.with(Cell::get).unwrap_or(SNAPSHOT_TTL);
+            self.trajectory.record(EventKind::RunExpired(RunEndedEvent {
+                code_mode_run_id: self.run_id.clone(),
+                parent_tool_call_id: self.env.parent_tool_call_id.clone(),
+                reason: Some(reason.to_string()),
+            }));
         }
     }
 }
@@ -95,14 +136,12 @@ fn map_vm_error(e: &VmError) -> (ErrorCode, String) {
 }
 
 fn telemetry(env: &RunEnv, counters: &Counters) -> Telemetry {
-    Telemetry {
-        catalog_size: env.catalog.len(),
-        sources: env.catalog.source_counts(),
-        search_count: counters.search.load(Ordering::Relaxed),
-        describe_count: counters.describe.load(Ordering::Relaxed),
-        call_count: counters.call.load(Ordering::Relaxed),
-        visible_tools: env.visible_tools.clone(),
-    }
+    Telemetry::new(
+        env.catalog.len(),
+        env.catalog.source_counts(),
+        counters.bridge.snapshot(),
+        env.visible_tools.clone(),
+    )
 }
 
 /// A refused `exec` (bad arguments or source): `failed`/`invalid_input`, no run created.
@@ -139,14 +178,12 @@ pub(crate) fn bare_refusal(message: &str) -> CodeModeResult {
         code: Some(ErrorCode::InvalidInput),
         output: Vec::new(),
         replay_safe: false,
-        telemetry: Telemetry {
-            catalog_size: 0,
-            sources: codemode_catalog::SourceCounts::default(),
-            search_count: 0,
-            describe_count: 0,
-            call_count: 0,
-            visible_tools: vec!["exec".into(), "wait".into()],
-        },
+        telemetry: Telemetry::new(
+            0,
+            codemode_catalog::SourceCounts::default(),
+            codemode_telemetry::BridgeCounters::default(),
+            vec!["exec".into(), "wait".into()],
+        ),
     }
 }
 
@@ -160,9 +197,19 @@ fn json_len<T: serde::Serialize>(v: &T) -> u64 {
 impl Run {
     pub(crate) fn new(env: Arc<RunEnv>, restart_safe: bool, store: SnapshotStore<Run>) -> Run {
         let (tx, rx) = unbounded_channel();
+        let trajectory = env.trajectory.with_scope(env.scope.clone());
+        let approvals = env.approvals.clone().map(RunApprovals::new);
+        let mut pipeline = ToolPipeline::new(env.executor.clone())
+            .with_shared_policy(env.policy.clone())
+            .with_hooks(env.hooks.clone())
+            .with_trajectory(trajectory.clone());
+        if let Some(approvals) = &approvals {
+            pipeline = pipeline.with_approver(Arc::new(approvals.clone()));
+        }
         let dispatcher = Dispatcher {
             catalog: env.catalog.clone(),
-            executor: env.executor.clone(),
+            pipeline,
+            trajectory: trajectory.clone(),
             scope: env.scope.clone(),
             parent_tool_call_id: env.parent_tool_call_id.clone(),
             namespace: Arc::new(codemode_catalog::McpNamespace::build(&env.catalog)),
@@ -172,6 +219,9 @@ impl Run {
         Run {
             store,
             reservation: None,
+            trajectory,
+            approvals,
+            stored: false,
             env,
             restart_safe,
             dispatcher,
@@ -509,6 +559,59 @@ impl Run {
         }
     }
 
+    /// The run's trajectory (stamped with its owner scope).
+    pub(crate) fn trajectory(&self) -> &Trajectory {
+        &self.trajectory
+    }
+
+    /// Marks the run as sitting in the store (set just before it is parked there).
+    pub(crate) fn set_stored(&mut self, stored: bool) {
+        self.stored = stored;
+    }
+
+    /// The `run_parked` event for the `waiting` result `result` returned by the call
+    /// `call_id`; `None` without a trajectory or for a result that is not `waiting`.
+    pub(crate) fn parked_event(&self, call_id: &str, result: &CodeModeResult) -> Option<EventKind> {
+        if !self.trajectory.is_enabled() {
+            return None;
+        }
+        let CodeModeResult::Waiting {
+            run_id,
+            reason,
+            pending_tool_calls,
+            ..
+        } = result
+        else {
+            return None;
+        };
+        Some(EventKind::RunParked(RunParkedEvent {
+            code_mode_run_id: run_id.clone(),
+            tool_call_id: call_id.to_string(),
+            parent_tool_call_id: self.env.parent_tool_call_id.clone(),
+            reason: match reason {
+                WaitReason::PendingTools => ParkReason::PendingTools,
+                WaitReason::Yield => ParkReason::Yield,
+            },
+            pending_tool_calls: pending_tool_calls.len(),
+            snapshot_bytes: self.snapshot.as_ref().map(|s| s.stored_bytes() as u64),
+        }))
+    }
+
+    /// Records `run_resumed` for the `wait` `call_id` that restored the run, with the number of
+    /// settled results about to be delivered.
+    pub(crate) fn record_resumed(&self, call_id: &str) {
+        let Some(run_id) = &self.run_id else {
+            return;
+        };
+        self.trajectory
+            .record(EventKind::RunResumed(RunResumedEvent {
+                code_mode_run_id: run_id.clone(),
+                tool_call_id: call_id.to_string(),
+                parent_tool_call_id: self.env.parent_tool_call_id.clone(),
+                settled_tool_calls: self.arrived.len(),
+            }));
+    }
+
     /// The `waiting` result: unsettled requests, output since the previous result.
     pub(crate) fn waiting_result(&mut self, run_id: String) -> CodeModeResult {
         // A yield is settled from the start but still listed until delivered (docs/contract/lifecycle.md#s5-10).
@@ -536,6 +639,11 @@ impl Run {
             run_id,
             reason,
             pending_tool_calls,
+            pending_approvals: self
+                .approvals
+                .as_ref()
+                .map(RunApprovals::pending)
+                .unwrap_or_default(),
             replay_safe: self.restart_safe,
             output: std::mem::take(&mut self.output),
             telemetry: telemetry(&self.env, &self.dispatcher.counters),
@@ -583,6 +691,7 @@ impl Run {
 
     /// The terminal result once nothing is pending.
     fn finish(&mut self) -> CodeModeResult {
+        self.stored = false;
         match self.main.take() {
             Some(Ok(value)) => {
                 if let Some(result) = self.output_limit_failure(Some(&value)) {
@@ -614,6 +723,14 @@ impl Run {
 
     /// A terminal failure: cancels leftover host work and disposes of the VM.
     pub(crate) fn fail(&mut self, code: ErrorCode, message: &str) -> CodeModeResult {
+        self.stored = false;
+        if code == ErrorCode::Aborted {
+            self.trajectory.record(EventKind::RunAborted(RunEndedEvent {
+                code_mode_run_id: self.run_id.clone(),
+                parent_tool_call_id: self.env.parent_tool_call_id.clone(),
+                reason: Some(message.to_string()),
+            }));
+        }
         for task in self.tasks.values() {
             task.abort();
         }

@@ -91,7 +91,6 @@ impl AtomicBridgeCounters {
     }
 }
 
-
 /// The `telemetry` field of every `exec`/`wait` result (docs/contract/telemetry.md#s9),
 /// serialised in this order with camelCase keys:
 ///

@@ -15,32 +15,25 @@
 //! also on `tool_result`, where docs/contract/host.md#h4 calls it `runId?`: both can be known at once in an agent turn,
 //! and a line cannot hold two values under one key.
 
+use codemode_bridge::RunScope;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::redact::{redact_in_place, truncate_string};
 
-/// The ids that place an event: which agent, session and agent run it belongs to. Serialises
-/// camelCase with `None` fields left out; the same shape as the bridge's `RunScope`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Scope {
-    /// The agent id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    /// The session id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    /// The session key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_key: Option<String>,
-    /// The agent run id (not the code-mode run id; see the module docs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-}
-
+/// The scope keys of a line, in the order they are written.
 const SCOPE_KEYS: [&str; 4] = ["agentId", "sessionId", "sessionKey", "runId"];
+
+/// The scope ids that are set, as `(key, value)` in [`SCOPE_KEYS`] order.
+fn scope_fields(scope: &RunScope) -> [(&'static str, Option<&String>); 4] {
+    [
+        ("agentId", scope.agent_id.as_ref()),
+        ("sessionId", scope.session_id.as_ref()),
+        ("sessionKey", scope.session_key.as_ref()),
+        ("runId", scope.run_id.as_ref()),
+    ]
+}
 
 /// What kind of provider-visible tool a call is (`toolKind`, docs/contract/host.md#h2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +69,18 @@ pub enum ToolInputKind {
 }
 
 impl ToolInputKind {
+    /// The kind of an `exec` input (`{code | command, language?, …}`): its `language`, with an
+    /// absent or `null` one meaning `"javascript"`; `None` for a `language` that is neither
+    /// (the argument checks of docs/contract/surface.md#s2-2 reject it later).
+    pub fn of_exec_input(input: &Value) -> Option<ToolInputKind> {
+        match input.get("language") {
+            None | Some(Value::Null) => Some(ToolInputKind::Javascript),
+            Some(Value::String(s)) if s == "javascript" => Some(ToolInputKind::Javascript),
+            Some(Value::String(s)) if s == "typescript" => Some(ToolInputKind::Typescript),
+            Some(_) => None,
+        }
+    }
+
     /// The wire name, as serialised (e.g. `"javascript"`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -508,7 +513,7 @@ impl EventKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrajectoryEvent {
     ts: String,
-    scope: Scope,
+    scope: RunScope,
     kind: EventKind,
 }
 
@@ -519,12 +524,12 @@ pub fn now_rfc3339() -> String {
 
 impl TrajectoryEvent {
     /// An event stamped with [`now_rfc3339`]; `kind` is redacted.
-    pub fn new(scope: Scope, kind: EventKind) -> TrajectoryEvent {
+    pub fn new(scope: RunScope, kind: EventKind) -> TrajectoryEvent {
         TrajectoryEvent::at(now_rfc3339(), scope, kind)
     }
 
     /// An event with the given `ts` (an RFC 3339 timestamp; not checked); `kind` is redacted.
-    pub fn at(ts: impl Into<String>, scope: Scope, mut kind: EventKind) -> TrajectoryEvent {
+    pub fn at(ts: impl Into<String>, scope: RunScope, mut kind: EventKind) -> TrajectoryEvent {
         kind.redact();
         TrajectoryEvent {
             ts: ts.into(),
@@ -539,7 +544,7 @@ impl TrajectoryEvent {
     }
 
     /// The scope ids.
-    pub fn scope(&self) -> &Scope {
+    pub fn scope(&self) -> &RunScope {
         &self.scope
     }
 
@@ -558,8 +563,10 @@ impl TrajectoryEvent {
         let mut out = Map::with_capacity(kind.len() + 6);
         out.insert("type".into(), Value::String(self.kind.type_name().into()));
         out.insert("ts".into(), Value::String(self.ts.clone()));
-        if let Ok(Value::Object(scope)) = serde_json::to_value(&self.scope) {
-            out.extend(scope);
+        for (key, value) in scope_fields(&self.scope) {
+            if let Some(value) = value {
+                out.insert(key.into(), Value::String(value.clone()));
+            }
         }
         out.extend(kind.into_iter().filter(|(k, _)| k != "type"));
         Value::Object(out)
@@ -592,7 +599,7 @@ impl TrajectoryEvent {
                 scope.insert(key.into(), v);
             }
         }
-        let scope: Scope =
+        let scope: RunScope =
             serde_json::from_value(Value::Object(scope)).map_err(ParseError::Json)?;
         let kind: EventKind =
             serde_json::from_value(Value::Object(map)).map_err(ParseError::Json)?;
@@ -641,8 +648,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn scope() -> Scope {
-        Scope {
+    fn scope() -> RunScope {
+        RunScope {
             agent_id: Some("main".into()),
             session_id: Some("s1".into()),
             session_key: None,
@@ -756,7 +763,7 @@ mod tests {
             ),
         ];
         for (kind, want) in kinds {
-            let e = TrajectoryEvent::at("T", Scope::default(), kind);
+            let e = TrajectoryEvent::at("T", RunScope::default(), kind);
             assert_eq!(e.to_json_line(), want);
             assert_eq!(TrajectoryEvent::from_json_line(want).unwrap(), e);
         }
@@ -767,7 +774,7 @@ mod tests {
         let long = "x".repeat(5000);
         let e = TrajectoryEvent::at(
             "T",
-            Scope::default(),
+            RunScope::default(),
             EventKind::ToolResult(ToolResultEvent {
                 tool_call_id: "c".into(),
                 tool_name: "direct".into(),

@@ -24,8 +24,8 @@ pub use counters::{AtomicBridgeCounters, BridgeCounters, CounterKind, Telemetry}
 pub use event::{
     now_rfc3339, parse_json_lines, ApprovalDecision, ApprovalRequestedEvent, ApprovalResolvedEvent,
     EventKind, NestedMethod, NestedStatus, NestedToolCallEvent, NestedToolResultEvent, ParkReason,
-    ParseError, RunEndedEvent, RunParkedEvent, RunResumedEvent, ToolCallEvent,
-    ToolInputKind, ToolKind, ToolResultEvent, ToolStatus, TrajectoryEvent,
+    ParseError, RunEndedEvent, RunParkedEvent, RunResumedEvent, ToolCallEvent, ToolInputKind,
+    ToolKind, ToolResultEvent, ToolStatus, TrajectoryEvent,
 };
 pub use meta::{cost_usd, AgentMeta, ModelCost, RunMeta, TokenUsage, ToolSummary};
 pub use redact::{is_sensitive_key, redact_value, truncate_string, MAX_STRING_CHARS, REDACTED};

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::event::{now_rfc3339, EventKind, Scope, TrajectoryEvent};
+use crate::event::{now_rfc3339, EventKind, TrajectoryEvent};
 use crate::transcript::Placer;
+use codemode_bridge::RunScope;
 
 /// The `tracing` target of [`TracingSink`]'s spans and events.
 pub const TRACING_TARGET: &str = "codemode::trajectory";
@@ -426,13 +427,13 @@ impl TrajectorySink for TracingSink {
     }
 }
 
-/// The handle a run records its trajectory through: a sink (or none), the run's [`Scope`], and a
+/// The handle a run records its trajectory through: a sink (or none), the run's [`RunScope`], and a
 /// clock. Cheap to clone; [`Trajectory::disabled`] (also `Default`) records nothing, so a host can
 /// always hold one.
 #[derive(Clone)]
 pub struct Trajectory {
     sink: Option<Arc<dyn TrajectorySink>>,
-    scope: Scope,
+    scope: RunScope,
     clock: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
@@ -453,7 +454,7 @@ impl Default for Trajectory {
 
 impl Trajectory {
     /// Records into `sink`, stamping events with the UTC clock ([`now_rfc3339`]).
-    pub fn new(sink: Arc<dyn TrajectorySink>, scope: Scope) -> Trajectory {
+    pub fn new(sink: Arc<dyn TrajectorySink>, scope: RunScope) -> Trajectory {
         Trajectory {
             sink: Some(sink),
             scope,
@@ -465,13 +466,13 @@ impl Trajectory {
     pub fn disabled() -> Trajectory {
         Trajectory {
             sink: None,
-            scope: Scope::default(),
+            scope: RunScope::default(),
             clock: Arc::new(now_rfc3339),
         }
     }
 
     /// The same sink and clock with another scope (e.g. a session's scope).
-    pub fn with_scope(&self, scope: Scope) -> Trajectory {
+    pub fn with_scope(&self, scope: RunScope) -> Trajectory {
         Trajectory {
             scope,
             ..self.clone()
@@ -493,7 +494,7 @@ impl Trajectory {
     }
 
     /// The scope stamped on every event.
-    pub fn scope(&self) -> &Scope {
+    pub fn scope(&self) -> &RunScope {
         &self.scope
     }
 
@@ -535,12 +536,12 @@ mod tests {
     #[test]
     fn failing_writer_counts_and_never_panics() {
         let sink = JsonLinesSink::from_writer(FailingWriter);
-        let t = Trajectory::new(Arc::new(sink), Scope::default());
+        let t = Trajectory::new(Arc::new(sink), RunScope::default());
         t.record(aborted());
         t.record(aborted());
         // The sink moved into the Trajectory; check the count through a shared handle.
         let sink = Arc::new(JsonLinesSink::from_writer(FailingWriter));
-        let t = Trajectory::new(sink.clone(), Scope::default());
+        let t = Trajectory::new(sink.clone(), RunScope::default());
         for _ in 0..3 {
             t.record(aborted());
         }
@@ -554,7 +555,7 @@ mod tests {
         let mut fan = FanOut::new(vec![a.clone()]);
         fan.push(b.clone());
         assert_eq!(fan.len(), 2);
-        let t = Trajectory::new(Arc::new(fan), Scope::default()).with_clock(|| "T".into());
+        let t = Trajectory::new(Arc::new(fan), RunScope::default()).with_clock(|| "T".into());
         t.record(aborted());
         let want =
             r#"{"type":"run_aborted","ts":"T","codeModeRunId":"cm_1","reason":"abort signal"}"#;

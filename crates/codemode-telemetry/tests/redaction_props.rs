@@ -94,14 +94,14 @@ proptest! {
         // Nothing else changes: the structure outside sensitive keys is kept.
         prop_assert_eq!(redact_value(&out), out.clone());
         // The same holds in every event that carries a value.
-        let event = TrajectoryEvent::at("T", Scope::default(), EventKind::NestedToolResult(
+        let event = TrajectoryEvent::at("T", RunScope::default(), EventKind::NestedToolResult(
             NestedToolResultEvent {
                 tool_call_id: "n".into(), parent_tool_call_id: None, code_mode_run_id: None,
                 tool_id: "x".into(), tool_name: "x".into(), method: NestedMethod::Call,
                 status: NestedStatus::Ok, duration_ms: 0, result: Some(v.clone()), error: None,
             }));
         prop_assert!(!event.to_json_line().contains(SECRET));
-        let call = TrajectoryEvent::at("T", Scope::default(), EventKind::ToolCall(ToolCallEvent {
+        let call = TrajectoryEvent::at("T", RunScope::default(), EventKind::ToolCall(ToolCallEvent {
             tool_call_id: "c".into(), tool_name: "exec".into(), tool_kind: ToolKind::CodeModeExec,
             tool_input_kind: None, input: serde_json::json!({"args": [v]}),
         }));

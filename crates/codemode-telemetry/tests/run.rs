@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use codemode_telemetry::*;
 use serde_json::{json, Value};
 
-fn scope() -> Scope {
-    Scope {
+fn scope() -> RunScope {
+    RunScope {
         agent_id: Some("main".into()),
         session_id: Some("s1".into()),
         session_key: Some("agent:main:s1".into()),
@@ -586,7 +586,7 @@ fn placement_with_two_runs_waited_in_parallel() {
         nested_event("n_x", Some("ghost"), None),
     ]
     .into_iter()
-    .map(|k| TrajectoryEvent::at("T", Scope::default(), k))
+    .map(|k| TrajectoryEvent::at("T", RunScope::default(), k))
     .collect();
     let t = Transcript::from_events(&events);
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -624,7 +624,7 @@ fn a_result_without_its_call_is_still_shown() {
             error: Some("Tool \"openclaw:core:t\" was blocked before execution: no".into()),
         }),
     ]
-    .map(|k| TrajectoryEvent::at("T", Scope::default(), k));
+    .map(|k| TrajectoryEvent::at("T", RunScope::default(), k));
     let t = Transcript::from_events(&events);
     assert_eq!(
         serde_json::to_value(&t.tool_calls[0].nested_calls).unwrap(),

@@ -140,9 +140,9 @@ fn spans_nest_under_their_exec_and_wait() {
     tracing::subscriber::with_default(subscriber, || {
         let t = Trajectory::new(
             Arc::new(TracingSink::new()),
-            Scope {
+            RunScope {
                 session_id: Some("s1".into()),
-                ..Scope::default()
+                ..RunScope::default()
             },
         )
         .with_clock(|| "T".into());
