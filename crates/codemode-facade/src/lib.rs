@@ -11,6 +11,7 @@
 //! the deadline (`timeoutMs`) passes; then the run parks as a snapshot under `runId` while its
 //! tool calls keep running, and `wait` resumes it.
 
+mod agent;
 mod dispatch;
 mod pipeline;
 mod result;
@@ -29,6 +30,12 @@ use codemode_telemetry::{
 };
 use serde_json::Value;
 
+pub use agent::{
+    check_payload, direct_tool_definition, model_cost, resolve_activation, resolve_references,
+    Activation, ActivationReport, AgentEnvelope, AgentError, AgentTurn, Payload, PayloadCheck,
+    PayloadError, Prepared, ReferenceError, RuntimeStats, Script, ScriptError, ScriptToolCall,
+    ScriptTurn, TurnFlags, TurnStep, RESULT_REFERENCE_PREFIX,
+};
 pub use codemode_catalog::SourceCounts;
 pub use pipeline::{
     after_outer_call, before_outer_call, blocked_after_message, blocked_message,
