@@ -13,9 +13,12 @@
 //! - `codemode config [--config FILE] [--agent ID]` prints the resolved `tools.codeMode` and the
 //!   warnings for every ignored or clamped value.
 //! - `codemode catalog --tools FILE …` shows what the model would see of a tool list.
+//! - `codemode agent --script FILE …` runs one agent turn with a scripted model and prints its
+//!   envelope `{payload, transcript, trajectory?, meta, …}` (`agent.rs`).
 //!
 //! Exit status: 0 completed (or a successful inspection), 1 failed, 2 bad usage.
 
+mod agent;
 mod host;
 mod session;
 mod static_tools;
@@ -60,6 +63,8 @@ enum Command {
     Config(ConfigArgs),
     /// Show a tool list as the model and guest would see it.
     Catalog(CatalogArgs),
+    /// Run one agent turn with a scripted model and print its JSON envelope.
+    Agent(agent::AgentArgs),
 }
 
 #[derive(Args)]
@@ -177,6 +182,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Config(args) => config(args),
         Command::Catalog(args) => catalog(args),
+        Command::Agent(args) => agent::run(args),
     };
     match outcome {
         Ok(code) => code,
