@@ -108,7 +108,7 @@ pub(crate) enum Refusal {
         /// Permission bits (`st_mode & 0o7777`).
         mode: u32,
     },
-    /// The cache file is a symbolic link (`O_NOFOLLOW` refused it).
+    /// The cache directory or file is a symbolic link (`O_NOFOLLOW` refused it).
     #[error("it is a symbolic link")]
     Symlink,
     /// The path is not a directory (for the directory) or not a regular file (for the file).
@@ -199,10 +199,11 @@ mod imp {
                 // from a file opened without following links in a directory that, checked on its
                 // open descriptor, is owned by the current user and not writable by group or
                 // others, and the file itself, checked on its open descriptor, is a regular file
-                // with the same owner and restrictions. Only this user (or root) can have written
-                // it, and only `store` writes such files. The SHA-256 in its header, checked on
-                // exactly these bytes, rules out a torn or corrupted write; wasmtime then checks
-                // its own header (version and engine compatibility).
+                // with the same owner and restrictions. So only a process running as this user
+                // (or root) can have written it: that is the trust boundary, the same as for the
+                // user's own binaries. The SHA-256 in its header is an integrity check, not a MAC:
+                // checked on exactly these bytes, it rules out a torn or corrupted write; wasmtime
+                // then checks its own header (version and engine compatibility).
                 match unsafe { Module::deserialize(engine, &payload) } {
                     Ok(module) => {
                         tracing::debug!(
@@ -246,12 +247,19 @@ mod imp {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(Refusal::Io(e)),
         }
+        // `NOFOLLOW`: the last component must be the directory itself, not a link, so another
+        // user cannot point a pre-created `<tmp>/codemode-cache-<uid>` link at a directory of
+        // ours (say `~/.ssh`) and have the cache write there. (`O_NOFOLLOW` with
+        // `O_DIRECTORY` fails with `ENOTDIR` or `ELOOP` on a link.)
+        let is_link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
         let fd = rustix::fs::open(
             dir,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| match e {
+            Errno::LOOP => Refusal::Symlink,
+            Errno::NOTDIR if is_link => Refusal::Symlink,
             Errno::NOTDIR => Refusal::WrongType {
                 expected: "directory",
             },

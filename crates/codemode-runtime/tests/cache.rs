@@ -382,6 +382,22 @@ fn a_directory_owned_by_another_user_is_refused_and_left_alone() {
 }
 
 #[test]
+fn a_symlinked_directory_is_refused_and_its_target_left_alone() {
+    // Another user pre-creates the per-user fallback as a link to one of our directories (say
+    // `~/.ssh`): the cache must neither read nor write through it.
+    let ours = tempfile::tempdir().unwrap();
+    fs::set_permissions(ours.path(), fs::Permissions::from_mode(0o700)).unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let link = parent.path().join("codemode-cache-link");
+    std::os::unix::fs::symlink(ours.path(), &link).unwrap();
+    assert_eq!(
+        load(&link),
+        vec![(Level::WARN, dir_refusal(&link, "it is a symbolic link"))]
+    );
+    assert_eq!(fs::read_dir(ours.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn a_file_in_place_of_the_directory_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let not_a_dir = root.path().join("cache");
