@@ -14,6 +14,10 @@
 //!   -- -D warnings`, clippy on the wasm guest, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
+//! - `e2e`: setup, the same build as `test`, then the spec's 16-step E2E plan and the implicit
+//!   checklist items against the built `codemode agent` and the fixtures in `xtask/e2e/`
+//!   (`e2e.rs`); one `step N  PASS|FAIL  …` line each, non-zero exit on any failure. `--bin PATH`
+//!   runs against that binary without building.
 //! - `lint`: the guest part of setup, then only the lint gates of `test`.
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
@@ -24,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod citations;
+mod e2e;
 
 fn main() -> ExitCode {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -35,8 +40,9 @@ fn main() -> ExitCode {
         "lint" => setup_guest().and_then(|()| lint()),
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         "citations" => check_citations(&rest),
+        "e2e" => setup().and_then(|()| e2e::task(&rest)),
         _ => {
-            eprintln!("usage: cargo xtask <setup | demo | test | lint | bench | citations>");
+            eprintln!("usage: cargo xtask <setup | demo | test | e2e | lint | bench | citations>");
             return ExitCode::from(2);
         }
     };
