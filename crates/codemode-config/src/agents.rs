@@ -42,16 +42,7 @@ pub fn resolve_for_agent(root: &Value, agent_id: Option<&str>) -> Resolved {
                     agent_value = Some((value, format!("{tools_path}.codeMode")));
                 }
             }
-            None => warnings.push(Warning {
-                path: "agents.list".into(),
-                field: String::new(),
-                given: Value::from(id),
-                used: Value::Null,
-                kind: WarningKind::UnknownAgent,
-                message: format!(
-                    "no agent {id:?} in agents.list; the global tools.codeMode applies"
-                ),
-            }),
+            None => warnings.push(unknown_agent(id, "tools.codeMode")),
         }
     }
 
@@ -64,6 +55,19 @@ pub fn resolve_for_agent(root: &Value, agent_id: Option<&str>) -> Resolved {
         None => global,
     };
     resolve_entries(&entries, warnings)
+}
+
+/// The warning for an agent id with no `agents.list` entry: `what` (the global
+/// `tools.codeMode`, or the global tools policy) applies instead.
+pub(crate) fn unknown_agent(id: &str, what: &str) -> Warning {
+    Warning {
+        path: "agents.list".into(),
+        field: String::new(),
+        given: Value::from(id),
+        used: Value::Null,
+        kind: WarningKind::UnknownAgent,
+        message: format!("no agent {id:?} in agents.list; the global {what} applies"),
+    }
 }
 
 /// `value` as an object, or an [`WarningKind::InvalidShape`] warning at `path` (`""` is the

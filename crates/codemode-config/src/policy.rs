@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::agents::{find_agent, object_at};
+use crate::agents::{find_agent, object_at, unknown_agent};
 use crate::config::{Warning, WarningKind};
 
 /// A tool pattern (docs/contract/host.md#h1): `*` matches any run of characters (also none); every other
@@ -215,14 +215,7 @@ pub fn resolve_policy(root: &Value, agent_id: Option<&str>) -> ResolvedPolicy {
                     }
                 }
             }
-            None => warnings.push(Warning {
-                path: "agents.list".into(),
-                field: String::new(),
-                given: Value::from(id),
-                used: Value::Null,
-                kind: WarningKind::UnknownAgent,
-                message: format!("no agent {id:?} in agents.list; the global tools policy applies"),
-            }),
+            None => warnings.push(unknown_agent(id, "tools policy")),
         }
     }
     ResolvedPolicy { policy, warnings }
