@@ -6,7 +6,9 @@
 //!   ([`McpHub::specs`], `mcp:<server>:<server>__<tool>` with MCP metadata, so the guest reaches
 //!   them only through the `MCP` namespace, docs/contract/mcp.md#s7) and a [`McpExecutor`] that runs them.
 //! - **Server side**: [`CodeModeServer`] serves code mode itself as an MCP server with exactly
-//!   two tools, `exec` and `wait` (`codemode serve`).
+//!   two tools, `exec` and `wait` (`codemode serve`); nested calls that need approval are asked
+//!   of the session's client by MCP elicitation ([`ElicitationApprover`]), and a [`ServeHost`]
+//!   gives the policy, hooks and trajectory of its runs.
 
 pub mod client;
 pub mod config;
@@ -21,5 +23,7 @@ pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig};
 pub use error::{ClientError, McpRequest};
 pub use hub::{McpExecutor, McpHub, ServerStatus};
 
+pub mod elicit;
 pub mod server;
-pub use server::{CodeModeServer, EnvSource};
+pub use elicit::ElicitationApprover;
+pub use server::{CodeModeServer, EnvSource, ServeHost};

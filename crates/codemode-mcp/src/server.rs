@@ -19,12 +19,16 @@
 //! Nothing here writes to stdout (it is the protocol on stdio); diagnostics go to `tracing`.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use codemode_bridge::RunScope;
 use codemode_catalog::Catalog;
-use codemode_facade::{exec_tool, wait_tool, CodeMode, RunEnv, ToolDefinition};
+use codemode_config::ToolPolicy;
+use codemode_facade::{
+    exec_tool, wait_tool, ApprovalBroker, CodeMode, HookChain, RunEnv, ToolDefinition,
+};
 use codemode_runtime::AbortHandle;
+use codemode_telemetry::Trajectory;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -33,6 +37,8 @@ use rmcp::service::{QuitReason, RequestContext, ServerInitializeError};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
+
+use crate::elicit::{ElicitationApprover, PeerSlot};
 
 /// The `serverInfo.name` this server reports in its `initialize` answer.
 pub const SERVER_NAME: &str = "codemode";
@@ -85,25 +91,90 @@ impl From<ServerInitializeError> for ServeError {
     }
 }
 
+/// What `serve` adds to every run of its sessions (docs/contract/host.md#h1 to #h4): the tool
+/// policy, the hook chain and the trajectory of the config, given by the host (the CLI resolves
+/// them with `codemode_config::resolve_policy` / `resolve_hooks`, `HookChain::from_config` and
+/// its `--trajectory` sink).
+///
+/// With a host, each call's [`RunEnv`] from the [`EnvSource`] gets [`RunEnv::with_policy`],
+/// [`RunEnv::with_hooks`] and [`RunEnv::with_trajectory`] with these values (replacing the
+/// source's), so nested calls go through policy → hooks → approval and the outer `exec` /
+/// `wait` through the hooks. Approvals are the session's in any case (see
+/// [`CodeModeServer`]). The default allows every tool, runs no hooks and records nothing.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct ServeHost {
+    /// The tool policy (`tools.allow` / `deny` / `approvals.require`), applied again at call
+    /// time; the host filters the catalog with it as well.
+    pub policy: ToolPolicy,
+    /// The `before_tool_call` / `after_tool_call` hooks.
+    pub hooks: HookChain,
+    /// Where the runs' trajectory goes.
+    pub trajectory: Trajectory,
+}
+
+impl ServeHost {
+    /// The default host: every tool allowed, no hooks, no trajectory.
+    pub fn new() -> Self {
+        ServeHost::default()
+    }
+
+    /// The same host with `policy`.
+    pub fn with_policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The same host with `hooks`.
+    pub fn with_hooks(mut self, hooks: HookChain) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The same host recording into `trajectory`.
+    pub fn with_trajectory(mut self, trajectory: Trajectory) -> Self {
+        self.trajectory = trajectory;
+        self
+    }
+}
+
 /// Code mode as an MCP server: one value serves one MCP session at a time, with the tools `exec`
 /// and `wait` (see the module documentation for the exact answers).
 ///
-/// Cloning is cheap and shares the [`CodeMode`] front (its runtime and parked runs) and the
-/// [`EnvSource`]; each [`CodeModeServer::serve`] call starts a new session with a new scope.
+/// Approvals (docs/contract/host.md#h3): each MCP session has one [`ApprovalBroker`] (TTL:
+/// the `snapshotTtlSeconds` of the session's first run) whose delegate is an
+/// [`ElicitationApprover`] for the session's client, and every run of the session whose
+/// [`RunEnv::approvals`] the source left unset answers approvals through it: a call that needs
+/// approval sends `elicitation/create` to the client and stays pending until it answers (the
+/// run parks meanwhile, listing it in `pendingApprovals`). When the session ends its outstanding
+/// approvals are denied with [`SESSION_ENDED`].
+///
+/// Cloning is cheap and shares the [`CodeMode`] front (its runtime and parked runs), the
+/// [`EnvSource`] and the [`ServeHost`]; each [`CodeModeServer::serve`] call starts a new session
+/// with a new scope and its own approvals.
 #[derive(Clone)]
 pub struct CodeModeServer {
     code_mode: Arc<CodeMode>,
     source: Arc<dyn EnvSource>,
+    host: Option<Arc<ServeHost>>,
     session: Arc<Session>,
 }
 
-/// One code-mode session: its scope, and the end of it. When the last handle to it is dropped
-/// (the MCP session is over and no request of it is still running), the runs it parked are
-/// dropped ([`CodeMode::end_session`]).
+/// One code-mode session: its scope, its client (for elicitations) and approvals, and the end
+/// of it. When the last handle to it is dropped (the MCP session is over and no request of it is
+/// still running), the runs it parked are dropped ([`CodeMode::end_session`]) and approvals still
+/// outstanding are denied.
 struct Session {
     code_mode: Arc<CodeMode>,
     scope: RunScope,
+    /// The session's client, learned from its first request.
+    peer: PeerSlot,
+    /// The session's approvals, made on first use (the TTL comes from the run's config).
+    approvals: OnceLock<Arc<ApprovalBroker>>,
 }
+
+/// The reason of approvals still outstanding when their MCP session ends.
+pub const SESSION_ENDED: &str = "the MCP session ended";
 
 impl Session {
     /// A fresh session: `session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`.
@@ -116,12 +187,30 @@ impl Session {
                 session_key: Some(format!("mcp:{id}")),
                 ..RunScope::default()
             },
+            peer: PeerSlot::new(),
+            approvals: OnceLock::new(),
         })
+    }
+
+    /// The session's approval broker: outstanding approvals expire after `ttl` (the first
+    /// call's `snapshotTtlSeconds`), and each is asked of the client by elicitation.
+    fn approvals(&self, ttl: std::time::Duration) -> Arc<ApprovalBroker> {
+        self.approvals
+            .get_or_init(|| {
+                Arc::new(ApprovalBroker::with_delegate(
+                    ttl,
+                    Arc::new(ElicitationApprover::from_slot(self.peer.clone())),
+                ))
+            })
+            .clone()
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(approvals) = self.approvals.get() {
+            approvals.deny_all(Some(SESSION_ENDED));
+        }
         let dropped = self.code_mode.end_session(&self.scope);
         if dropped > 0 {
             tracing::info!(
@@ -183,7 +272,15 @@ impl CodeModeServer {
             session: Session::start(code_mode.clone()),
             code_mode,
             source,
+            host: None,
         }
+    }
+
+    /// The same server with `host`: the policy, hooks and trajectory of every run of its
+    /// sessions (see [`ServeHost`]).
+    pub fn with_host(mut self, host: ServeHost) -> Self {
+        self.host = Some(Arc::new(host));
+        self
     }
 
     /// Serves one MCP session over stdin/stdout until the client closes it (end of input) or
@@ -237,9 +334,16 @@ impl CodeModeServer {
         };
         let mut config = StreamableHttpServerConfig::default();
         config.cancellation_token = shutdown.child_token();
-        let (code_mode, source) = (self.code_mode, self.source);
+        let (code_mode, source, host) = (self.code_mode, self.source, self.host);
         let service = StreamableHttpService::new(
-            move || Ok(CodeModeServer::new(code_mode.clone(), source.clone())),
+            move || {
+                Ok(CodeModeServer {
+                    session: Session::start(code_mode.clone()),
+                    code_mode: code_mode.clone(),
+                    source: source.clone(),
+                    host: host.clone(),
+                })
+            },
             Arc::new(LocalSessionManager::default()),
             config,
         );
@@ -275,8 +379,26 @@ impl CodeModeServer {
         vec![mcp_tool(exec), mcp_tool(wait_tool())]
     }
 
+    /// The environment of one `exec` or `wait` of this session: the source's, with the host's
+    /// policy, hooks and trajectory when there is a host, and the session's approvals unless the
+    /// source set its own.
+    fn run_env(&self) -> Option<RunEnv> {
+        let mut env = self.source.run_env(self.session.scope.clone())?;
+        if let Some(host) = &self.host {
+            env = env
+                .with_policy(host.policy.clone())
+                .with_hooks(host.hooks.clone())
+                .with_trajectory(host.trajectory.clone());
+        }
+        if env.approvals.is_none() {
+            let approvals = self.session.approvals(env.config.snapshot_ttl());
+            env = env.with_approvals(approvals);
+        }
+        Some(env)
+    }
+
     async fn exec(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
-        let Some(env) = self.source.run_env(self.session.scope.clone()) else {
+        let Some(env) = self.run_env() else {
             return disabled_result();
         };
         let code_mode = &self.code_mode;
@@ -287,12 +409,12 @@ impl CodeModeServer {
     }
 
     async fn wait(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
-        let Some(env) = self.source.run_env(self.session.scope.clone()) else {
+        let Some(env) = self.run_env() else {
             return disabled_result();
         };
         let code_mode = &self.code_mode;
         abortable(context.ct.cancelled(), |abort| async move {
-            code_mode.wait(&env.scope, &input, &abort).await.to_json()
+            code_mode.wait_with(&env, &input, &abort).await.to_json()
         })
         .await
     }
@@ -327,6 +449,8 @@ impl ServerHandler for CodeModeServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // Absent arguments go through as `null`, so the facade's own argument checks answer.
         let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        // Elicitations for this session's approvals go to the client that sent this request.
+        self.session.peer.set(context.peer.clone());
         let name = request.name.as_ref();
         tracing::debug!(tool = name, session = ?self.session.scope.session_id, "codemode MCP call");
         let result = match name {

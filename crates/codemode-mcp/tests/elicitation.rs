@@ -1,0 +1,450 @@
+//! Approvals over MCP elicitation (docs/contract/host.md#h3, `codemode serve`): a
+//! `CodeModeServer` with a `ServeHost` whose policy requires approval for some tools, on one end
+//! of a duplex pipe, and rmcp clients (and one Python `mcp` SDK client) on the other that declare
+//! elicitation (answering accept / decline / cancel / `approve: false`, at once or only when the
+//! test releases them) or do not.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+use codemode_facade::{CodeMode, RunEnv};
+use codemode_mcp::elicit::{approval_schema, APPROVE_FIELD};
+use codemode_mcp::server::ServeError;
+use codemode_mcp::{CodeModeServer, EnvSource, ServeHost};
+use codemode_runtime::Runtime;
+use rmcp::model::{
+    CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+
+/// Every tool echoes its input as `details` and records that it ran.
+struct Tools {
+    ran: Arc<Mutex<Vec<String>>>,
+}
+
+impl ToolExecutor for Tools {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        self.ran.lock().unwrap().push(call.tool_name.clone());
+        Box::pin(async move {
+            Ok(
+                json!({"content": [{"type": "text", "text": call.input.to_string()}], "details": call.input}),
+            )
+        })
+    }
+}
+
+struct Source {
+    config: codemode_config::CodeModeConfig,
+    catalog: Arc<Catalog>,
+    executor: Arc<dyn ToolExecutor>,
+}
+
+impl EnvSource for Source {
+    fn run_env(&self, scope: RunScope) -> Option<RunEnv> {
+        Some(RunEnv::new(
+            self.config.clone(),
+            self.catalog.clone(),
+            self.executor.clone(),
+            scope,
+        ))
+    }
+}
+
+struct Fixture {
+    server: CodeModeServer,
+    ran: Arc<Mutex<Vec<String>>>,
+}
+
+/// A server over the tools `read` (no approval) and `write`, `deploy`, `drop`, `push` (approval
+/// required by `tools.approvals.require`), with the code-mode config `config`.
+fn fixture(config: Value) -> Fixture {
+    let config = codemode_config::resolve(&config).config;
+    let specs = ["read", "write", "deploy", "drop", "push"]
+        .iter()
+        .map(|name| ToolSpec::core(*name, "A tool."))
+        .collect();
+    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let source = Source {
+        config,
+        catalog,
+        executor: Arc::new(Tools { ran: ran.clone() }),
+    };
+    let policy = codemode_config::resolve_policy(
+        &json!({"tools": {"approvals": {"require": ["write", "deploy", "drop", "push"]}}}),
+        None,
+    )
+    .policy;
+    let code_mode = Arc::new(CodeMode::new(Runtime::global().unwrap()));
+    let server = CodeModeServer::new(code_mode, Arc::new(source))
+        .with_host(ServeHost::new().with_policy(policy));
+    Fixture { server, ran }
+}
+
+/// How the test client answers the elicitation for one tool.
+#[derive(Clone, Copy)]
+enum Answer {
+    Accept(bool),
+    Decline,
+    Cancel,
+    /// `accept` with `approve: true`, once the test adds a permit to the client's gate.
+    AcceptWhenReleased,
+    /// Never answers.
+    Never,
+}
+
+/// An rmcp client handler: declares elicitation or not, answers by the tool id the message
+/// names, and reports every elicitation it gets and every `notifications/cancelled`.
+#[derive(Clone)]
+struct Elicitor {
+    declare: bool,
+    answers: Arc<HashMap<&'static str, Answer>>,
+    gate: Arc<Semaphore>,
+    seen: mpsc::UnboundedSender<(String, Value)>,
+    cancelled: mpsc::UnboundedSender<CancelledNotificationParam>,
+}
+
+impl ClientHandler for Elicitor {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.declare {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("elicitation-test", "1.0.0"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return Err(ErrorData::invalid_params("form elicitation expected", None));
+        };
+        let _ = self.seen.send((
+            message.clone(),
+            serde_json::to_value(&requested_schema).unwrap(),
+        ));
+        let answer = self
+            .answers
+            .iter()
+            .find(|(tool, _)| message.contains(&format!("\"openclaw:core:{tool}\"")))
+            .map(|(_, answer)| *answer)
+            .unwrap_or(Answer::Decline);
+        let accept = |approve: bool| {
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({ APPROVE_FIELD: approve }))
+        };
+        Ok(match answer {
+            Answer::Accept(approve) => accept(approve),
+            Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+            Answer::AcceptWhenReleased => {
+                let _permit = self.gate.acquire().await.unwrap();
+                accept(true)
+            }
+            Answer::Never => std::future::pending().await,
+        })
+    }
+
+    async fn on_cancelled(
+        &self,
+        params: CancelledNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.cancelled.send(params);
+    }
+}
+
+struct Client {
+    service: RunningService<RoleClient, Elicitor>,
+    seen: mpsc::UnboundedReceiver<(String, Value)>,
+    cancelled: mpsc::UnboundedReceiver<CancelledNotificationParam>,
+    gate: Arc<Semaphore>,
+    _serving: JoinHandle<Result<(), ServeError>>,
+}
+
+async fn connect(
+    server: &CodeModeServer,
+    declare: bool,
+    answers: &[(&'static str, Answer)],
+) -> Client {
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let serving = tokio::spawn(server.clone().serve(server_end));
+    let (seen_tx, seen) = mpsc::unbounded_channel();
+    let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
+    let gate = Arc::new(Semaphore::new(0));
+    let handler = Elicitor {
+        declare,
+        answers: Arc::new(answers.iter().copied().collect()),
+        gate: gate.clone(),
+        seen: seen_tx,
+        cancelled: cancelled_tx,
+    };
+    let service = handler.serve(client_end).await.expect("client handshake");
+    Client {
+        service,
+        seen,
+        cancelled,
+        gate,
+        _serving: serving,
+    }
+}
+
+async fn call(client: &Client, name: &str, args: Value) -> Value {
+    let Value::Object(map) = args else {
+        unreachable!()
+    };
+    let result = client
+        .service
+        .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(map))
+        .await
+        .expect("tools/call");
+    result.structured_content.expect("structuredContent")
+}
+
+/// The guest program: calls each tool in turn and keeps its value or the message it threw.
+fn program(tools: &[&str]) -> String {
+    let calls: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!(
+                "try {{ out.push(await tools.{t}({{tool: '{t}', token: 's3cret'}})); }} catch (e) {{ out.push(e.message); }}"
+            )
+        })
+        .collect();
+    format!("const out = []; {} return out;", calls.join(" "))
+}
+
+fn message(tool: &str) -> String {
+    format!(
+        "Code mode asks to run the tool \"openclaw:core:{tool}\".\nInput: {{\"tool\":\"{tool}\",\"token\":\"[redacted]\"}}\nSet approve to true to run it; anything else denies it."
+    )
+}
+
+fn ran(f: &Fixture) -> Vec<String> {
+    f.ran.lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eliciting_client_approves_one_call_and_denies_the_others() {
+    let f = fixture(json!(true));
+    let mut client = connect(
+        &f.server,
+        true,
+        &[
+            ("write", Answer::Accept(true)),
+            ("deploy", Answer::Decline),
+            ("drop", Answer::Cancel),
+            ("push", Answer::Accept(false)),
+        ],
+    )
+    .await;
+    let result = call(
+        &client,
+        "exec",
+        json!({"code": program(&["read", "write", "deploy", "drop", "push"])}),
+    )
+    .await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["value"],
+        json!([
+            {"tool": "read", "token": "s3cret"},
+            {"tool": "write", "token": "s3cret"},
+            "Tool \"openclaw:core:deploy\" was not approved: declined",
+            "Tool \"openclaw:core:drop\" was not approved: cancelled",
+            "Tool \"openclaw:core:push\" was not approved: rejected",
+        ])
+    );
+    // Only the tool without approval and the approved one ran.
+    assert_eq!(ran(&f), ["read", "write"]);
+    // One elicitation per approval, in call order, each the one-boolean form.
+    for tool in ["write", "deploy", "drop", "push"] {
+        let (text, schema) = client.seen.try_recv().expect("an elicitation");
+        assert_eq!(text, message(tool));
+        assert_eq!(schema, serde_json::to_value(approval_schema()).unwrap());
+        assert_eq!(
+            schema,
+            json!({"type": "object", "required": ["approve"], "properties": {"approve": {
+                "type": "boolean", "title": "Approve", "description": "Run this tool call",
+                "default": false}}})
+        );
+    }
+    assert!(client.seen.try_recv().is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_elicitation_is_denied() {
+    let f = fixture(json!(true));
+    let mut client = connect(&f.server, false, &[("write", Answer::Accept(true))]).await;
+    let result = call(
+        &client,
+        "exec",
+        json!({"code": program(&["write", "read"])}),
+    )
+    .await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["value"],
+        json!([
+            "Tool \"openclaw:core:write\" was not approved: the client cannot elicit",
+            {"tool": "read", "token": "s3cret"},
+        ])
+    );
+    assert_eq!(ran(&f), ["read"]);
+    // Nothing was sent to the client.
+    assert!(client.seen.try_recv().is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_answer_parks_the_run_and_wait_picks_it_up() {
+    let f = fixture(json!({"timeoutMs": 300}));
+    let mut client = connect(&f.server, true, &[("write", Answer::AcceptWhenReleased)]).await;
+    let first = call(&client, "exec", json!({"code": program(&["write"])})).await;
+    assert_eq!(first["status"], "waiting", "{first}");
+    let run_id = first["runId"].as_str().expect("runId").to_string();
+    assert_eq!(
+        first["pendingToolCalls"],
+        json!([{"id": "bridge:callValue:1", "method": "callValue"}])
+    );
+    let approvals = first["pendingApprovals"]
+        .as_array()
+        .expect("pendingApprovals");
+    assert_eq!(approvals.len(), 1, "{first}");
+    let approval_id = approvals[0]["approvalId"].as_str().expect("approvalId");
+    assert!(approval_id.starts_with("approval_"), "{approval_id}");
+    assert_eq!(
+        approvals[0],
+        json!({
+            "approvalId": approval_id,
+            "toolCallId": "tool_search_code:exec:write:1",
+            "toolId": "openclaw:core:write",
+            "input": {"tool": "write", "token": "s3cret"},
+        })
+    );
+    // The client is still holding the elicitation; the tool has not run.
+    let (text, _) = client.seen.recv().await.expect("an elicitation");
+    assert_eq!(text, message("write"));
+    assert!(ran(&f).is_empty());
+
+    client.gate.add_permits(1);
+    let done = call(&client, "wait", json!({"runId": run_id})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["value"], json!([{"tool": "write", "token": "s3cret"}]));
+    assert_eq!(ran(&f), ["write"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_outstanding_past_the_ttl_is_denied_and_withdrawn() {
+    let f = fixture(json!({"timeoutMs": 5000, "snapshotTtlSeconds": 1}));
+    let mut client = connect(&f.server, true, &[("write", Answer::Never)]).await;
+    let result = call(&client, "exec", json!({"code": program(&["write"])})).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["value"],
+        json!(["Tool \"openclaw:core:write\" was not approved: approval expired"])
+    );
+    assert!(ran(&f).is_empty());
+    // The client is told the elicitation is withdrawn.
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv())
+        .await
+        .expect("notifications/cancelled")
+        .expect("a cancellation");
+    assert_eq!(
+        cancelled.reason.as_deref(),
+        Some("the approval is no longer needed")
+    );
+    assert!(cancelled.request_id.is_some());
+}
+
+/// The Python interpreter of a venv with the `mcp` SDK: `$CODEMODE_PYTHON_MCP`, else
+/// `target/elicit-venv/bin/python` (made by `python3 -m venv target/elicit-venv &&
+/// target/elicit-venv/bin/pip install mcp`); `None` when neither exists.
+fn python_with_mcp() -> Option<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
+        return Some(path.into());
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/elicit-venv/bin/python");
+    path.exists().then_some(path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_approves_by_elicitation() {
+    use tokio::io::AsyncBufReadExt;
+    let Some(python) = python_with_mcp() else {
+        eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
+        return;
+    };
+    let f = fixture(json!(true));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/elicit_client.py");
+    let mut child = tokio::process::Command::new(python)
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python starts");
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let stderr = child.stderr.take().unwrap();
+    let serving = tokio::spawn(f.server.clone().serve((stdout, stdin)));
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut elicitations = Vec::new();
+    let mut other = Vec::new();
+    let result = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(json) = line.strip_prefix("ELICIT ") {
+                elicitations.push(serde_json::from_str::<Value>(json).unwrap());
+            } else if let Some(json) = line.strip_prefix("RESULT ") {
+                return serde_json::from_str::<Value>(json).unwrap();
+            } else {
+                other.push(line);
+            }
+        }
+        panic!("the Python client ended without a result: {other:?}");
+    })
+    .await
+    .expect("the Python client reports within 60 s");
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["value"],
+        json!([
+            {"tool": "write", "token": "s3cret"},
+            "Tool \"openclaw:core:deploy\" was not approved: declined",
+        ])
+    );
+    assert_eq!(ran(&f), ["write"]);
+    assert_eq!(elicitations.len(), 2);
+    assert_eq!(elicitations[0]["message"], message("write"));
+    assert_eq!(elicitations[1]["message"], message("deploy"));
+    assert_eq!(
+        elicitations[0]["schema"],
+        serde_json::to_value(approval_schema()).unwrap()
+    );
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the Python client exits")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    serving.await.unwrap().unwrap();
+}
