@@ -30,7 +30,7 @@ pub(crate) struct Counters {
 #[derive(Clone)]
 pub(crate) struct Dispatcher {
     pub(crate) catalog: Arc<Catalog>,
-    /// The host's executor behind policy, hooks and approval (docs/host.md "The pipeline").
+    /// The host's executor behind policy, hooks and approval (docs/contract/host.md#h2).
     pub(crate) pipeline: ToolPipeline,
     /// Where `nested_tool_call` / `nested_tool_result` go.
     pub(crate) trajectory: Trajectory,

@@ -41,9 +41,9 @@ pub use pipeline::{
     after_outer_call, before_outer_call, blocked_after_message, blocked_message,
     not_approved_message, unknown_tool_message, AfterDecision, AfterToolCall, ApprovalBroker,
     ApprovalDecision, ApprovalFuture, ApprovalRequest, ApprovalVerdict, Approver, BeforeToolCall,
-    BeforeVerdict, CommandHook, Decision, FixedApprover, HookChain, HookDecision, HookEvent,
-    HookFuture, HookPhase, OuterKind, PendingApproval, ToolCallInfo, ToolHook, ToolInputKind,
-    ToolKind, ToolPipeline, UnknownApproval, APPROVAL_CANCELLED, APPROVAL_EXPIRED,
+    BeforeVerdict, CallError, CommandHook, Decision, FixedApprover, HookChain, HookDecision,
+    HookEvent, HookFuture, HookPhase, OuterKind, PendingApproval, ToolCallInfo, ToolHook,
+    ToolInputKind, ToolKind, ToolPipeline, UnknownApproval, APPROVAL_CANCELLED, APPROVAL_EXPIRED,
     DEFAULT_DENIAL_REASON, HOOK_ENVIRONMENT, HOOK_STDOUT_LIMIT,
 };
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};

@@ -2,8 +2,9 @@
 //! approval → execute → `after_tool_call` hooks**. The facade's dispatcher checks the declared
 //! output contract after the executor returns, so the contract is checked on the final result.
 //!
-//! - [`ToolPipeline`] wraps any [`ToolExecutor`] and is one itself, so a host gets the pipeline
-//!   for nested calls by putting `Arc::new(ToolPipeline::new(executor)…)` in `RunEnv::executor`.
+//! - [`ToolPipeline`] wraps any [`ToolExecutor`] and is one itself; the facade builds one per run
+//!   from `RunEnv`'s policy, hooks, approvals and trajectory (`RunEnv::with_hooks`, …), and
+//!   [`ToolPipeline::call`] says how a call ended ([`CallError`], with its trajectory status).
 //! - [`ToolHook`] is the hook trait for Rust hosts; [`CommandHook`] runs a configured command
 //!   (`hooks.beforeToolCall` / `hooks.afterToolCall`) with the event JSON on stdin and reads its
 //!   answer from stdout; [`HookChain`] is an ordered list of hooks.

@@ -150,7 +150,8 @@ pub enum NestedStatus {
     Ok,
     /// `"error"`: the tool failed (or its output contract did not hold).
     Error,
-    /// `"blocked"`: policy or a `before_tool_call` hook blocked it before execution.
+    /// `"blocked"`: policy or a `before_tool_call` hook blocked it before execution, or an
+    /// `after_tool_call` hook failed and withheld its result.
     Blocked,
     /// `"denied"`: approval was refused (or expired).
     Denied,

@@ -1,0 +1,641 @@
+//! The host wiring of `RunEnv` end to end over the real runtime (docs/contract/host.md#h1 to
+//! #h4, #h9): policy, hooks (nested and outer), approvals with `pendingApprovals`, and the
+//! trajectory of a run checked event by event. Exact values.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+use codemode_config::{resolve_policy, CodeModeConfig, ToolPolicy};
+use codemode_facade::{
+    ApprovalBroker, ApprovalDecision, BeforeToolCall, CodeMode, CodeModeResult, FixedApprover,
+    HookChain, HookDecision, HookFuture, RunEnv, ToolHook,
+};
+use codemode_runtime::{AbortHandle, Runtime};
+use codemode_telemetry::{MemorySink, Trajectory};
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------------------------
+
+/// Returns `{content: [{type: "text", text}], details: {name, input}}` after a per-tool delay and
+/// records every call it runs.
+#[derive(Default)]
+struct Tools {
+    calls: Mutex<Vec<(String, Value)>>,
+    delays: HashMap<String, u64>,
+}
+
+impl Tools {
+    fn calls(&self) -> Vec<(String, Value)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+struct Exec(Arc<Tools>);
+
+impl ToolExecutor for Exec {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        let tools = self.0.clone();
+        Box::pin(async move {
+            tools
+                .calls
+                .lock()
+                .unwrap()
+                .push((call.tool_name.clone(), call.input.clone()));
+            let delay = tools.delays.get(&call.tool_name).copied().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            let details = json!({"name": call.tool_name, "input": call.input});
+            Ok(json!({"content": [{"type": "text", "text": "ok"}], "details": details}))
+        })
+    }
+}
+
+fn scope() -> RunScope {
+    RunScope {
+        run_id: Some("run-1".into()),
+        session_id: Some("session-1".into()),
+        session_key: Some("agent:ops:main".into()),
+        agent_id: Some("ops".into()),
+    }
+}
+
+fn policy(tools: Value) -> ToolPolicy {
+    let resolved = resolve_policy(&json!({ "tools": tools }), None);
+    assert!(resolved.warnings.is_empty());
+    resolved.policy
+}
+
+struct Harness {
+    cm: CodeMode,
+    env: RunEnv,
+    tools: Arc<Tools>,
+}
+
+const TOOLS: [&str; 6] = ["read", "write", "deploy", "fast", "slow", "secret_tool"];
+
+fn harness(timeout_ms: u64, delays: &[(&str, u64)]) -> Harness {
+    let config: CodeModeConfig =
+        codemode_config::resolve(&json!({"enabled": true, "timeoutMs": timeout_ms})).config;
+    let specs: Vec<ToolSpec> = TOOLS
+        .iter()
+        .map(|name| ToolSpec::core(*name, "A tool."))
+        .collect();
+    let limits = SearchLimits {
+        max_search_limit: config.max_search_limit() as u32,
+        search_default_limit: config.search_default_limit() as u32,
+    };
+    let catalog = Arc::new(Catalog::build(specs, &limits).unwrap());
+    let tools = Arc::new(Tools {
+        delays: delays.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
+        ..Tools::default()
+    });
+    let env = RunEnv::new(config, catalog, Arc::new(Exec(tools.clone())), scope())
+        .with_tool_call_id("call_1");
+    Harness {
+        cm: CodeMode::new(Runtime::global().unwrap()),
+        env,
+        tools,
+    }
+}
+
+impl Harness {
+    async fn exec(&self, code: &str) -> CodeModeResult {
+        self.exec_input(&json!({ "code": code })).await
+    }
+
+    async fn exec_input(&self, input: &Value) -> CodeModeResult {
+        self.cm.exec(&self.env, input, &AbortHandle::new()).await
+    }
+
+    async fn wait(&self, call_id: &str, run_id: &str) -> CodeModeResult {
+        let env = self.env.clone().with_tool_call_id(call_id);
+        self.cm
+            .wait_with(&env, &json!({ "runId": run_id }), &AbortHandle::new())
+            .await
+    }
+}
+
+fn value(r: &CodeModeResult) -> &Value {
+    match r {
+        CodeModeResult::Completed { value, .. } => value,
+        other => panic!("expected completed: {other:?}"),
+    }
+}
+
+fn telemetry(calls: u64) -> Value {
+    json!({"catalogSize": 6, "sources": {"openclaw": 6, "mcp": 0, "client": 0},
+           "searchCount": 0, "describeCount": 0, "callCount": calls,
+           "visibleTools": ["exec", "wait"]})
+}
+
+/// A Rust hook: blocks `deploy`, rewrites `read`'s input, and for the outer `exec` replaces
+/// `code` (and `command`, when `mismatch`) from the rewrite table.
+struct Guard {
+    exec_rewrite: Option<Value>,
+    block_exec: bool,
+}
+
+impl ToolHook for Guard {
+    fn name(&self) -> &str {
+        "guard"
+    }
+
+    fn before(&self, event: &BeforeToolCall) -> HookFuture<HookDecision> {
+        let call = &event.call;
+        let answer = match (call.tool_name.as_str(), call.tool_id.as_deref()) {
+            ("deploy", Some(_)) => HookDecision::block("deploys are frozen"),
+            ("read", Some(_)) => HookDecision::allow().with_input(json!({"path": "rewritten"})),
+            ("exec", None) if self.block_exec => HookDecision::block("no code today"),
+            ("exec", None) => match &self.exec_rewrite {
+                Some(input) => HookDecision::allow().with_input(input.clone()),
+                None => HookDecision::allow(),
+            },
+            _ => HookDecision::allow(),
+        };
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+fn guard(exec_rewrite: Option<Value>, block_exec: bool) -> HookChain {
+    HookChain::new().with(Arc::new(Guard {
+        exec_rewrite,
+        block_exec,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hooks
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_hook_blocks_one_tool_and_rewrites_another_inside_an_exec() {
+    let mut h = harness(5000, &[]);
+    h.env = h.env.clone().with_hooks(guard(None, false));
+    let r = h
+        .exec(
+            r#"let blocked;
+try { await tools.deploy({ env: "prod" }); } catch (e) { blocked = e.message; }
+const read = await tools.read({ path: "a" });
+return { blocked, read };"#,
+        )
+        .await;
+    assert_eq!(
+        value(&r),
+        &json!({
+            "blocked": "Tool \"openclaw:core:deploy\" was blocked before execution: deploys are frozen",
+            "read": {"name": "read", "input": {"path": "rewritten"}},
+        })
+    );
+    // The blocked call never reached the executor; the rewritten input did.
+    assert_eq!(
+        h.tools.calls(),
+        vec![("read".to_string(), json!({"path": "rewritten"}))]
+    );
+    assert_eq!(r.telemetry().call_count, 2);
+}
+
+#[tokio::test]
+async fn an_outer_exec_hook_rewrites_code_and_the_argument_checks_apply() {
+    let mut h = harness(5000, &[]);
+    h.env = h
+        .env
+        .clone()
+        .with_hooks(guard(Some(json!({"code": "return 40 + 2;"})), false));
+    let r = h.exec("return 1;").await;
+    assert_eq!(
+        r.to_json(),
+        json!({"status": "completed", "value": 42, "output": [], "replaySafe": false,
+               "telemetry": telemetry(0)})
+    );
+
+    // Rewriting code to disagree with command fails rule 1 of docs/contract/surface.md#s2-2.
+    h.env = h.env.clone().with_hooks(guard(
+        Some(json!({"code": "return 2;", "command": "return 3;"})),
+        false,
+    ));
+    let r = h.exec("return 1;").await;
+    assert_eq!(
+        r.to_json(),
+        json!({"status": "failed", "error": "code and command must match when both are provided.",
+               "code": "invalid_input", "output": [], "replaySafe": false,
+               "telemetry": telemetry(0)})
+    );
+
+    // A block is a failed/invalid_input result with the block text; no VM runs.
+    h.env = h.env.clone().with_hooks(guard(None, true));
+    let r = h.exec("return 1;").await;
+    assert_eq!(
+        r.to_json(),
+        json!({"status": "failed",
+               "error": "Tool \"exec\" was blocked before execution: no code today",
+               "code": "invalid_input", "output": [], "replaySafe": false,
+               "telemetry": telemetry(0)})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approvals
+// ---------------------------------------------------------------------------------------------
+
+fn requiring_writes(h: &mut Harness, broker: Arc<ApprovalBroker>) {
+    h.env = h
+        .env
+        .clone()
+        .with_policy(policy(json!({"approvals": {"require": ["write"]}})))
+        .with_approvals(broker);
+}
+
+/// Polls the broker until `n` approvals are outstanding.
+async fn outstanding(broker: &ApprovalBroker, n: usize) -> Vec<String> {
+    for _ in 0..400 {
+        let pending = broker.pending();
+        if pending.len() == n {
+            return pending.into_iter().map(|r| r.approval_id).collect();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "expected {n} outstanding approvals, got {:?}",
+        broker.pending()
+    );
+}
+
+#[tokio::test]
+async fn an_approval_granted_after_the_run_parked_completes_it_on_wait() {
+    let mut h = harness(200, &[]);
+    let broker = Arc::new(ApprovalBroker::new(Duration::from_secs(60)));
+    requiring_writes(&mut h, broker.clone());
+    let r = h
+        .exec(r#"text("asking"); return await tools.write({ path: "x" });"#)
+        .await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    let ids = outstanding(&broker, 1).await;
+    let waiting = |output: Value| {
+        json!({"status": "waiting", "runId": run_id, "reason": "pending_tools",
+               "pendingToolCalls": [{"id": "bridge:callValue:1", "method": "callValue"}],
+               "pendingApprovals": [{"approvalId": ids[0],
+                                     "toolCallId": "tool_search_code:call_1:write:1",
+                                     "toolId": "openclaw:core:write", "input": {"path": "x"}}],
+               "replaySafe": false, "output": output, "telemetry": telemetry(1)})
+    };
+    assert_eq!(
+        r.to_json(),
+        waiting(json!([{"type": "text", "text": "asking"}]))
+    );
+    // A wait while the approval is still outstanding lists it again (docs/contract/host.md#h9).
+    let again = h.wait("call_2", &run_id).await;
+    assert_eq!(again.to_json(), waiting(json!([])));
+    assert!(h.tools.calls().is_empty());
+
+    broker.answer(&ids[0], ApprovalDecision::allow()).unwrap();
+    let done = h.wait("call_3", &run_id).await;
+    assert_eq!(
+        done.to_json(),
+        json!({"status": "completed", "value": {"name": "write", "input": {"path": "x"}},
+               "output": [], "replaySafe": false, "telemetry": telemetry(1)})
+    );
+    assert_eq!(
+        h.tools.calls(),
+        vec![("write".to_string(), json!({"path": "x"}))]
+    );
+    assert!(broker.pending().is_empty());
+}
+
+#[tokio::test]
+async fn a_denied_approval_rejects_in_the_guest_and_the_tool_never_runs() {
+    let mut h = harness(5000, &[]);
+    let broker = Arc::new(ApprovalBroker::with_delegate(
+        Duration::from_secs(60),
+        Arc::new(FixedApprover(ApprovalDecision::deny())),
+    ));
+    requiring_writes(&mut h, broker.clone());
+    let r = h
+        .exec(r#"try { await tools.write({ path: "x" }); return "ran"; } catch (e) { return e.message; }"#)
+        .await;
+    assert_eq!(
+        value(&r),
+        &json!("Tool \"openclaw:core:write\" was not approved: denied")
+    );
+    assert!(h.tools.calls().is_empty());
+    assert!(broker.pending().is_empty());
+}
+
+#[tokio::test]
+async fn an_approval_outliving_its_ttl_is_denied() {
+    let mut h = harness(100, &[]);
+    let broker = Arc::new(ApprovalBroker::new(Duration::from_millis(300)));
+    requiring_writes(&mut h, broker.clone());
+    let r = h
+        .exec(r#"try { await tools.write({ path: "x" }); return "ran"; } catch (e) { return e.message; }"#)
+        .await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    let CodeModeResult::Waiting {
+        pending_approvals, ..
+    } = &r
+    else {
+        unreachable!()
+    };
+    assert_eq!(pending_approvals.len(), 1);
+    let mut last = h.wait("call_2", &run_id).await;
+    for n in 3..20 {
+        if last.status() != "waiting" {
+            break;
+        }
+        last = h.wait(&format!("call_{n}"), &run_id).await;
+    }
+    assert_eq!(
+        value(&last),
+        &json!("Tool \"openclaw:core:write\" was not approved: approval expired")
+    );
+    assert!(h.tools.calls().is_empty());
+    assert!(broker.pending().is_empty());
+}
+
+#[tokio::test]
+async fn a_denied_tool_called_by_a_guessed_id_is_an_unknown_tool() {
+    let mut h = harness(5000, &[]);
+    h.env = h
+        .env
+        .clone()
+        .with_policy(policy(json!({"deny": ["secret_tool"]})));
+    let r = h
+        .exec(
+            r#"const out = [];
+for (const id of ["openclaw:core:secret_tool", "secret_tool"]) {
+  try { await tools.call(id, {}); out.push("ran"); } catch (e) { out.push(e.message); }
+}
+return out;"#,
+        )
+        .await;
+    let unknown = "Unknown tool id: openclaw:core:secret_tool. Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
+    assert_eq!(value(&r), &json!([unknown, unknown]));
+    assert!(h.tools.calls().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trajectory
+// ---------------------------------------------------------------------------------------------
+
+/// A trajectory into `sink` with a clock ticking `T0`, `T1`, … so lines compare exactly.
+fn ticking(sink: Arc<MemorySink>) -> Trajectory {
+    let tick = Arc::new(AtomicU64::new(0));
+    Trajectory::new(sink, RunScope::default())
+        .with_clock(move || format!("T{}", tick.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// The events as JSON, with `durationMs` and `snapshotBytes` (wall-clock and size dependent)
+/// checked to be numbers and replaced by 0, and the code-mode run id by `cm_RUN`.
+fn normalised(sink: &MemorySink, run_id: &str) -> Vec<Value> {
+    sink.events()
+        .iter()
+        .map(|e| {
+            let mut v = e.to_json();
+            let map = v.as_object_mut().unwrap();
+            for key in ["durationMs", "snapshotBytes"] {
+                if let Some(n) = map.get_mut(key) {
+                    assert!(n.is_u64(), "{key} is a number: {n}");
+                    *n = json!(0);
+                }
+            }
+            let text = serde_json::to_string(&v).unwrap().replace(run_id, "cm_RUN");
+            serde_json::from_str(&text).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_trajectory_of_a_parallel_run_that_parks_and_resumes_event_by_event() {
+    let mut h = harness(500, &[("fast", 20), ("slow", 700)]);
+    let sink = Arc::new(MemorySink::new());
+    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    let code = r#"const long = "x".repeat(10000);
+const [a, b] = await Promise.all([tools.fast({ token: "s3cret", note: long }), tools.slow({})]);
+return { fast: a.input, slow: b.name };"#;
+    let r = h.exec(code).await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    let done = h.wait("call_2", &run_id).await;
+    // The model gets the values as they are; only the trajectory redacts.
+    assert_eq!(
+        value(&done),
+        &json!({"fast": {"token": "s3cret", "note": "x".repeat(10000)}, "slow": "slow"})
+    );
+
+    let cut = format!("{}…(5904 more)", "x".repeat(4096));
+    let fast_input = json!({"token": "[redacted]", "note": cut});
+    let scope = json!({"agentId": "ops", "sessionId": "session-1",
+                       "sessionKey": "agent:ops:main", "runId": "run-1"});
+    let line = |ts: u64, ty: &str, fields: Value| {
+        let mut out = json!({"type": ty, "ts": format!("T{ts}")});
+        let map = out.as_object_mut().unwrap();
+        map.extend(scope.as_object().unwrap().clone());
+        map.extend(fields.as_object().unwrap().clone());
+        out
+    };
+    let fast_id = "tool_search_code:call_1:fast:1";
+    let slow_id = "tool_search_code:call_1:slow:2";
+    let nested = |id: &str, name: &str, input: Value| {
+        json!({"toolCallId": id, "parentToolCallId": "call_1", "toolId": format!("openclaw:core:{name}"),
+               "toolName": name, "method": "callValue", "input": input})
+    };
+    let nested_ok = |id: &str, name: &str, input: Value| {
+        json!({"toolCallId": id, "parentToolCallId": "call_1", "toolId": format!("openclaw:core:{name}"),
+               "toolName": name, "method": "callValue", "status": "ok", "durationMs": 0,
+               "result": {"content": [{"type": "text", "text": "ok"}],
+                          "details": {"name": name, "input": input}}})
+    };
+    let want = vec![
+        line(
+            0,
+            "tool_call",
+            json!({"toolCallId": "call_1", "toolName": "exec",
+            "toolKind": "code_mode_exec", "toolInputKind": "javascript", "input": {"code": code}}),
+        ),
+        line(
+            1,
+            "nested_tool_call",
+            nested(fast_id, "fast", fast_input.clone()),
+        ),
+        line(2, "nested_tool_call", nested(slow_id, "slow", json!({}))),
+        line(
+            3,
+            "nested_tool_result",
+            nested_ok(fast_id, "fast", fast_input.clone()),
+        ),
+        line(
+            4,
+            "run_parked",
+            json!({"codeModeRunId": "cm_RUN", "toolCallId": "call_1",
+            "parentToolCallId": "call_1", "reason": "pending_tools", "pendingToolCalls": 1,
+            "snapshotBytes": 0}),
+        ),
+        line(
+            5,
+            "tool_result",
+            json!({"toolCallId": "call_1", "toolName": "exec",
+            "toolKind": "code_mode_exec", "toolInputKind": "javascript", "status": "waiting",
+            "codeModeRunId": "cm_RUN", "durationMs": 0,
+            "result": {"status": "waiting", "runId": "cm_RUN", "reason": "pending_tools",
+                       "pendingToolCalls": [{"id": "bridge:callValue:2", "method": "callValue"}],
+                       "replaySafe": false, "output": [], "telemetry": telemetry(2)}}),
+        ),
+        line(
+            6,
+            "tool_call",
+            json!({"toolCallId": "call_2", "toolName": "wait",
+            "toolKind": "code_mode_wait", "input": {"runId": "cm_RUN"}}),
+        ),
+        line(
+            7,
+            "nested_tool_result",
+            nested_ok(slow_id, "slow", json!({})),
+        ),
+        line(
+            8,
+            "run_resumed",
+            json!({"codeModeRunId": "cm_RUN", "toolCallId": "call_2",
+            "parentToolCallId": "call_1", "settledToolCalls": 1}),
+        ),
+        line(
+            9,
+            "tool_result",
+            json!({"toolCallId": "call_2", "toolName": "wait",
+            "toolKind": "code_mode_wait", "status": "completed", "durationMs": 0,
+            "result": {"status": "completed", "value": {"fast": fast_input, "slow": "slow"},
+                       "output": [], "replaySafe": false, "telemetry": telemetry(2)}}),
+        ),
+    ];
+    let got = normalised(&sink, &run_id);
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (i, (got, want)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(got, want, "event {i}");
+    }
+}
+
+#[tokio::test]
+async fn approvals_and_blocks_have_their_trajectory_statuses_and_session_end_expires_runs() {
+    let mut h = harness(150, &[("slow", 5000)]);
+    let sink = Arc::new(MemorySink::new());
+    let broker = Arc::new(ApprovalBroker::with_delegate(
+        Duration::from_secs(60),
+        Arc::new(FixedApprover(ApprovalDecision::deny_because("not today"))),
+    ));
+    h.env = h
+        .env
+        .clone()
+        .with_policy(policy(
+            json!({"deny": ["secret_tool"], "approvals": {"require": ["write"]}}),
+        ))
+        .with_hooks(guard(None, false))
+        .with_approvals(broker)
+        .with_trajectory(ticking(sink.clone()));
+    let r = h
+        .exec(
+            r#"for (const id of ["secret_tool", "deploy", "write"]) {
+  try { await tools.call(id, {}); } catch (e) {}
+}
+return await tools.slow({});"#,
+        )
+        .await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    assert_eq!(h.cm.end_session(&scope()), 1);
+    let events = normalised(&sink, &run_id);
+    let summary: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            let mut keep = serde_json::Map::new();
+            for key in [
+                "type",
+                "toolCallId",
+                "status",
+                "decision",
+                "reason",
+                "error",
+            ] {
+                if let Some(v) = e.get(key) {
+                    keep.insert(key.into(), v.clone());
+                }
+            }
+            Value::Object(keep)
+        })
+        .collect();
+    let approval_id = events
+        .iter()
+        .find(|e| e["type"] == "approval_requested")
+        .map(|e| e["approvalId"].clone())
+        .unwrap();
+    assert!(approval_id.as_str().unwrap().starts_with("approval_"));
+    let unknown = "Unknown tool id: openclaw:core:secret_tool. Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
+    assert_eq!(
+        summary,
+        vec![
+            json!({"type": "tool_call", "toolCallId": "call_1"}),
+            json!({"type": "nested_tool_call", "toolCallId": "tool_search_code:call_1:secret_tool:1"}),
+            json!({"type": "nested_tool_result", "toolCallId": "tool_search_code:call_1:secret_tool:1",
+                   "status": "blocked", "error": unknown}),
+            json!({"type": "nested_tool_call", "toolCallId": "tool_search_code:call_1:deploy:2"}),
+            json!({"type": "nested_tool_result", "toolCallId": "tool_search_code:call_1:deploy:2",
+                   "status": "blocked",
+                   "error": "Tool \"openclaw:core:deploy\" was blocked before execution: deploys are frozen"}),
+            json!({"type": "nested_tool_call", "toolCallId": "tool_search_code:call_1:write:3"}),
+            json!({"type": "approval_requested", "toolCallId": "tool_search_code:call_1:write:3"}),
+            json!({"type": "approval_resolved", "toolCallId": "tool_search_code:call_1:write:3",
+                   "decision": "deny", "reason": "not today"}),
+            json!({"type": "nested_tool_result", "toolCallId": "tool_search_code:call_1:write:3",
+                   "status": "denied",
+                   "error": "Tool \"openclaw:core:write\" was not approved: not today"}),
+            json!({"type": "nested_tool_call", "toolCallId": "tool_search_code:call_1:slow:4"}),
+            json!({"type": "run_parked", "toolCallId": "call_1", "reason": "pending_tools"}),
+            json!({"type": "tool_result", "toolCallId": "call_1", "status": "waiting"}),
+            json!({"type": "run_expired", "reason": "session ended"}),
+        ]
+    );
+    assert_eq!(
+        events.last().unwrap(),
+        &json!({"type": "run_expired", "ts": "T12", "agentId": "ops", "sessionId": "session-1",
+                "sessionKey": "agent:ops:main", "runId": "run-1", "codeModeRunId": "cm_RUN",
+                "parentToolCallId": "call_1", "reason": "session ended"})
+    );
+}
+
+#[tokio::test]
+async fn an_aborted_run_records_run_aborted() {
+    let mut h = harness(5000, &[("slow", 5000)]);
+    let sink = Arc::new(MemorySink::new());
+    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    let abort = AbortHandle::new();
+    let fire = abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        fire.abort();
+    });
+    let r =
+        h.cm.exec(
+            &h.env,
+            &json!({"code": "return await tools.slow({});"}),
+            &abort,
+        )
+        .await;
+    assert_eq!(r.status(), "failed");
+    let types: Vec<String> = sink
+        .events()
+        .iter()
+        .map(|e| e.kind().type_name().to_string())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "tool_call",
+            "nested_tool_call",
+            "run_aborted",
+            "tool_result"
+        ]
+    );
+    let aborted = sink.events()[2].to_json();
+    assert_eq!(aborted["parentToolCallId"], json!("call_1"));
+    assert!(aborted.get("codeModeRunId").is_none());
+}
