@@ -31,7 +31,7 @@ struct Problem {
 }
 
 /// Runs the check over the repository at `root`; `Err` lists every problem, one per line.
-pub fn check(root: &Path) -> Result<(), String> {
+pub(crate) fn check(root: &Path) -> Result<(), String> {
     let anchors = contract_anchors(root)?;
     let mut files = Vec::new();
     collect(root, &root.join("crates"), &["rs", "js"], &mut files);

@@ -1,5 +1,7 @@
 //! Criterion benchmarks (issue 4): build a 10,000-tool catalog, render its quick index, run
 //! 1,000 searches. Schemas are the real MCP corpus under `tests/fixtures/mcp`, cycled.
+// `criterion_group!` generates undocumented public functions.
+#![allow(missing_docs)]
 
 use std::fs;
 use std::hint::black_box;

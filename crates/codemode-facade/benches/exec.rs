@@ -1,5 +1,7 @@
 //! Facade benchmarks (docs/benchmarks.md): a trivial `exec`, and an `exec` making ten sequential
 //! tool calls that all settle inside the deadline (auto-drain).
+// `criterion_group!` generates undocumented public functions.
+#![allow(missing_docs)]
 
 use std::sync::Arc;
 use std::time::Duration;

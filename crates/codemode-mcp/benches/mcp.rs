@@ -5,6 +5,8 @@
 //!   pipes), no guest.
 //! - `exec_mcp_call`: an `exec` making one `MCP.t.echo({...})` call.
 //! - `exec_static_call`: the same `exec` shape calling an in-process tool instead.
+// `criterion_group!` generates undocumented public functions.
+#![allow(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,5 +1,7 @@
 //! Runtime benchmarks (docs/benchmarks.md): fresh VM from the image vs from scratch, a trivial
 //! cell, an allocation-heavy cell, and snapshot + restore of a suspended VM.
+// `criterion_group!` generates undocumented public functions.
+#![allow(missing_docs)]
 
 use std::time::Duration;
 

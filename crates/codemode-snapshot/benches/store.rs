@@ -1,6 +1,8 @@
 //! Store overhead per `wait` round trip: resume + repark of a parked run, and the full
 //! reserve → park → resume → finish life of a run, with 63 other runs parked (the production cap
 //! is 64).
+// `criterion_group!` generates undocumented public functions.
+#![allow(missing_docs)]
 
 use std::time::Duration;
 

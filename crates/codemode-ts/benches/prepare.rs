@@ -1,5 +1,8 @@
-//! Source preparation of a 10-line JavaScript cell and a 10-line TypeScript cell (docs/contract/guest.md#s4-4). The JavaScript path must not touch swc's TypeScript transform; the benchmark checks
-//! that with `typescript_transform_count`.
+//! Source preparation of a 10-line JavaScript cell and a 10-line TypeScript cell
+//! (docs/contract/guest.md#s4-4). The JavaScript path must not touch swc's TypeScript transform;
+//! the benchmark checks that with `typescript_transform_count`.
+// `criterion_group!` generates undocumented public functions.
+#![allow(missing_docs)]
 
 use codemode_ts::{prepare_source, typescript_transform_count, Language};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};

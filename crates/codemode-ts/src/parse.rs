@@ -57,7 +57,7 @@ pub(crate) struct Parsed {
 
 impl Parsed {
     /// The source parsed without any error.
-    pub fn clean_script(&self) -> Option<&Script> {
+    pub(crate) fn clean_script(&self) -> Option<&Script> {
         self.script.as_ref().filter(|_| self.errors.is_empty())
     }
 }
@@ -112,7 +112,7 @@ impl Parsed {
     /// `<line>:<column>` of a wrapped-source position, in the user's code: 1-based line, 1-based
     /// column in characters. Positions in the wrapper's first line map to `1:1`, positions in
     /// its last line to just after the end of the user's code.
-    pub fn user_position(&self, pos: BytePos) -> (usize, usize) {
+    pub(crate) fn user_position(&self, pos: BytePos) -> (usize, usize) {
         let start = self.file.start_pos;
         let wrapped: &str = &self.file.src;
         let offset = (pos.0.saturating_sub(start.0) as usize).min(wrapped.len());
@@ -132,7 +132,7 @@ impl Parsed {
 
     /// The diagnostics of a failed parse, in source order, de-duplicated:
     /// `<line>:<column>: <message>`.
-    pub fn diagnostics(&self) -> Vec<String> {
+    pub(crate) fn diagnostics(&self) -> Vec<String> {
         if let Some(at) = self.too_deep_at {
             let (line, column) = user_line_column(
                 &self.file.src[WRAPPER_PREFIX.len()..self.file.src.len() - WRAPPER_SUFFIX.len()],

@@ -43,17 +43,17 @@ pub(crate) struct Tok {
 }
 
 impl Tok {
-    pub fn text<'a>(&self, src: &'a str) -> &'a str {
+    pub(crate) fn text<'a>(&self, src: &'a str) -> &'a str {
         &src[self.start..self.end]
     }
 
     /// A template chunk that starts a new template literal (with `` ` ``).
-    pub fn opens_template(&self, src: &str) -> bool {
+    pub(crate) fn opens_template(&self, src: &str) -> bool {
         self.kind == TokKind::Template && src.as_bytes()[self.start] == b'`'
     }
 
     /// A template chunk that continues after a substitution (starts with `}`).
-    pub fn resumes_template(&self, src: &str) -> bool {
+    pub(crate) fn resumes_template(&self, src: &str) -> bool {
         self.kind == TokKind::Template && src.as_bytes()[self.start] == b'}'
     }
 }

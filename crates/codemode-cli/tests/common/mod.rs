@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 /// The npm MCP server binary `name` (`mcp-server-memory`, …) from `$CODEMODE_MCP_SERVERS`, else
 /// `<workspace>/target/mcp-servers/node_modules/.bin`; `cargo xtask setup` installs them.
-pub fn npm_server(name: &str) -> PathBuf {
+pub(crate) fn npm_server(name: &str) -> PathBuf {
     let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {

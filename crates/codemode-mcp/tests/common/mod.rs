@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// The npm MCP server binary `name` (`mcp-server-everything`, …) from `$CODEMODE_MCP_SERVERS`,
 /// else `<workspace>/target/mcp-servers/node_modules/.bin`; `cargo xtask setup` installs them.
 #[allow(dead_code)]
-pub fn npm_server(name: &str) -> PathBuf {
+pub(crate) fn npm_server(name: &str) -> PathBuf {
     let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -22,6 +22,6 @@ pub fn npm_server(name: &str) -> PathBuf {
 
 /// Our misbehaving rmcp test server (src/bin/codemode-mcp-testserver.rs).
 #[allow(dead_code)]
-pub fn testserver() -> PathBuf {
+pub(crate) fn testserver() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_codemode-mcp-testserver"))
 }
