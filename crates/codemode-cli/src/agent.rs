@@ -170,7 +170,9 @@ pub fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
     });
     let executor: Arc<dyn ToolExecutor> = match (&hub, static_executor) {
         (Some(hub), fallback) => {
-            specs.extend(hub.specs_allowed(&activation.policy));
+            // The turn filters every spec by the policy (name and catalog id) before the
+            // catalog is built, MCP ones included.
+            specs.extend(hub.specs());
             Arc::new(hub.executor(fallback))
         }
         (None, Some(executor)) => executor,
