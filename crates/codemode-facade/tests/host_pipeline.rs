@@ -79,8 +79,11 @@ struct Harness {
 const TOOLS: [&str; 6] = ["read", "write", "deploy", "fast", "slow", "secret_tool"];
 
 fn harness(timeout_ms: u64, delays: &[(&str, u64)]) -> Harness {
-    let config: CodeModeConfig =
-        codemode_config::resolve(&json!({"enabled": true, "timeoutMs": timeout_ms})).config;
+    harness_from(json!({"enabled": true, "timeoutMs": timeout_ms}), delays)
+}
+
+fn harness_from(code_mode: Value, delays: &[(&str, u64)]) -> Harness {
+    let config: CodeModeConfig = codemode_config::resolve(&code_mode).config;
     let specs: Vec<ToolSpec> = TOOLS
         .iter()
         .map(|name| ToolSpec::core(*name, "A tool."))
@@ -638,4 +641,48 @@ async fn an_aborted_run_records_run_aborted() {
     let aborted = sink.events()[2].to_json();
     assert_eq!(aborted["parentToolCallId"], json!("call_1"));
     assert!(aborted.get("codeModeRunId").is_none());
+}
+
+#[tokio::test]
+async fn a_parked_run_dropped_after_its_ttl_records_its_timed_out_call_and_run_expired() {
+    let mut h = harness_from(
+        json!({"enabled": true, "timeoutMs": 100, "snapshotTtlSeconds": 1}),
+        &[("slow", 5000)],
+    );
+    let sink = Arc::new(MemorySink::new());
+    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    let r = h.exec("return await tools.slow({});").await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // The next call purges the expired run first; the wait then finds nothing.
+    let gone =
+        h.cm.wait(&scope(), &json!({ "runId": run_id }), &AbortHandle::new())
+            .await;
+    assert_eq!(gone.status(), "failed");
+    // The dispatcher's timeout (the snapshot TTL) fired first: status `timeout`.
+    let types: Vec<&str> = sink.events().iter().map(|e| e.kind().type_name()).collect();
+    assert_eq!(
+        types,
+        [
+            "tool_call",
+            "nested_tool_call",
+            "run_parked",
+            "tool_result",
+            "nested_tool_result",
+            "run_expired"
+        ]
+    );
+    let timed_out = sink.events()[4].to_json();
+    assert_eq!(timed_out["status"], json!("timeout"));
+    assert_eq!(
+        timed_out["error"],
+        json!("Tool \"openclaw:core:slow\" did not finish within 1000 ms.")
+    );
+    let last = sink.events().last().unwrap().to_json();
+    assert_eq!(
+        last,
+        json!({"type": "run_expired", "ts": "T5", "agentId": "ops", "sessionId": "session-1",
+               "sessionKey": "agent:ops:main", "runId": "run-1", "codeModeRunId": run_id,
+               "parentToolCallId": "call_1", "reason": "snapshot TTL"})
+    );
 }
