@@ -687,7 +687,7 @@ impl AgentTurn {
         };
         if !decision.engaged {
             let mut tools: Vec<ToolDefinition> = Vec::new();
-            for spec in specs.iter().filter(|s| s.control.is_none()) {
+            for spec in specs.iter().filter(|s| s.control.is_none() && s.allowed) {
                 if !tools.iter().any(|t| t.name == spec.name) {
                     tools.push(direct_tool_definition(spec));
                 }

@@ -655,3 +655,36 @@ async fn an_engaged_turn_runs_exec_wait_and_direct_tools() {
         "{types:?}"
     );
 }
+
+#[test]
+fn control_and_denied_tools_are_never_in_either_payload() {
+    use codemode_catalog::ControlKind;
+    let mut specs = specs();
+    specs
+        .push(ToolSpec::core("tool_search", "Search tools.").with_control(ControlKind::ToolSearch));
+    specs.push(ToolSpec::core("wait", "Code mode's wait.").with_control(ControlKind::CodeMode));
+    specs.push(ToolSpec::core("secret", "Denied by the host.").with_allowed(false));
+    for (enabled, want) in [
+        (
+            false,
+            vec!["weather", "exec", "image", "echo", "slow", "deploy"],
+        ),
+        (true, vec!["exec", "wait", "image"]),
+    ] {
+        let a = activation(
+            json!({"tools": {"codeMode": enabled}}),
+            None,
+            None,
+            TurnFlags::default(),
+        );
+        let prepared = AgentTurn::new(a, specs.clone(), Arc::new(Tools))
+            .prepare()
+            .unwrap();
+        assert_eq!(prepared.payload.names(), want, "enabled: {enabled}");
+        assert!(prepared
+            .catalog
+            .entries()
+            .iter()
+            .all(|e| !["tool_search", "wait", "secret"].contains(&e.name())));
+    }
+}
