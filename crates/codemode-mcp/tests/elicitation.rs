@@ -181,13 +181,28 @@ struct Client {
     _serving: JoinHandle<Result<(), ServeError>>,
 }
 
+/// How the test client reaches the server.
+enum Over {
+    /// One session on a duplex pipe.
+    Pipe,
+    /// Streamable HTTP on a loopback port (the server stops when the token is cancelled).
+    Http(tokio_util::sync::CancellationToken),
+}
+
 async fn connect(
     server: &CodeModeServer,
     declare: bool,
     answers: &[(&'static str, Answer)],
 ) -> Client {
-    let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let serving = tokio::spawn(server.clone().serve(server_end));
+    connect_over(server, Over::Pipe, declare, answers).await
+}
+
+async fn connect_over(
+    server: &CodeModeServer,
+    over: Over,
+    declare: bool,
+    answers: &[(&'static str, Answer)],
+) -> Client {
     let (seen_tx, seen) = mpsc::unbounded_channel();
     let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
     let gate = Arc::new(Semaphore::new(0));
@@ -198,7 +213,22 @@ async fn connect(
         seen: seen_tx,
         cancelled: cancelled_tx,
     };
-    let service = handler.serve(client_end).await.expect("client handshake");
+    let (service, serving) = match over {
+        Over::Pipe => {
+            let (server_end, client_end) = tokio::io::duplex(1 << 20);
+            let serving = tokio::spawn(server.clone().serve(server_end));
+            let service = handler.serve(client_end).await.expect("client handshake");
+            (service, serving)
+        }
+        Over::Http(shutdown) => {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+            let serving = tokio::spawn(server.clone().serve_http(listener, shutdown));
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+            let service = handler.serve(transport).await.expect("client handshake");
+            (service, serving)
+        }
+    };
     Client {
         service,
         seen,
@@ -352,6 +382,53 @@ async fn a_slow_answer_parks_the_run_and_wait_picks_it_up() {
     assert_eq!(ran(&f), ["write"]);
 }
 
+/// Over streamable HTTP the elicitations reach the same client session, also one sent while a
+/// later `wait` runs, and an answer given after the `exec` that asked has returned still counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_over_streamable_http_reach_the_session_and_survive_the_exec() {
+    let f = fixture(json!({"timeoutMs": 300}));
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let mut client = connect_over(
+        &f.server,
+        Over::Http(shutdown.clone()),
+        true,
+        &[
+            ("write", Answer::AcceptWhenReleased),
+            ("deploy", Answer::Decline),
+        ],
+    )
+    .await;
+    let first = call(
+        &client,
+        "exec",
+        json!({"code": program(&["write", "deploy"])}),
+    )
+    .await;
+    assert_eq!(first["status"], "waiting", "{first}");
+    assert_eq!(
+        first["pendingApprovals"][0]["toolId"],
+        "openclaw:core:write"
+    );
+    let (text, _) = client.seen.recv().await.expect("an elicitation");
+    assert_eq!(text, message("write"));
+    assert!(ran(&f).is_empty());
+
+    client.gate.add_permits(1);
+    let done = call(&client, "wait", json!({"runId": first["runId"]})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["value"],
+        json!([
+            {"tool": "write", "token": "s3cret"},
+            "Tool \"openclaw:core:deploy\" was not approved: declined",
+        ])
+    );
+    let (text, _) = client.seen.recv().await.expect("an elicitation");
+    assert_eq!(text, message("deploy"));
+    assert_eq!(ran(&f), ["write"]);
+    shutdown.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_outstanding_past_the_ttl_is_denied_and_withdrawn() {
     let f = fixture(json!({"timeoutMs": 5000, "snapshotTtlSeconds": 1}));
@@ -447,4 +524,52 @@ async fn the_python_sdk_client_approves_by_elicitation() {
         .unwrap();
     assert!(status.success(), "{status}");
     serving.await.unwrap().unwrap();
+}
+
+/// A hook that answers `ask` (with a reason) for `read`, which no policy sends to approval.
+struct AskForRead;
+
+impl codemode_facade::ToolHook for AskForRead {
+    fn applies_to(&self, name: &str, _id: Option<&str>) -> bool {
+        name == "read"
+    }
+
+    fn before(
+        &self,
+        _event: &codemode_facade::BeforeToolCall,
+    ) -> codemode_facade::HookFuture<codemode_facade::HookDecision> {
+        Box::pin(async {
+            Ok(codemode_facade::HookDecision::ask(Some(
+                "reads are audited".into(),
+            )))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_ask_is_elicited_with_its_reason() {
+    let mut f = fixture(json!(true));
+    f.server = f.server.clone().with_host(
+        ServeHost::new().with_hooks(codemode_facade::HookChain::new().with(Arc::new(AskForRead))),
+    );
+    let mut client = connect(&f.server, true, &[("read", Answer::Accept(true))]).await;
+    let result = call(
+        &client,
+        "exec",
+        json!({"code": program(&["read", "write"])}),
+    )
+    .await;
+    assert_eq!(result["status"], "completed", "{result}");
+    // `write` runs without approval: this host's policy requires none.
+    assert_eq!(
+        result["value"],
+        json!([{"tool": "read", "token": "s3cret"}, {"tool": "write", "token": "s3cret"}])
+    );
+    assert_eq!(ran(&f), ["read", "write"]);
+    let (text, _) = client.seen.try_recv().expect("an elicitation");
+    assert_eq!(
+        text,
+        "Code mode asks to run the tool \"openclaw:core:read\".\nReason: reads are audited\nInput: {\"tool\":\"read\",\"token\":\"[redacted]\"}\nSet approve to true to run it; anything else denies it."
+    );
+    assert!(client.seen.try_recv().is_err());
 }
