@@ -358,15 +358,21 @@ fn lint() -> Result<(), String> {
         let guest_target = std::env::var_os("CODEMODE_GUEST_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("target").join("codemode-guest"));
-        run(Command::new(
-            std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
-        )
-        .current_dir(root().join("crates").join("codemode-guest"))
-        .args(["clippy", "--release", "--locked", "--target", "wasm32-wasip1"])
-        .arg("--target-dir")
-        .arg(guest_target)
-        .args(["--", "-D", "warnings"])
-        .env_remove("CARGO_TARGET_DIR"))?;
+        run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .current_dir(root().join("crates").join("codemode-guest"))
+                .args([
+                    "clippy",
+                    "--release",
+                    "--locked",
+                    "--target",
+                    "wasm32-wasip1",
+                ])
+                .arg("--target-dir")
+                .arg(guest_target)
+                .args(["--", "-D", "warnings"])
+                .env_remove("CARGO_TARGET_DIR"),
+        )?;
     }
     run(cargo()
         .args(["doc", "--workspace", "--no-deps"])
