@@ -20,6 +20,17 @@
   const StringCtor = String;
   const requestNative = native.request;
   const outputNative = native.output;
+  // Brand checks from the engine (JS_PromiseState / JS_IsError): unlike `instanceof` they cannot be
+  // redirected by user code (Symbol.hasInstance, prototype swaps).
+  const isPromise = native.isPromise;
+  const isError = native.isError;
+  const apply = Reflect.apply;
+  const WeakMapCtor = WeakMap;
+  const weakGet = WeakMap.prototype.get;
+  const weakSet = WeakMap.prototype.set;
+  const stringTrim = String.prototype.trim;
+  const arrayJoin = Array.prototype.join;
+  const numberParse = Number.parseInt;
   const safeName = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
   const reserved = create(null);
   reserved.search = reserved.describe = reserved.call = reserved.callValue = true;
@@ -29,8 +40,72 @@
   const pending = create(null);
   let outstanding = 0;
 
-  // The JSON adapter (docs/contract/json.md#s6): undefined -> null; otherwise a JSON round trip; when
-  // stringifying throws, Errors become {name, message} and everything else String(v).
+  // Appends `value` to the prelude's own array `list` with defineProperty, so setters a user put on
+  // Array.prototype (or a replaced `push`) never see or change bridge data.
+  function append(list, value) {
+    defineProperty(list, list.length, { value, writable: true, enumerable: true, configurable: true });
+  }
+
+  // D14 (docs/contract/decisions.md#d14): what an unawaited Promise becomes inside a value.
+  const UNAWAITED_PROMISE =
+    "[Unawaited Promise: use await or Promise.all(...) before emitting or returning values.]";
+
+  // {name, message} plus the Error's own enumerable properties (D14). Getters that throw give the
+  // defaults; the object is built with defineProperty so Object.prototype setters are not called.
+  function errorObject(e) {
+    const out = {};
+    let name = "Error";
+    let message = "";
+    try {
+      name = StringCtor(e.name);
+    } catch (_) {}
+    try {
+      message = StringCtor(e.message);
+    } catch (_) {}
+    defineProperty(out, "name", { value: name, writable: true, enumerable: true, configurable: true });
+    defineProperty(out, "message", { value: message, writable: true, enumerable: true, configurable: true });
+    let ks = [];
+    try {
+      ks = keys(e);
+    } catch (_) {}
+    for (let i = 0; i < ks.length; i++) {
+      const k = ks[i];
+      if (k === "name" || k === "message") continue;
+      let v;
+      try {
+        v = e[k];
+      } catch (_) {
+        continue;
+      }
+      defineProperty(out, k, { value: v, writable: true, enumerable: true, configurable: true });
+    }
+    return out;
+  }
+
+  // The JSON.stringify replacer of `safe`: Promises become the D14 marker, Errors `errorObject`.
+  // `seen` maps an Error to its replacement, so an Error that contains itself is a cycle that
+  // JSON.stringify reports (and `safe` falls back), not an endless expansion.
+  function makeReplacer() {
+    let seen;
+    return function (_key, value) {
+      if (value === null || (typeof value !== "object" && typeof value !== "function")) return value;
+      if (isPromise(value)) return UNAWAITED_PROMISE;
+      if (isError(value)) {
+        if (seen === undefined) seen = new WeakMapCtor();
+        let out = apply(weakGet, seen, [value]);
+        if (out === undefined) {
+          out = errorObject(value);
+          apply(weakSet, seen, [value, out]);
+        }
+        return out;
+      }
+      return value;
+    };
+  }
+
+  // The JSON adapter (docs/contract/json.md#s6): undefined -> null; otherwise a JSON round trip in
+  // which Promises and Errors anywhere are replaced first (D14); when stringifying throws, Errors
+  // become {name, message} and everything else String(v).
   function safe(v) {
     if (v === undefined) return null;
     // Fast paths with the same result as the round trip.
@@ -39,9 +114,9 @@
     if (type === "number") return v - v === 0 ? v : null;
     let s;
     try {
-      s = stringify(v);
+      s = stringify(v, makeReplacer());
     } catch (e) {
-      if (v instanceof ErrorCtor) {
+      if (isError(v)) {
         try {
           return { name: StringCtor(v.name), message: StringCtor(v.message) };
         } catch (_) {
@@ -70,15 +145,29 @@
 
   // JSON text of the adapted value with lone-surrogate escapes (`\ud800`, which well-formed
   // JSON.stringify emits only for lone surrogates) replaced by `\ufffd`, so the host always gets
-  // valid UTF-8 JSON.
-  const loneSurrogate = /(\\+)(ud[89a-f][0-9a-f]{2})/g;
-  const replace = String.prototype.replace;
+  // valid UTF-8 JSON. A plain scan, not a RegExp replace: `String.prototype.replace` would call a
+  // user's `RegExp.prototype[Symbol.replace]`.
   const indexOf = String.prototype.indexOf;
   const slice = String.prototype.slice;
+  const hexDigits = "0123456789abcdef";
   function jsonText(v) {
     const text = stringify(safe(v));
-    if (indexOf.call(text, "\\ud") === -1) return text;
-    return replace.call(text, loneSurrogate, (m, bs, u) => (bs.length % 2 === 1 ? bs + "ufffd" : m));
+    if (apply(indexOf, text, ["\\ud"]) === -1) return text;
+    let out = "";
+    let last = 0;
+    for (let i = 0; i < text.length; i++) {
+      if (text[i] !== "\\") continue;
+      // Inside JSON text a backslash always starts an escape: `\uXXXX` or a two-character one.
+      if (text[i + 1] === "u" && text[i + 2] === "d" && apply(indexOf, "89abcdef", [text[i + 3]]) !== -1 &&
+          apply(indexOf, hexDigits, [text[i + 4]]) !== -1 && apply(indexOf, hexDigits, [text[i + 5]]) !== -1) {
+        out += apply(slice, text, [last, i]) + "\\ufffd";
+        last = i + 6;
+        i += 5;
+      } else {
+        i += 1;
+      }
+    }
+    return out + apply(slice, text, [last]);
   }
 
   // Bridge envelopes are built as text, so user `toJSON` on Object.prototype cannot rewrite them.
@@ -92,11 +181,13 @@
     return out + "}";
   }
 
-  function request(method, fields) {
+  // Issues one bridge request; the promise settles with the host's value, passed through `map`
+  // first when given (so no `then` of a user-patchable Promise.prototype is involved).
+  function request(method, fields, map) {
     const payload = envelope(fields);
     const id = requestNative(method, payload);
     return new PromiseCtor((resolve, rej) => {
-      pending[id] = { resolve, reject: rej };
+      pending[id] = { resolve, reject: rej, map };
       outstanding++;
     });
   }
@@ -112,6 +203,7 @@
       let value;
       try {
         value = parse(payload);
+        if (entry.map !== undefined) value = entry.map(value);
       } catch (e) {
         entry.reject(e);
         return true;
@@ -123,13 +215,52 @@
     return true;
   }
 
+  // The text of a non-string `text()` argument or `console` argument: the JSON text of the
+  // adapted value (`null` for undefined in `text`).
+  function textOf(value) {
+    return typeof value === "string" ? value : stringify(safe(value));
+  }
+
   function text(value) {
-    const t = typeof value === "string" ? value : stringify(safe(value));
-    outputNative(envelope([["type", "text"], ["text", t]]));
+    outputNative(envelope([["type", "text"], ["text", textOf(value)]]));
   }
 
   function json(value) {
     outputNative(envelope([["type", "json"], ["value", value]]));
+  }
+
+  // `console` (D12, docs/contract/decisions.md#d12): one `text` item per call, the arguments
+  // joined by spaces (strings as they are, `undefined` as `undefined`, anything else the JSON
+  // text of the adapted value), with `[warn] ` / `[error] ` prefixes. Same output path and
+  // `maxOutputBytes` accounting as `text`.
+  function consoleMethod(name, prefix) {
+    const method = {
+      [name](...args) {
+        let line = prefix;
+        for (let i = 0; i < args.length; i++) {
+          if (i > 0) line += " ";
+          line += args[i] === undefined ? "undefined" : textOf(args[i]);
+        }
+        outputNative(envelope([["type", "text"], ["text", line]]));
+      },
+    }[name];
+    return method;
+  }
+
+  function makeConsole() {
+    const c = create(null);
+    const methods = [
+      ["log", ""],
+      ["info", ""],
+      ["debug", ""],
+      ["warn", "[warn] "],
+      ["error", "[error] "],
+    ];
+    for (let i = 0; i < methods.length; i++) {
+      const m = methods[i];
+      defineProperty(c, m[0], { value: consoleMethod(m[0], m[1]), writable: false, enumerable: true, configurable: false });
+    }
+    return freeze(c);
   }
 
   // Error texts are cut to this many UTF-16 units (a guest could throw a 30 MB message), and made
@@ -138,8 +269,8 @@
   const toWellFormed = String.prototype.toWellFormed;
   function clip(text) {
     let out = text;
-    if (out.length > MAX_ERROR_CHARS) out = slice.call(out, 0, MAX_ERROR_CHARS) + " … (truncated)";
-    return toWellFormed.call(out);
+    if (out.length > MAX_ERROR_CHARS) out = apply(slice, out, [0, MAX_ERROR_CHARS]) + " … (truncated)";
+    return apply(toWellFormed, out, []);
   }
 
   // "<Name>: <message>" plus QuickJS backtrace frames (docs/contract/lifecycle.md#s5-8). Never starts with "at ".
@@ -147,9 +278,31 @@
     return clip(formatErrorText(e));
   }
 
+  // Lines of the user's code in this run (set by `setup`); positions in the wrapped script are
+  // one line below the user's (docs/contract/decisions.md#d13).
+  let userLines = 0;
+  const USER_SCRIPT = "openclaw-code-mode:user.js:";
+
+  // One backtrace line with positions in the user's script mapped to the user's own lines
+  // (wrapped line L is the user's line L - 1; columns are the same). Returns undefined for a call
+  // frame outside the user's code: the wrapper's own call on its last line.
+  function userFrame(line) {
+    const at = apply(indexOf, line, [USER_SCRIPT]);
+    if (at === -1) return line;
+    const start = at + USER_SCRIPT.length;
+    let end = start;
+    while (end < line.length && line[end] >= "0" && line[end] <= "9") end++;
+    if (end === start) return line;
+    const mapped = numberParse(apply(slice, line, [start, end]), 10) - 1;
+    // `at <file>:L:C` (no function name) is a syntax error's position: always kept.
+    const bare = apply(indexOf, line, ["at " + USER_SCRIPT]) === 0;
+    if (!bare && (mapped < 1 || mapped > userLines)) return undefined;
+    return apply(slice, line, [0, start]) + mapped + apply(slice, line, [end]);
+  }
+
   function formatErrorText(e) {
     try {
-      if (e !== null && typeof e === "object" && (e instanceof ErrorCtor || typeof e.message === "string")) {
+      if (e !== null && typeof e === "object" && (isError(e) || typeof e.message === "string")) {
         let name = "Error";
         try {
           if (typeof e.name === "string" && e.name !== "") name = e.name;
@@ -164,13 +317,18 @@
           if (typeof e.stack === "string") stack = e.stack;
         } catch (_) {}
         const frames = [];
-        const lines = stack.split("\n");
-        for (let i = 0; i < lines.length; i++) {
-          const line = lines[i].trim();
+        let from = 0;
+        while (from <= stack.length) {
+          let to = apply(indexOf, stack, ["\n", from]);
+          if (to === -1) to = stack.length;
+          const line = apply(stringTrim, apply(slice, stack, [from, to]), []);
+          from = to + 1;
           // Bridge internals are not the user's frames (script name set by the guest).
-          if (line !== "" && line.indexOf("codemode:prelude.js") === -1) frames.push("    " + line);
+          if (line === "" || apply(indexOf, line, ["codemode:prelude.js"]) !== -1) continue;
+          const frame = userFrame(line);
+          if (frame !== undefined) append(frames, "    " + frame);
         }
-        if (frames.length > 0) out += "\n" + frames.join("\n");
+        if (frames.length > 0) out += "\n" + apply(arrayJoin, frames, ["\n"]);
         return out;
       }
       return "Uncaught " + stringify(safe(e));
@@ -328,10 +486,65 @@
     return request("yield", [["reason", reason === undefined ? null : reason]]);
   }
 
+  // `nodes` (docs/contract/nodes.md#s8): thin calls of the `nodes` bridge method. The host
+  // (codemode-facade's nodes.rs) validates the arguments, calls the core `nodes` tool, projects
+  // and matches the paired nodes and words every error, so nothing here decides what reaches the
+  // tool. Requests: {action: "list"}, {action: "get", idOrName}, {action: "invoke", node, command,
+  // paramsJson} with paramsJson = JSON.stringify of the adapted `params ?? {}`.
+  function nodesInvoke(node, command, params) {
+    const fields = [
+      ["action", "invoke"],
+      ["node", node === undefined ? null : node],
+      ["command", command === undefined ? null : command],
+    ];
+    try {
+      append(fields, ["paramsJson", jsonText(params === undefined || params === null ? {} : params)]);
+    } catch (e) {
+      return reject(e);
+    }
+    return request("nodes", fields);
+  }
+
+  // The frozen handle of one paired node: {id, name, invoke} and, when the host reports that the
+  // node advertises `fs.listDir`, `listDir(path)`. Never `exec`.
+  function nodeHandle(value) {
+    const id = value !== null && typeof value === "object" ? value.id : undefined;
+    const name = value !== null && typeof value === "object" ? value.name : undefined;
+    const handle = {};
+    const invoke = function invoke(command, params) {
+      return nodesInvoke(id, command, params);
+    };
+    defineProperty(handle, "id", { value: id, enumerable: true });
+    defineProperty(handle, "name", { value: name, enumerable: true });
+    defineProperty(handle, "invoke", { value: invoke, enumerable: true });
+    if (value !== null && typeof value === "object" && value.listDir === true) {
+      const listDir = function listDir(path) {
+        return nodesInvoke(id, "fs.listDir", { path });
+      };
+      defineProperty(handle, "listDir", { value: listDir, enumerable: true });
+    }
+    return freeze(handle);
+  }
+
+  function makeNodes() {
+    const list = function list() {
+      return request("nodes", [["action", "list"]]);
+    };
+    const get = function get(idOrName) {
+      return request("nodes", [["action", "get"], ["idOrName", idOrName === undefined ? null : idOrName]], nodeHandle);
+    };
+    const n = {};
+    defineProperty(n, "list", { value: list, enumerable: true });
+    defineProperty(n, "get", { value: get, enumerable: true });
+    return freeze(n);
+  }
+
   // Installs the run's globals from the host's run context:
-  // {tools: [compact catalog entries], apiFiles: [{path, description, bytes, content}]}.
-  function setup(contextJson, seed) {
+  // {tools: [compact catalog entries], apiFiles: [{path, description, bytes, content}], mcp}.
+  // `lines` is the number of lines of the user's code (error texts cite them, D13).
+  function setup(contextJson, seed, lines) {
     seedRandom(seed);
+    userLines = typeof lines === "number" ? lines : 0;
     const context = parse(contextJson);
     const apiFiles = isArray(context.apiFiles) ? context.apiFiles : [];
     const entries = isArray(context.tools) ? context.tools : [];
@@ -340,7 +553,7 @@
     api.search = function search(query, options) {
       const limit = options !== null && typeof options === "object" ? options.limit : undefined;
       const fields = [["query", query === undefined ? null : query]];
-      if (limit !== undefined) fields.push(["limit", limit]);
+      if (limit !== undefined) append(fields, ["limit", limit]);
       return request("search", fields);
     };
     api.describe = function describe(id) {
@@ -394,6 +607,8 @@
     define("json", json);
     define("yield_control", yieldControl);
     define("API", makeApi(apiFiles));
+    define("console", makeConsole());
+    define("nodes", makeNodes());
     const namespaces = create(null);
     const mcp = makeMcp(context.mcp);
     if (mcp !== undefined) {

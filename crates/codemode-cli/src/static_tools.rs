@@ -9,6 +9,10 @@
 //! - `"result": <any JSON>`: the call returns `result` as its `details`;
 //! - `"error": "<message>"`: the call fails; the guest sees `new Error(message)`;
 //! - `"echo": true`: the call returns `details` `{"input": <the input it received>}`;
+//! - `"resultByAction": {"<action>": <any JSON>, …}`: the call returns the value under the
+//!   input's `action` (a string) as its `details`, and fails with
+//!   `no result for action "<action>"` when there is none (for tools such as `nodes`, called
+//!   with `{action: "status"}` and `{action: "invoke", …}`);
 //! - `"delayMs": <non-negative integer>`: the call settles after this many milliseconds.
 //!
 //! Successful calls return the tool-result shape `{content: [{type: "text", text: <JSON of
@@ -23,7 +27,10 @@ use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use serde_json::{Map, Value};
 
 /// The keys a static tool adds to a catalog tool spec.
-const STATIC_KEYS: [&str; 4] = ["result", "error", "echo", "delayMs"];
+const STATIC_KEYS: [&str; 5] = ["result", "error", "echo", "resultByAction", "delayMs"];
+
+/// The behaviour keys; a tool has exactly one.
+const BEHAVIOUR_KEYS: [&str; 4] = ["result", "error", "echo", "resultByAction"];
 
 /// What one static tool does when called.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +41,8 @@ pub enum Behaviour {
     Error(String),
     /// Return `{"input": <input>}` as `details`.
     Echo,
+    /// Return the value under the input's `action` as `details`; fail without one.
+    ResultByAction(Map<String, Value>),
 }
 
 /// The behaviour of one declared tool and how long it takes.
@@ -95,7 +104,7 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
             taken.insert(key.to_string(), value);
         }
     }
-    let behaviours: Vec<&str> = ["result", "error", "echo"]
+    let behaviours: Vec<&str> = BEHAVIOUR_KEYS
         .into_iter()
         .filter(|k| taken.contains_key(*k))
         .collect();
@@ -119,6 +128,15 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
             Value::Bool(true) => Behaviour::Echo,
             other => return Err(format!("{who}: \"echo\" must be true, got {other}")),
         },
+        ["resultByAction"] => match &taken["resultByAction"] {
+            Value::Object(by_action) => Behaviour::ResultByAction(by_action.clone()),
+            other => {
+                return Err(format!(
+                    "{who}: \"resultByAction\" must be an object, got {}",
+                    kind_of(other)
+                ))
+            }
+        },
         several => {
             return Err(format!(
                 "{who}: has {}; give exactly one of \"result\", \"error\" or \"echo\"",
@@ -141,7 +159,7 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
     let spec: ToolSpec = serde_json::from_value(Value::Object(map)).map_err(|e| {
         let message = e.to_string();
         if message.starts_with("unknown field") {
-            format!("{who}: {message}, or one of `result`, `error`, `echo`, `delayMs`")
+            format!("{who}: {message}, or one of `result`, `error`, `echo`, `resultByAction`, `delayMs`")
         } else {
             format!("{who}: {message}")
         }
@@ -219,6 +237,13 @@ impl StaticTool {
             Behaviour::Echo => Ok(crate::tools::tool_result(
                 serde_json::json!({"input": input}),
             )),
+            Behaviour::ResultByAction(by_action) => {
+                let action = input.get("action").and_then(Value::as_str).unwrap_or("");
+                match by_action.get(action) {
+                    Some(details) => Ok(crate::tools::tool_result(details.clone())),
+                    None => Err(format!("no result for action {action:?}")),
+                }
+            }
         }
     }
 }
@@ -329,7 +354,44 @@ mod tests {
             err(r#"[{"name": "a", "result": 1, "delay": 3}]"#),
             "tool #0 (\"a\"): unknown field `delay`, expected one of `name`, `label`, \
              `description`, `parameters`, `outputSchema`, `origin`, `catalogMode`, `allowed`, \
-             `control`, `channel`, or one of `result`, `error`, `echo`, `delayMs`"
+             `control`, `channel`, or one of `result`, `error`, `echo`, `resultByAction`, `delayMs`"
+        );
+    }
+
+    #[tokio::test]
+    async fn result_by_action_answers_per_action() {
+        let file = parse(
+            r#"[{"name": "nodes", "resultByAction": {"status": {"nodes": []}, "invoke": 1}}]"#,
+        )
+        .unwrap();
+        let tool = Arc::new(file.tools[0].clone());
+        assert_eq!(
+            tool.clone().run(json!({"action": "status"})).await,
+            Ok(
+                json!({"content": [{"type": "text", "text": "{\"nodes\":[]}"}], "details": {"nodes": []}})
+            )
+        );
+        assert_eq!(
+            tool.clone()
+                .run(json!({"action": "invoke", "node": "n"}))
+                .await,
+            Ok(json!({"content": [{"type": "text", "text": "1"}], "details": 1}))
+        );
+        assert_eq!(
+            tool.clone().run(json!({"action": "pair"})).await,
+            Err("no result for action \"pair\"".to_string())
+        );
+        assert_eq!(
+            tool.run(json!({})).await,
+            Err("no result for action \"\"".to_string())
+        );
+        assert_eq!(
+            err(r#"[{"name": "a", "resultByAction": []}]"#),
+            r#"tool #0 ("a"): "resultByAction" must be an object, got an array"#
+        );
+        assert_eq!(
+            err(r#"[{"name": "a", "result": 1, "resultByAction": {}}]"#),
+            r#"tool #0 ("a"): has "result" and "resultByAction"; give exactly one of "result", "error" or "echo""#
         );
     }
 

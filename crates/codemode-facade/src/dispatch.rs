@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, ProtocolError, RunScope, ToolCall};
+use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, RunScope, ToolCall};
 use codemode_catalog::{Catalog, LookupOp, McpNamespace, NamespaceAction};
 use codemode_telemetry::{
     AtomicBridgeCounters, CounterKind, EventKind, NestedMethod, NestedStatus, NestedToolCallEvent,
@@ -139,7 +139,35 @@ impl Dispatcher {
                 "status": "yielded",
                 "reason": args.get("reason").cloned().unwrap_or(Value::Null),
             })),
-            BridgeMethod::Nodes => Err(ProtocolError::UnsupportedMethod.to_string()),
+            BridgeMethod::Nodes => self.nodes(request, run_id).await,
+        }
+    }
+
+    /// A `nodes` request (docs/contract/nodes.md#s8): checked and answered by
+    /// [`crate::nodes`], with the core `nodes` tool called through [`Dispatcher::execute`], so
+    /// it counts in `callCount` and takes the executor's policy, hooks and approvals. Without
+    /// `openclaw:core:nodes` in the catalog: the unknown-tool error.
+    async fn nodes(
+        &self,
+        request: &BridgeRequest,
+        run_id: Option<String>,
+    ) -> Result<Value, String> {
+        use crate::nodes::{self as n, NodesRequest};
+        let parsed = NodesRequest::parse(&request.args).map_err(str::to_string)?;
+        let Some(entry) = self.catalog.entry(n::NODES_TOOL_ID) else {
+            return Err(self.catalog.unknown_tool(n::NODES_TOOL_ID).to_string());
+        };
+        entry.check_callable()?;
+        let input = match &parsed {
+            NodesRequest::List | NodesRequest::Get(_) => n::status_input(),
+            NodesRequest::Invoke(input) => input.clone(),
+        };
+        let result = self.execute(entry, input, &request.id, run_id).await?;
+        let details = result.get("details").cloned().unwrap_or(result);
+        match parsed {
+            NodesRequest::List => Ok(n::list_value(&details)),
+            NodesRequest::Get(query) => Ok(n::select(&details, &query)?.handle_value()),
+            NodesRequest::Invoke(_) => Ok(details),
         }
     }
 

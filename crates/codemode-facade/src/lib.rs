@@ -13,6 +13,7 @@
 
 mod agent;
 mod dispatch;
+mod nodes;
 mod pipeline;
 mod result;
 mod run;
@@ -37,6 +38,7 @@ pub use agent::{
     ScriptTurn, TurnFlags, TurnStep, RESULT_REFERENCE_PREFIX,
 };
 pub use codemode_catalog::SourceCounts;
+pub use nodes::NODES_TOOL_ID;
 pub use pipeline::{
     after_outer_call, before_outer_call, blocked_after_message, blocked_message,
     not_approved_message, unknown_tool_message, AfterDecision, AfterToolCall, ApprovalBroker,

@@ -46,8 +46,9 @@ pub const EXEC_DESCRIPTION_API: &str =
 /// Part 3 of the `exec` description (MCP guidance): only when the catalog is unknown or has an
 /// MCP entry (docs/contract/surface.md#s2-4).
 pub const EXEC_DESCRIPTION_MCP: &str = " MCP tools are available only through the `MCP` namespace.";
-/// Part 4 of the `exec` description, the `nodes` line, always present exactly once
-/// (docs/contract/surface.md#s2-4, docs/contract/nodes.md#s8).
+/// Part 4 of the `exec` description, the `nodes` line, exactly once when the catalog is unknown
+/// or has `openclaw:core:nodes` ([`crate::NODES_TOOL_ID`]; docs/contract/surface.md#s2-4,
+/// docs/contract/nodes.md#s8).
 pub const EXEC_DESCRIPTION_NODES: &str =
     "\n- nodes: paired Gateway nodes; nodes.list(), (await nodes.get(id)).invoke(command, params)\n";
 /// Part 5 of the `exec` description (language guidance), always present (docs/contract/surface.md#s2-4).
@@ -108,7 +109,8 @@ pub struct ToolDefinition {
 }
 
 /// The `exec` description (docs/contract/surface.md#s2-4): the base paragraph; the API and MCP guidance only
-/// when `catalog` is `None` (not known yet) or has an MCP entry; the `nodes` line; the language
+/// when `catalog` is `None` (not known yet) or has an MCP entry; the `nodes` line when `catalog`
+/// is `None` or has `openclaw:core:nodes` (the `nodes` global reaches only that tool); the language
 /// guidance; then `"\n\n"` + `namespace_prompt` (docs/contract/mcp.md#s7-5) when it is non-empty, and `"\n\n"` + the
 /// catalog's quick index (docs/contract/surface.md#s2-5) when there is one.
 ///
@@ -121,7 +123,9 @@ pub fn exec_description(catalog: Option<&Catalog>, namespace_prompt: Option<&str
         description.push_str(EXEC_DESCRIPTION_API);
         description.push_str(EXEC_DESCRIPTION_MCP);
     }
-    description.push_str(EXEC_DESCRIPTION_NODES);
+    if catalog.is_none_or(|c| c.entry(crate::NODES_TOOL_ID).is_some()) {
+        description.push_str(EXEC_DESCRIPTION_NODES);
+    }
     description.push_str(EXEC_DESCRIPTION_LANGUAGE);
     if let Some(catalog) = catalog {
         if let Some(prompt) = namespace_prompt.filter(|p| !p.is_empty()) {

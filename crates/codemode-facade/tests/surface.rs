@@ -400,15 +400,15 @@ fn known_catalog_without_mcp_or_index() {
     assert_eq!(catalog.quick_index(), None);
     assert_eq!(
         exec_description(Some(&catalog), None),
-        format!("{BASE}{NODES}{LANGUAGE}")
+        format!("{BASE}{LANGUAGE}")
     );
     assert_eq!(
         exec_description(Some(&catalog), Some("")),
-        format!("{BASE}{NODES}{LANGUAGE}")
+        format!("{BASE}{LANGUAGE}")
     );
     assert_eq!(
         exec_description(Some(&catalog), Some("NAMESPACE PROMPT")),
-        format!("{BASE}{NODES}{LANGUAGE}\n\nNAMESPACE PROMPT")
+        format!("{BASE}{LANGUAGE}\n\nNAMESPACE PROMPT")
     );
 }
 
@@ -418,18 +418,18 @@ fn known_catalog_with_index_and_prompt() {
     let index = catalog.quick_index().unwrap();
     assert_eq!(
         exec_description(Some(&catalog), Some("NAMESPACE PROMPT")),
-        format!("{BASE}{API}{MCP}{NODES}{LANGUAGE}\n\nNAMESPACE PROMPT\n\n{index}")
+        format!("{BASE}{API}{MCP}{LANGUAGE}\n\nNAMESPACE PROMPT\n\n{index}")
     );
     assert_eq!(
         exec_description(Some(&catalog), None),
-        format!("{BASE}{API}{MCP}{NODES}{LANGUAGE}\n\n{index}")
+        format!("{BASE}{API}{MCP}{LANGUAGE}\n\n{index}")
     );
     // MCP only: parts 2-3 and the prompt, no index.
     let catalog = build(vec![mcp("github__create_issue")]);
     assert_eq!(catalog.quick_index(), None);
     assert_eq!(
         exec_description(Some(&catalog), Some("NAMESPACE PROMPT")),
-        format!("{BASE}{API}{MCP}{NODES}{LANGUAGE}\n\nNAMESPACE PROMPT")
+        format!("{BASE}{API}{MCP}{LANGUAGE}\n\nNAMESPACE PROMPT")
     );
 }
 
@@ -438,10 +438,7 @@ fn e9_one_plugin_tool_description_is_compact() {
     let catalog = build(vec![ticket()]);
     let exec = exec_tool(Some(&catalog), None);
     let index = catalog.quick_index().unwrap();
-    assert_eq!(
-        exec.description,
-        format!("{BASE}{NODES}{LANGUAGE}\n\n{index}")
-    );
+    assert_eq!(exec.description, format!("{BASE}{LANGUAGE}\n\n{index}"));
     assert!(
         utf16(&exec.description) < 2400,
         "{}",
@@ -495,15 +492,40 @@ fn e14_mcp_adds_guidance_but_never_mcp_names_or_schemas() {
 }
 
 #[test]
-fn nodes_line_appears_exactly_once() {
-    let catalog = build(vec![ticket(), mcp("github__create_issue")]);
+fn nodes_line_appears_exactly_once_with_the_nodes_tool() {
+    // The nodes line only where the `nodes` global can reach a tool: an unknown catalog, or one
+    // with `openclaw:core:nodes` (issue decision, overriding "always").
+    let with_nodes = build(vec![ticket(), core("nodes"), mcp("github__create_issue")]);
+    let index = with_nodes.quick_index().unwrap();
+    assert_eq!(
+        exec_description(Some(&with_nodes), Some("NAMESPACE PROMPT")),
+        format!("{BASE}{API}{MCP}{NODES}{LANGUAGE}\n\nNAMESPACE PROMPT\n\n{index}")
+    );
+    let only_nodes = build(vec![core("nodes")]);
+    let index = only_nodes.quick_index().unwrap();
+    assert_eq!(
+        exec_description(Some(&only_nodes), None),
+        format!("{BASE}{NODES}{LANGUAGE}\n\n{index}")
+    );
     for description in [
         exec_description(None, None),
-        exec_description(Some(&build(Vec::new())), None),
-        exec_description(Some(&catalog), Some("NAMESPACE PROMPT")),
+        exec_description(Some(&with_nodes), Some("NAMESPACE PROMPT")),
+        exec_description(Some(&only_nodes), None),
     ] {
         assert_eq!(description.matches(NODES).count(), 1);
         assert_eq!(description.matches("- nodes:").count(), 1);
+    }
+    // A plugin tool named `nodes` is not the core nodes tool.
+    let plugin_nodes = build(vec![plugin("nodes")]);
+    for description in [
+        exec_description(Some(&build(Vec::new())), None),
+        exec_description(Some(&plugin_nodes), None),
+        exec_description(
+            Some(&build(vec![ticket(), mcp("github__create_issue")])),
+            None,
+        ),
+    ] {
+        assert_eq!(description.matches("- nodes:").count(), 0);
     }
 }
 

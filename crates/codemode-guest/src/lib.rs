@@ -198,6 +198,12 @@ fn init(input: InitInput<'static>) -> Result<Guest, String> {
         native
             .set("output", Func::from(native_output))
             .map_err(|e| e.to_string())?;
+        native
+            .set("isPromise", Func::from(native_is_promise))
+            .map_err(|e| e.to_string())?;
+        native
+            .set("isError", Func::from(native_is_error))
+            .map_err(|e| e.to_string())?;
         let mut opts = EvalOptions::default();
         opts.global = true;
         opts.strict = true;
@@ -244,6 +250,18 @@ fn native_request<'js>(ctx: Ctx<'js>, method: String, args: String) -> rquickjs:
             &ProtocolError::UnsupportedMethod.to_string(),
         )),
     }
+}
+
+/// `native.isPromise(value)`: the engine's own brand check (`JS_PromiseState`), which user code
+/// cannot redirect the way it can `instanceof` (the JSON adapter's D14 replacement).
+fn native_is_promise(value: Value<'_>) -> bool {
+    value.is_promise()
+}
+
+/// `native.isError(value)`: the engine's own brand check (`JS_IsError`): objects made by an
+/// `Error` constructor, subclasses included.
+fn native_is_error(value: Value<'_>) -> bool {
+    value.is_error()
 }
 
 /// `native.output(itemJson)`: buffers one output item (JSON text built by the prelude). Text that
@@ -320,7 +338,11 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
                 let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
                 let setup: Function = internals.get("setup").map_err(|e| e.to_string())?;
                 let seed = random_seed().to_vec();
-                if let Err(e) = setup.call::<_, ()>((input.context.into_owned(), seed)) {
+                // Lines of the user's code, so error texts can cite the user's own lines (D13).
+                let lines = input.code.matches('\n').count() + 1;
+                if let Err(e) =
+                    setup.call::<_, ()>((input.context.into_owned(), seed, lines as f64))
+                {
                     return Err(format!("setup: {}", describe_exception(&ctx, e)));
                 }
                 let wrapped = abi::wrap_user_code(&input.code);

@@ -4,9 +4,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use swc_core::common::comments::SingleThreadedComments;
-use swc_core::common::{Globals, Mark, Spanned, GLOBALS};
+use swc_core::common::{BytePos, Globals, Mark, Span, Spanned, GLOBALS};
 use swc_core::ecma::ast::{EsVersion, Pass, Program, Script};
-use swc_core::ecma::codegen::{text_writer::JsWriter, Config as CodegenConfig, Emitter};
+use swc_core::ecma::codegen::text_writer::{JsWriter, WriteJs};
+use swc_core::ecma::codegen::{Config as CodegenConfig, Emitter, Result as WriteResult};
 use swc_core::ecma::transforms::base::{fixer::fixer, hygiene::hygiene, resolver};
 use swc_core::ecma::transforms::typescript::{typescript, Config as TsConfig};
 
@@ -127,7 +128,10 @@ fn strip_types(source: &str, depth: &Depth) -> Result<String, Rejection> {
 }
 
 /// Prints the stripped statements as ES2022 source with the kept comments, without a trailing
-/// newline.
+/// newline, keeping every token that has a source position on the user's line and, where the
+/// output has not run ahead, at the user's column (docs/contract/decisions.md#d13): the runtime
+/// wraps the result exactly as it wraps JavaScript, so backtraces of a TypeScript cell cite the
+/// user's own lines.
 fn emit(parsed: &Parsed, script: &Script, comments: &SingleThreadedComments) -> String {
     let mut buffer = Vec::new();
     {
@@ -135,7 +139,10 @@ fn emit(parsed: &Parsed, script: &Script, comments: &SingleThreadedComments) -> 
             cfg: CodegenConfig::default().with_target(EsVersion::Es2022),
             cm: parsed.cm.clone(),
             comments: Some(comments),
-            wr: JsWriter::new(parsed.cm.clone(), "\n", &mut buffer, None),
+            wr: KeepLines::new(
+                JsWriter::new(parsed.cm.clone(), "\n", &mut buffer, None),
+                parsed,
+            ),
         };
         // Writing into a Vec cannot fail.
         let _ = emitter.emit_script(script);
@@ -144,4 +151,313 @@ fn emit(parsed: &Parsed, script: &Script, comments: &SingleThreadedComments) -> 
     let trimmed = javascript.trim_end().len();
     javascript.truncate(trimmed);
     javascript
+}
+
+/// Where the writer is with respect to template literals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Template {
+    /// Inside a template's text (after `` ` `` or a substitution's `}`): nothing may be inserted.
+    Text,
+    /// Inside a `${…}` substitution, with this many unclosed `{`.
+    Code(u32),
+}
+
+/// A [`WriteJs`] around swc's writer that lays tokens out on the user's lines (Babel's
+/// `retainLines`, plus columns). swc's emitter reports the source position of most tokens
+/// (`add_srcmap`, and the spans it passes to the writer); before the next token this writer adds
+/// line breaks until the output reaches that token's line, and spaces until it reaches its
+/// column. The emitter's own line breaks are replaced by spaces (after a `//` comment one is
+/// kept), and indentation is dropped, so the output never runs ahead of the source on its own.
+///
+/// Safety of the layout: only whitespace between tokens changes, and never inside template text.
+/// A line break is never put where one would change the program: after `return`, `throw`,
+/// `break`, `continue`, `yield`, `async`, `get`, `set`, `static` and `accessor`, or before `=>`,
+/// `++` and `--` (the "no line terminator here" positions and class-member modifiers). swc writes
+/// every semicolon, so no other line break matters.
+struct KeepLines<'a, W: WriteJs> {
+    inner: W,
+    /// The wrapped source (`WRAPPER_PREFIX` + code + `WRAPPER_SUFFIX`) and its start position.
+    source: &'a str,
+    start: u32,
+    /// Byte offsets (in `source`) just after each `\n`: the starts of lines 2, 3, …
+    line_starts: Vec<usize>,
+    /// Output position: 1-based line and column of the next character.
+    line: usize,
+    column: usize,
+    /// Where the next token belongs: the user's (line, column) of the last reported position.
+    target: Option<(usize, usize)>,
+    /// The emitter asked for a line break that has not been written.
+    pending_break: bool,
+    /// The last text written was a `//` comment: the next line break must be written.
+    line_comment: bool,
+    /// The last token was one after which a line break would change the program.
+    no_break_after: bool,
+    /// Template literals being written, innermost last.
+    templates: Vec<Template>,
+}
+
+impl<'a, W: WriteJs> KeepLines<'a, W> {
+    fn new(inner: W, parsed: &'a Parsed) -> Self {
+        let source: &str = &parsed.file.src;
+        let line_starts = source
+            .bytes()
+            .enumerate()
+            .filter(|(_, b)| *b == b'\n')
+            .map(|(i, _)| i + 1)
+            .collect();
+        KeepLines {
+            inner,
+            source,
+            start: parsed.file.start_pos.0,
+            line_starts,
+            line: 1,
+            column: 1,
+            target: None,
+            pending_break: false,
+            line_comment: false,
+            no_break_after: false,
+            templates: Vec::new(),
+        }
+    }
+
+    /// The user's (line, column) of a source position; `None` for synthesized code and positions
+    /// in the wrapper. The wrapper's first line is line 0 of the user's code.
+    fn user_position(&self, pos: BytePos) -> Option<(usize, usize)> {
+        if pos.is_dummy() || pos.0 < self.start {
+            return None;
+        }
+        let offset = (pos.0 - self.start) as usize;
+        if offset > self.source.len() {
+            return None;
+        }
+        let index = self.line_starts.partition_point(|&s| s <= offset);
+        if index == 0 || index > self.line_starts.len().saturating_sub(1) {
+            // The wrapper's prefix line, or its suffix line.
+            return None;
+        }
+        let line_start = self.line_starts[index - 1];
+        let mut at = offset;
+        while !self.source.is_char_boundary(at) {
+            at -= 1;
+        }
+        let column = self.source[line_start..at].chars().count() + 1;
+        Some((index, column))
+    }
+
+    fn note(&mut self, pos: BytePos) {
+        if let Some(position) = self.user_position(pos) {
+            self.target = Some(position);
+        }
+    }
+
+    fn in_template_text(&self) -> bool {
+        self.templates.last() == Some(&Template::Text)
+    }
+
+    /// Lays out the whitespace before a token `text` (its span start `pos`, when it has one).
+    fn before(&mut self, pos: Option<BytePos>, text: &str) -> WriteResult {
+        if let Some(pos) = pos {
+            self.note(pos);
+        }
+        let target = self.target.take();
+        if self.in_template_text() {
+            return Ok(());
+        }
+        let may_break = !self.no_break_after && !matches!(text, "=>" | "++" | "--");
+        if let Some((line, _)) = target {
+            if line > self.line && may_break {
+                // Raw line feeds: swc's writer folds consecutive `write_line`s into one.
+                while self.line < line {
+                    self.inner.write_str("\n")?;
+                    self.line += 1;
+                }
+                self.column = 1;
+                self.pending_break = false;
+                self.line_comment = false;
+            }
+        }
+        if self.pending_break {
+            if self.line_comment {
+                self.inner.write_str("\n")?;
+                self.line += 1;
+                self.column = 1;
+            } else if self.column > 1 {
+                self.inner.write_space()?;
+                self.column += 1;
+            }
+            self.pending_break = false;
+            self.line_comment = false;
+        }
+        if let Some((line, column)) = target {
+            if line == self.line {
+                while self.column < column {
+                    self.inner.write_space()?;
+                    self.column += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Accounts for `text` once written, and remembers whether it forbids a following break.
+    fn after(&mut self, text: &str) {
+        match text.rfind('\n') {
+            Some(at) => {
+                self.line += text.matches('\n').count();
+                self.column = text[at + 1..].chars().count() + 1;
+            }
+            None => self.column += text.chars().count(),
+        }
+        self.no_break_after = matches!(
+            text,
+            "return"
+                | "throw"
+                | "break"
+                | "continue"
+                | "yield"
+                | "async"
+                | "get"
+                | "set"
+                | "static"
+                | "accessor"
+        );
+    }
+
+    fn token(&mut self, pos: Option<BytePos>, text: &str) -> WriteResult {
+        self.before(pos, text)?;
+        self.after(text);
+        Ok(())
+    }
+
+    /// Tracks template literals through their punctuation.
+    fn punct_state(&mut self, s: &str) {
+        match (s, self.templates.last().copied()) {
+            ("`", Some(Template::Text)) => {
+                self.templates.pop();
+            }
+            ("`", _) => self.templates.push(Template::Text),
+            ("${", Some(Template::Text)) => {
+                if let Some(top) = self.templates.last_mut() {
+                    *top = Template::Code(0);
+                }
+            }
+            (_, Some(Template::Code(depth))) => {
+                let opened = s.matches('{').count() as u32;
+                let closed = s.matches('}').count() as u32;
+                if closed > depth + opened {
+                    // The substitution's closing `}`: back in the template's text.
+                    if let Some(top) = self.templates.last_mut() {
+                        *top = Template::Text;
+                    }
+                } else if let Some(top) = self.templates.last_mut() {
+                    *top = Template::Code(depth + opened - closed);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn lo(span: Option<Span>) -> Option<BytePos> {
+    span.map(|s| s.lo)
+}
+
+impl<W: WriteJs> WriteJs for KeepLines<'_, W> {
+    fn increase_indent(&mut self) -> WriteResult {
+        Ok(())
+    }
+
+    fn decrease_indent(&mut self) -> WriteResult {
+        Ok(())
+    }
+
+    fn write_semi(&mut self, span: Option<Span>) -> WriteResult {
+        self.token(lo(span), ";")?;
+        self.inner.write_semi(span)
+    }
+
+    fn write_space(&mut self) -> WriteResult {
+        if self.in_template_text() || self.pending_break {
+            return Ok(());
+        }
+        self.column += 1;
+        self.inner.write_space()
+    }
+
+    fn write_keyword(&mut self, span: Option<Span>, s: &'static str) -> WriteResult {
+        self.token(lo(span), s)?;
+        self.inner.write_keyword(span, s)
+    }
+
+    fn write_operator(&mut self, span: Option<Span>, s: &str) -> WriteResult {
+        self.token(lo(span), s)?;
+        self.inner.write_operator(span, s)
+    }
+
+    fn write_param(&mut self, s: &str) -> WriteResult {
+        self.token(None, s)?;
+        self.inner.write_param(s)
+    }
+
+    fn write_property(&mut self, s: &str) -> WriteResult {
+        self.token(None, s)?;
+        self.inner.write_property(s)
+    }
+
+    fn write_line(&mut self) -> WriteResult {
+        if self.in_template_text() {
+            self.line += 1;
+            self.column = 1;
+            return self.inner.write_line();
+        }
+        self.pending_break = true;
+        Ok(())
+    }
+
+    fn write_lit(&mut self, span: Span, s: &str) -> WriteResult {
+        self.token(Some(span.lo), s)?;
+        self.inner.write_lit(span, s)
+    }
+
+    fn write_comment(&mut self, s: &str) -> WriteResult {
+        self.token(None, s)?;
+        if s == "//" {
+            self.line_comment = true;
+        }
+        self.inner.write_comment(s)
+    }
+
+    fn write_str_lit(&mut self, span: Span, s: &str) -> WriteResult {
+        self.token(Some(span.lo), s)?;
+        self.inner.write_str_lit(span, s)
+    }
+
+    fn write_str(&mut self, s: &str) -> WriteResult {
+        self.token(None, s)?;
+        self.inner.write_str(s)
+    }
+
+    fn write_symbol(&mut self, span: Span, s: &str) -> WriteResult {
+        self.token(Some(span.lo), s)?;
+        self.inner.write_symbol(span, s)
+    }
+
+    fn write_punct(&mut self, span: Option<Span>, s: &'static str, commit: bool) -> WriteResult {
+        self.token(lo(span), s)?;
+        self.punct_state(s);
+        self.inner.write_punct(span, s, commit)
+    }
+
+    fn care_about_srcmap(&self) -> bool {
+        true
+    }
+
+    fn add_srcmap(&mut self, pos: BytePos) -> WriteResult {
+        self.note(pos);
+        Ok(())
+    }
+
+    fn commit_pending_semi(&mut self) -> WriteResult {
+        self.inner.commit_pending_semi()
+    }
 }

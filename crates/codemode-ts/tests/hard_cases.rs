@@ -224,17 +224,21 @@ fn typescript_shell_checks_read_the_original_source() {
     assert_eq!(ts("pwd"), Err(Rejection::ShellSource));
     assert_eq!(
         ts("ls -1; function ls(): void {}"),
-        Ok("ls - 1;\nfunction ls() {}".into())
+        Ok("ls - 1; function ls() {     }".into())
     );
     // `type` and `declare` are known words, but their TypeScript use is not shell.
-    assert_eq!(ts("type Name = string;\nreturn 1;"), Ok("return 1;".into()));
+    // Each token stays on the user's line (docs/contract/decisions.md#d13).
+    assert_eq!(
+        ts("type Name = string;\nreturn 1;"),
+        Ok("\nreturn 1;".into())
+    );
     assert_eq!(
         ts("declare const x: number;\nreturn 1;"),
-        Ok("return 1;".into())
+        Ok("\nreturn 1;".into())
     );
     assert_eq!(
         ts("interface A { x: 1 }\nreturn 2;"),
-        Ok("return 2;".into())
+        Ok("\nreturn 2;".into())
     );
 }
 

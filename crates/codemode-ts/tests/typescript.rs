@@ -188,7 +188,8 @@ fn exec_input_with_typescript() {
         BOTH,
     )
     .unwrap();
-    assert_eq!(prepared.javascript, "const n = 7;\nreturn n;");
+    // Tokens keep the user's lines and columns (docs/contract/decisions.md#d13).
+    assert_eq!(prepared.javascript, "const n =         7;\nreturn n;");
     assert_eq!(prepared.language, Language::TypeScript);
     assert!(prepared.restart_safe);
 }
