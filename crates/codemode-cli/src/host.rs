@@ -1,5 +1,12 @@
 //! What `codemode exec`, `session` and `serve` share: the host options (tools, workspace root,
-//! MCP servers, config, agent, timeout) and the [`Host`] that builds each run's environment.
+//! MCP servers, config, agent, timeout, trajectory) and the [`Host`] that builds each run's
+//! environment.
+//!
+//! The host half of every nested call (docs/contract/host.md#h1 to #h4) is set up here once per
+//! command: the config's tool policy filters every tool spec (built-in, `--tools`, MCP) before
+//! the catalog is built, so denied tools are absent from `ALL_TOOLS`, the quick index, `MCP` and
+//! the `.d.ts` files (an empty `allow` gives an empty catalog: docs/contract/host.md#h9); the
+//! config's command hooks become a [`HookChain`]; `--trajectory FILE` opens the trajectory.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -8,9 +15,10 @@ use std::time::Duration;
 use clap::Args;
 use codemode_bridge::{RunScope, ToolExecutor};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_config::{CodeModeConfig, ConfigReport, Enabled};
-use codemode_facade::RunEnv;
+use codemode_config::{CodeModeConfig, ConfigReport, Enabled, ToolPolicy};
+use codemode_facade::{ApprovalBroker, HookChain, RunEnv};
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
+use codemode_telemetry::{FanOut, JsonLinesSink, TracingSink, Trajectory};
 use serde_json::{json, Value};
 
 use crate::{static_tools, tools, Failure};
@@ -44,6 +52,10 @@ pub struct HostArgs {
     /// Agent id whose per-agent override applies; also the owner of the runs.
     #[arg(long, value_name = "ID")]
     pub agent: Option<String>,
+    /// Write the trajectory (every exec/wait, nested tool call, approval and park, redacted) to
+    /// FILE as JSON lines; the file is created with mode 0600 or truncated.
+    #[arg(long, value_name = "FILE")]
+    pub trajectory: Option<PathBuf>,
 }
 
 /// Loads a config file (JSON or JSON5), or the default `{"tools": {"codeMode": true}}`.
@@ -68,8 +80,17 @@ pub fn disabled_result() -> Value {
 pub struct Host {
     config: CodeModeConfig,
     limits: SearchLimits,
+    /// The built-in or `--tools` specs the policy allows.
     base_specs: Vec<ToolSpec>,
     executor: Arc<dyn ToolExecutor>,
+    /// The config's tool policy (tools.allow / deny / approvals.require, for `--agent`).
+    policy: ToolPolicy,
+    /// The config's command hooks.
+    hooks: HookChain,
+    /// Where runs record their trajectory (disabled without `--trajectory` or tracing at INFO).
+    trajectory: Trajectory,
+    /// Who answers approvals; `None`: every approval is denied (or the caller adds its own).
+    approvals: Option<Arc<ApprovalBroker>>,
     /// The connected MCP servers, when `--mcp-config` was given.
     pub hub: Option<McpHub>,
     agent: Option<String>,
@@ -77,17 +98,19 @@ pub struct Host {
     cache: Mutex<Option<(u64, Arc<Catalog>)>>,
 }
 
-/// Builds the host: resolved config (with `--timeout-ms` applied; warnings go to stderr), static
-/// tools from `--tools` or the workspace tools under `--root` (or the current directory when
-/// `builtins_by_default`), and the MCP servers of `--mcp-config`, connected on `runtime` (servers
-/// that fail are reported on stderr and left out). `Ok(None)` when the config disables code mode.
+/// Builds the host: resolved config (with `--timeout-ms` applied; warnings, `hostWarnings`
+/// included, go to stderr), its tool policy and hooks, static tools from `--tools` or the
+/// workspace tools under `--root` (or the current directory when `builtins_by_default`) that the
+/// policy allows, the MCP servers of `--mcp-config`, connected on `runtime` (servers that fail
+/// are reported on stderr and left out), and the `--trajectory` file. `Ok(None)` when the config
+/// disables code mode.
 pub fn host(
     args: &HostArgs,
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
 ) -> Result<Option<Host>, Failure> {
     let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
-    for warning in &report.warnings {
+    for warning in report.warnings.iter().chain(&report.host_warnings) {
         eprintln!("codemode: config: {}", warning.message);
     }
     if let Some(ms) = args.timeout_ms {
@@ -130,6 +153,8 @@ pub fn host(
             }
             (None, _) => (Vec::new(), None),
         };
+    let base_specs = allowed_specs(base_specs, &report.tool_policy, &limits)?;
+    let trajectory = trajectory(args.trajectory.as_deref(), args.agent.as_deref())?;
     let hub = mcp_config.map(|config| {
         let defaults = ClientOptions::default();
         let call_timeout = Duration::from_millis(args.mcp_timeout_ms);
@@ -159,12 +184,70 @@ pub fn host(
         limits,
         base_specs,
         executor,
+        policy: report.tool_policy,
+        hooks: HookChain::from_config(&report.hooks),
+        trajectory,
+        approvals: None,
         hub,
         agent: args.agent.clone(),
         cache: Mutex::new(None),
     };
     host.catalog()?; // report a catalog that cannot be built now, not at the first exec
     Ok(Some(host))
+}
+
+/// The specs of `specs` that `policy` allows (docs/contract/host.md#h1), checked by name and by the
+/// catalog id each would get. Fails like the catalog does (duplicate ids, blank names).
+pub fn allowed_specs(
+    specs: Vec<ToolSpec>,
+    policy: &ToolPolicy,
+    limits: &SearchLimits,
+) -> Result<Vec<ToolSpec>, Failure> {
+    if policy.is_default() {
+        return Ok(specs);
+    }
+    // The ids are the catalog's to assign: build it once to learn them.
+    let catalog = Catalog::build(specs.clone(), limits)
+        .map_err(|e| Failure::Usage(format!("catalog: {e}")))?;
+    let mut ids: Vec<Option<&str>> = vec![None; specs.len()];
+    for entry in catalog.entries() {
+        ids[entry.spec_index()] = Some(entry.id());
+    }
+    Ok(specs
+        .into_iter()
+        .zip(ids)
+        // A spec the catalog leaves out (direct-only) is judged by its name alone.
+        .filter(|(spec, id)| policy.allows(&spec.name, id.unwrap_or("")))
+        .map(|(spec, _)| spec)
+        .collect())
+}
+
+/// The trajectory of the runs: with `--trajectory FILE`, that file (created 0600 or truncated)
+/// fanned out with a [`TracingSink`] (its events show with
+/// `CODEMODE_LOG=codemode::trajectory=info`);
+/// otherwise the [`TracingSink`] alone when `CODEMODE_LOG` enables INFO for
+/// `codemode::trajectory`, else disabled (no events are built).
+fn trajectory(path: Option<&Path>, agent: Option<&str>) -> Result<Trajectory, Failure> {
+    let scope = RunScope {
+        agent_id: agent.map(str::to_string),
+        ..RunScope::default()
+    };
+    let Some(path) = path else {
+        let tracing_on = tracing::enabled!(
+            target: codemode_telemetry::TRACING_TARGET,
+            tracing::Level::INFO
+        );
+        return Ok(if tracing_on {
+            Trajectory::new(Arc::new(TracingSink::new()), scope)
+        } else {
+            Trajectory::disabled()
+        });
+    };
+    let file = JsonLinesSink::create(path)
+        .map_err(|e| Failure::Usage(format!("--trajectory {}: {e}", path.display())))?;
+    let sinks: Vec<Arc<dyn codemode_telemetry::TrajectorySink>> =
+        vec![Arc::new(file), Arc::new(TracingSink::new())];
+    Ok(Trajectory::new(Arc::new(FanOut::new(sinks)), scope))
 }
 
 /// The executor of a host without any tools: every call fails (the catalog is empty, so only a
@@ -196,7 +279,7 @@ impl Host {
         }
         let mut specs = self.base_specs.clone();
         if let Some(hub) = &self.hub {
-            specs.extend(hub.specs());
+            specs.extend(hub.specs_allowed(&self.policy));
         }
         let catalog = Arc::new(
             Catalog::build(specs, &self.limits)
@@ -206,18 +289,37 @@ impl Host {
         Ok(catalog)
     }
 
-    /// The environment of one `exec`: current catalog, executor, and `scope` owned by `--agent`.
+    /// The environment of one `exec` or `wait`: current catalog, executor, the config's policy
+    /// and hooks, the approvals broker (when set), the trajectory, and `scope` owned by
+    /// `--agent`.
     pub fn run_env(&self, scope: RunScope) -> Result<RunEnv, Failure> {
         let scope = RunScope {
             agent_id: self.agent.clone().or(scope.agent_id),
             ..scope
         };
-        Ok(RunEnv::new(
+        let env = RunEnv::new(
             self.config.clone(),
             self.catalog()?,
             self.executor.clone(),
             scope,
-        ))
+        )
+        .with_policy(self.policy.clone())
+        .with_hooks(self.hooks.clone())
+        .with_trajectory(self.trajectory.clone());
+        Ok(match &self.approvals {
+            Some(broker) => env.with_approvals(broker.clone()),
+            None => env,
+        })
+    }
+
+    /// Lets `broker` answer the approvals of every later run.
+    pub fn set_approvals(&mut self, broker: Arc<ApprovalBroker>) {
+        self.approvals = Some(broker);
+    }
+
+    /// The resolved config.
+    pub fn config(&self) -> &CodeModeConfig {
+        &self.config
     }
 
     /// Closes the MCP connections (children exit).

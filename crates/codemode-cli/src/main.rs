@@ -4,9 +4,14 @@
 //!   (`read`, `list`, `grep` under `--root`) or the static tools of `--tools FILE`, plus the MCP
 //!   servers of `--mcp-config FILE` (as `MCP.<server>.<tool>({...})`), and prints
 //!   the result as JSON; `waiting` results are followed with `wait` until the run completes or
-//!   `--wall-clock-ms` passes.
-//! - `codemode session` reads `{"tool": "exec" | "wait", "args": {…}}` lines on stdin and writes
-//!   one result line each on stdout, keeping parked runs across lines.
+//!   `--wall-clock-ms` passes. Calls that need approval are answered by `--approve all | none`,
+//!   else by a `y/N` prompt on a terminal, else denied.
+//! - `codemode session` reads `{"tool": "exec" | "wait" | "approve", "args": {…}}` lines on stdin
+//!   and writes one result line each on stdout, keeping parked runs across lines.
+//! - `exec`, `session` and `serve` apply the config's tool policy (`tools.allow`, `tools.deny`,
+//!   `tools.approvals.require`) and command hooks (`hooks.beforeToolCall` /
+//!   `hooks.afterToolCall`) to every nested call, and `--trajectory FILE` writes the runs'
+//!   trajectory as JSON lines.
 //! - `codemode serve [--mcp-config FILE]` serves code mode as an MCP server over stdio: exactly
 //!   two tools, `exec` and `wait`, over the tools of the configured MCP servers. Logs go to
 //!   stderr (or `--log-file`), never stdout.
@@ -19,6 +24,7 @@
 //! Exit status: 0 completed (or a successful inspection), 1 failed, 2 bad usage.
 
 mod agent;
+mod approve;
 mod host;
 mod session;
 mod static_tools;
@@ -33,7 +39,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use codemode_catalog::cli::CatalogView;
 use codemode_catalog::SearchLimits;
-use codemode_facade::{CodeMode, CodeModeResult};
+use codemode_facade::{ApprovalBroker, CodeMode, CodeModeResult};
 use codemode_mcp::{CodeModeServer, EnvSource};
 use codemode_runtime::AbortHandle;
 use host::HostArgs;
@@ -88,6 +94,10 @@ struct ExecArgs {
     /// Pretty-print the result.
     #[arg(long)]
     pretty: bool,
+    /// Answer every approval (tools.approvals.require, a hook's "ask") with allow or deny,
+    /// instead of asking on the terminal (without a terminal every approval is denied).
+    #[arg(long, value_name = "all|none", value_enum)]
+    approve: Option<approve::ApproveMode>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -337,11 +347,20 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
     });
 
     let runtime = host::async_runtime()?;
-    let Some(host) = host::host(&args.host, &runtime, true)? else {
+    let Some(mut host) = host::host(&args.host, &runtime, true)? else {
         println!("{}", host::disabled_result());
         return Ok(ExitCode::from(1));
     };
-    let env = host.run_env(codemode_bridge::RunScope::default())?;
+    let approvals = Arc::new(ApprovalBroker::with_delegate(
+        host.config().snapshot_ttl(),
+        approve::exec_approver(args.approve),
+    ));
+    host.set_approvals(approvals.clone());
+    // The exec is tool call `call_1` and each wait after it the next number: nested calls are
+    // `tool_search_code:call_1:<tool>:<n>`, and the trajectory names the calls the same way.
+    let env = host
+        .run_env(codemode_bridge::RunScope::default())?
+        .with_tool_call_id("call_1");
     let input = json!({"code": code, "language": language});
     let wall_clock = Duration::from_millis(args.wall_clock_ms);
     let result = runtime.block_on(async move {
@@ -350,17 +369,21 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         let started = Instant::now();
         let mut result = code_mode.exec(&env, &input, &abort).await;
         let mut output = result.output().to_vec();
+        let mut calls = 1;
         while let Some(run_id) = result.run_id().map(str::to_string) {
             if started.elapsed() >= wall_clock {
                 break;
             }
+            calls += 1;
+            let wait = env.clone().with_tool_call_id(format!("call_{calls}"));
             result = code_mode
-                .wait(&env.scope, &json!({"runId": run_id}), &abort)
+                .wait_with(&wait, &json!({"runId": run_id}), &abort)
                 .await;
             output.extend(result.output().iter().cloned());
         }
         Ok::<_, Failure>((result, output))
     });
+    approvals.deny_all(None);
     host.shutdown(&runtime);
     let (result, output) = result?;
     // Print one result for the whole run: its final status with all output in order.

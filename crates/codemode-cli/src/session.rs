@@ -1,23 +1,39 @@
-//! `codemode session`: `exec` and `wait` over JSON lines, so any host can drive code mode
-//! without linking Rust.
+//! `codemode session`: `exec`, `wait` and `approve` over JSON lines, so any host can drive code
+//! mode without linking Rust.
 //!
-//! Each non-blank stdin line is one request, `{"tool": "exec", "args": {…}}` or `{"tool": "wait",
-//! "args": {"runId": …}}`; `args` go unchanged to [`CodeMode::exec`] / [`CodeMode::wait`]. Each
-//! request gets exactly one stdout line, the spec's result object
-//! ([`codemode_facade::CodeModeResult::to_json`]), flushed at once. Requests run one at a time in
-//! input order; one [`CodeMode`] serves the whole session, so a `waiting` run from one line can be
-//! resumed by `wait` on a later one, and parked runs keep their tool calls running between lines.
+//! Each non-blank stdin line is one request, `{"tool": "exec", "args": {…}}`, `{"tool": "wait",
+//! "args": {"runId": …}}` or `{"tool": "approve", "args": {"approvalId": …, "decision": "allow" |
+//! "deny", "reason"?: …}}`; `exec` and `wait` args go unchanged to [`CodeMode::exec`] /
+//! [`CodeMode::wait`]. Each request gets exactly one stdout line, flushed at once: for `exec` and
+//! `wait` the spec's result object ([`codemode_facade::CodeModeResult::to_json`]), for `approve`
+//! `{"status": "ok"}`. Requests run one at a time in input order; one [`CodeMode`] serves the
+//! whole session, so a `waiting` run from one line can be resumed by `wait` on a later one, and
+//! parked runs keep their tool calls running between lines.
+//!
+//! The `n`th `exec` or `wait` line is tool call `call_<n>` for hooks and the trajectory, and the
+//! nested calls of an `exec` on line `n` are `tool_search_code:call_<n>:<tool>:<seq>`.
+//!
+//! A call that needs approval (docs/contract/host.md#h3) stays pending until an `approve` line
+//! answers it; the `waiting` result lists it under `pendingApprovals`, and after the `approve`
+//! a `wait` resumes the run. An `approve` for an id that is not outstanding (never issued,
+//! already answered, expired, or its call ended) gets a failed `invalid_input` reply with
+//! [`unknown_approval_message`]: `unknown approval id "<id>".`
+//!
 //! A malformed line gets `{"status": "failed", "error": <message>, "code": "invalid_input"}` and
-//! the session goes on. End of input ends the session (exit 0) and drops every parked run.
+//! the session goes on. End of input ends the session (exit 0): every outstanding approval is
+//! denied (`approval cancelled`) and every parked run dropped.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use codemode_bridge::RunScope;
-use codemode_facade::CodeMode;
+use codemode_facade::{ApprovalBroker, CodeMode};
 use codemode_runtime::AbortHandle;
 use serde_json::{json, Value};
 
+use crate::approve::{parse_approve_args, unknown_approval_message, ApproveArgs};
 use crate::host::{self, Host, HostArgs};
 use crate::static_tools::kind_of;
 use crate::Failure;
@@ -29,7 +45,13 @@ pub enum Request {
     Exec(Value),
     /// `{"tool": "wait", "args": {…}}`: the `wait` arguments.
     Wait(Value),
+    /// `{"tool": "approve", "args": {"approvalId", "decision", "reason"?}}`: an answer to an
+    /// approval.
+    Approve(ApproveArgs),
 }
+
+/// The accepted `tool` values, as the error messages list them.
+const TOOLS: &str = "\"exec\", \"wait\" or \"approve\"";
 
 /// Parses one request line; `Err` is the message of the `invalid_input` reply.
 pub fn parse_request(line: &str) -> Result<Request, String> {
@@ -37,7 +59,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
         serde_json::from_str(line).map_err(|e| format!("line is not valid JSON: {e}"))?;
     let Value::Object(mut map) = value else {
         return Err(format!(
-            "line must be a JSON object {{\"tool\": \"exec\" | \"wait\", \"args\": {{…}}}}, got {}",
+            "line must be a JSON object {{\"tool\": \"exec\" | \"wait\" | \"approve\", \"args\": {{…}}}}, got {}",
             kind_of(&value)
         ));
     };
@@ -49,19 +71,12 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
         ));
     }
     let tool = match tool {
-        None => return Err("missing \"tool\": expected \"exec\" or \"wait\"".into()),
+        None => return Err(format!("missing \"tool\": expected {TOOLS}")),
         Some(Value::String(tool)) => tool,
-        Some(other) => {
-            return Err(format!(
-                "\"tool\" must be \"exec\" or \"wait\", got {}",
-                kind_of(&other)
-            ))
-        }
+        Some(other) => return Err(format!("\"tool\" must be {TOOLS}, got {}", kind_of(&other))),
     };
-    if tool != "exec" && tool != "wait" {
-        return Err(format!(
-            "unknown tool {tool:?}: expected \"exec\" or \"wait\""
-        ));
+    if !matches!(tool.as_str(), "exec" | "wait" | "approve") {
+        return Err(format!("unknown tool {tool:?}: expected {TOOLS}"));
     }
     let args = match args {
         None => return Err(format!("missing \"args\": the {tool} arguments object")),
@@ -73,10 +88,10 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
             ))
         }
     };
-    Ok(if tool == "exec" {
-        Request::Exec(args)
-    } else {
-        Request::Wait(args)
+    Ok(match tool.as_str() {
+        "exec" => Request::Exec(args),
+        "wait" => Request::Wait(args),
+        _ => Request::Approve(parse_approve_args(&args)?),
     })
 }
 
@@ -85,11 +100,21 @@ pub fn invalid_line(message: &str) -> Value {
     json!({"status": "failed", "error": message, "code": "invalid_input"})
 }
 
+/// The reply to an `approve` line that settled an approval.
+pub fn approved_line() -> Value {
+    json!({"status": "ok"})
+}
+
 /// The state kept across lines: the code-mode front and its host (`None` when the config
-/// disables code mode, so every request gets the disabled result). One session is one scope:
-/// runs parked by one line are resumed by `wait` on a later line.
+/// disables code mode, so every `exec` and `wait` gets the disabled result), and the broker of
+/// the session's approvals. One session is one scope: runs parked by one line are resumed by
+/// `wait` on a later line.
 pub struct Session {
     front: Option<(CodeMode, Host)>,
+    approvals: Arc<ApprovalBroker>,
+    /// `exec` and `wait` lines answered so far: the `n`th is tool call `call_<n>` (its nested
+    /// calls are `tool_search_code:call_<n>:<tool>:<seq>`).
+    calls: AtomicU64,
 }
 
 impl Session {
@@ -99,6 +124,9 @@ impl Session {
             Ok(request) => request,
             Err(message) => return invalid_line(&message),
         };
+        if let Request::Approve(approve) = &request {
+            return self.approve(approve);
+        }
         let Some((code_mode, host)) = &self.front else {
             return host::disabled_result();
         };
@@ -106,16 +134,32 @@ impl Session {
             Ok(env) => env,
             Err(Failure::Usage(e) | Failure::Run(e)) => return invalid_line(&e),
         };
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let env = env.with_tool_call_id(format!("call_{call}"));
         let abort = AbortHandle::new();
         let result = match &request {
             Request::Exec(args) => code_mode.exec(&env, args, &abort).await,
-            Request::Wait(args) => code_mode.wait(&env.scope, args, &abort).await,
+            Request::Wait(args) => code_mode.wait_with(&env, args, &abort).await,
+            Request::Approve(approve) => return self.approve(approve),
         };
         result.to_json()
     }
 
-    /// Drops every parked run and cancels its pending tool calls.
+    /// Answers an `approve` line: `{"status": "ok"}`, or the unknown-id failure.
+    fn approve(&self, approve: &ApproveArgs) -> Value {
+        match self
+            .approvals
+            .answer(&approve.approval_id, approve.decision.clone())
+        {
+            Ok(()) => approved_line(),
+            Err(_) => invalid_line(&unknown_approval_message(&approve.approval_id)),
+        }
+    }
+
+    /// Denies every outstanding approval, then drops every parked run and cancels its pending
+    /// tool calls.
     pub fn close(&self) {
+        self.approvals.deny_all(None);
         if let Some((code_mode, _)) = &self.front {
             code_mode.clear();
         }
@@ -125,8 +169,12 @@ impl Session {
 /// Runs the session on stdin/stdout until end of input.
 pub fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
     let runtime = host::async_runtime()?;
+    let mut approvals = None;
     let front = match host::host(args, &runtime, true)? {
-        Some(host) => {
+        Some(mut host) => {
+            let broker = Arc::new(ApprovalBroker::new(host.config().snapshot_ttl()));
+            host.set_approvals(broker.clone());
+            approvals = Some(broker);
             let code_mode = runtime
                 .block_on(async { CodeMode::with_global_runtime() })
                 .map_err(|e| Failure::Run(e.to_string()))?;
@@ -134,7 +182,13 @@ pub fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
         }
         None => None,
     };
-    let session = Session { front };
+    let approvals = approvals
+        .unwrap_or_else(|| Arc::new(ApprovalBroker::new(std::time::Duration::from_secs(1))));
+    let session = Session {
+        front,
+        approvals,
+        calls: AtomicU64::new(0),
+    };
     let outcome = serve(&session, &runtime);
     session.close();
     if let Some((_, host)) = &session.front {
@@ -191,6 +245,28 @@ mod tests {
     }
 
     #[test]
+    fn parses_approve_lines() {
+        assert_eq!(
+            parse_request(
+                r#"{"tool": "approve", "args": {"approvalId": "approval_1", "decision": "deny", "reason": "no"}}"#
+            ),
+            Ok(Request::Approve(ApproveArgs {
+                approval_id: "approval_1".into(),
+                decision: codemode_facade::ApprovalDecision::deny_because("no"),
+            }))
+        );
+        assert_eq!(
+            err(r#"{"tool": "approve", "args": {"approvalId": "approval_1"}}"#),
+            "missing \"decision\": expected \"allow\" or \"deny\""
+        );
+        assert_eq!(
+            err(r#"{"tool": "approve"}"#),
+            "missing \"args\": the approve arguments object"
+        );
+        assert_eq!(approved_line().to_string(), r#"{"status":"ok"}"#);
+    }
+
+    #[test]
     fn rejects_malformed_lines() {
         assert_eq!(
             err("{"),
@@ -198,19 +274,19 @@ mod tests {
         );
         assert_eq!(
             err("[1]"),
-            "line must be a JSON object {\"tool\": \"exec\" | \"wait\", \"args\": {…}}, got an array"
+            "line must be a JSON object {\"tool\": \"exec\" | \"wait\" | \"approve\", \"args\": {…}}, got an array"
         );
         assert_eq!(
             err(r#"{"args": {}}"#),
-            "missing \"tool\": expected \"exec\" or \"wait\""
+            "missing \"tool\": expected \"exec\", \"wait\" or \"approve\""
         );
         assert_eq!(
             err(r#"{"tool": 1, "args": {}}"#),
-            "\"tool\" must be \"exec\" or \"wait\", got a number"
+            "\"tool\" must be \"exec\", \"wait\" or \"approve\", got a number"
         );
         assert_eq!(
             err(r#"{"tool": "run", "args": {}}"#),
-            "unknown tool \"run\": expected \"exec\" or \"wait\""
+            "unknown tool \"run\": expected \"exec\", \"wait\" or \"approve\""
         );
         assert_eq!(
             err(r#"{"tool": "wait"}"#),

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{McpOperation, ToolOrigin, ToolSpec};
+use codemode_config::ToolPolicy;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -70,7 +71,7 @@ struct HubInner {
 
 /// All configured MCP servers behind one catalog: [`McpHub::specs`] gives their catalog entries
 /// (`mcp:<server>:<server>__<tool>` with MCP metadata, so they enter the `MCP` namespace,
-/// behaviour.md §3.1, §7.1) and [`McpHub::executor`] runs them.
+/// docs/contract/catalog.md#s3-1, docs/contract/mcp.md#s7-1) and [`McpHub::executor`] runs them.
 ///
 /// `notifications/tools/list_changed` re-lists that server in the background and bumps
 /// [`McpHub::generation`]; hosts read [`McpHub::specs`] again for the next `exec`. A
@@ -168,6 +169,21 @@ impl McpHub {
     /// resources capability) and `prompts_list`/`prompts_get` (prompts capability). MCP
     /// metadata is untrusted: entries never carry an output schema.
     pub fn specs(&self) -> Vec<ToolSpec> {
+        self.specs_where(|_, _| true)
+    }
+
+    /// [`McpHub::specs`] without the entries `policy` denies (docs/contract/host.md#h1): an entry
+    /// is kept when [`ToolPolicy::allows`] it by its registered name (`<server>__<tool>`,
+    /// `<server>__resources_read`, …) and catalog id (`mcp:<safeName>:<name>`). Denied entries
+    /// are then absent from the catalog, so from `MCP.<server>` and from
+    /// `API.read("mcp/<server>.d.ts")`; the executor still routes them, and the host's
+    /// call-time policy check rejects them.
+    pub fn specs_allowed(&self, policy: &ToolPolicy) -> Vec<ToolSpec> {
+        self.specs_where(|name, id| policy.allows(name, id))
+    }
+
+    /// The entries of [`McpHub::specs`] for which `keep(name, catalog id)` is true.
+    pub fn specs_where(&self, keep: impl Fn(&str, &str) -> bool) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
         for server in &self.inner.servers {
             let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
@@ -175,7 +191,13 @@ impl McpHub {
             specs.extend(
                 server_specs(server.client.name(), &server.safe_name, listing)
                     .into_iter()
-                    .map(|(spec, _, _)| spec),
+                    .map(|(spec, _, _)| spec)
+                    .filter(|spec| {
+                        keep(
+                            &spec.name,
+                            &format!("mcp:{}:{}", server.safe_name, spec.name),
+                        )
+                    }),
             );
         }
         specs
@@ -396,7 +418,7 @@ async fn refresh_then(
     }
 }
 
-/// The `inputSchema` of the resource and prompt operations (behaviour.md §7.2 paths).
+/// The `inputSchema` of the resource and prompt operations (docs/contract/mcp.md#s7-2 paths).
 fn operation_spec(server: &str, operation: McpOperation) -> (String, Value) {
     match operation {
         McpOperation::ResourcesList => (
