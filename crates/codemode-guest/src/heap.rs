@@ -15,7 +15,7 @@ use rquickjs::allocator::{Allocator, RustAllocator};
 
 /// Bytes past `memoryLimitBytes` the heap may use while QuickJS reports running out of memory.
 /// Far below the linear-memory headroom the host grants above the heap limit (docs/contract/decisions.md#d10).
-pub const RESERVE_BYTES: usize = 256 * 1024;
+pub(crate) const RESERVE_BYTES: usize = 256 * 1024;
 
 /// Per-allocation bookkeeping of [`RustAllocator`] (its header), counted as used.
 const HEADER_BYTES: usize = 8;
@@ -30,7 +30,7 @@ thread_local! {
 }
 
 /// Sets the heap limit (`memoryLimitBytes`, bytes; 0 = none) for the allocations that follow.
-pub fn set_limit(bytes: usize) {
+pub(crate) fn set_limit(bytes: usize) {
     LIMIT.with(|l| l.set(bytes));
     OUT_OF_MEMORY.with(|o| o.set(false));
 }
@@ -71,7 +71,7 @@ fn footprint(size: usize) -> usize {
 }
 
 /// QuickJS's allocator: Rust's global allocator ([`RustAllocator`]) under the heap limit.
-pub struct HeapAllocator;
+pub(crate) struct HeapAllocator;
 
 // SAFETY: every pointer comes from `RustAllocator` and goes back to it unchanged; null is
 // returned only where `RustAllocator` would return null or the limit refuses the allocation.
@@ -102,20 +102,25 @@ unsafe impl Allocator for HeapAllocator {
     }
 
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
-        sub(RustAllocator::usable_size(ptr).saturating_add(HEADER_BYTES));
-        RustAllocator.dealloc(ptr);
+        // SAFETY: QuickJS hands back a live pointer from this allocator, which got it from
+        // `RustAllocator` unchanged (the trait's contract, passed through).
+        sub(unsafe { RustAllocator::usable_size(ptr) }.saturating_add(HEADER_BYTES));
+        // SAFETY: as above; it is freed exactly once, here.
+        unsafe { RustAllocator.dealloc(ptr) };
     }
 
     unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
         if ptr.is_null() {
             return self.alloc(new_size);
         }
-        let old = RustAllocator::usable_size(ptr).saturating_add(HEADER_BYTES);
+        // SAFETY: `ptr` is non-null and live, from this allocator (the trait's contract).
+        let old = unsafe { RustAllocator::usable_size(ptr) }.saturating_add(HEADER_BYTES);
         let new = footprint(new_size);
         if new > old && !admit(new - old) {
             return std::ptr::null_mut();
         }
-        let moved = RustAllocator.realloc(ptr, new_size);
+        // SAFETY: as above; QuickJS uses only the returned pointer afterwards.
+        let moved = unsafe { RustAllocator.realloc(ptr, new_size) };
         if !moved.is_null() {
             sub(old);
             add(new);
@@ -124,6 +129,7 @@ unsafe impl Allocator for HeapAllocator {
     }
 
     unsafe fn usable_size(ptr: *mut u8) -> usize {
-        RustAllocator::usable_size(ptr)
+        // SAFETY: a live pointer from this allocator, i.e. from `RustAllocator` (the contract).
+        unsafe { RustAllocator::usable_size(ptr) }
     }
 }

@@ -55,7 +55,9 @@ fn random_seed() -> [u32; 4] {
 /// Must be called exactly once, first, by the host.
 #[no_mangle]
 pub unsafe extern "C" fn _initialize() {
-    __wasm_call_ctors();
+    // SAFETY: wasi-libc's constructor runner; the caller guarantees this is the first call and
+    // happens once, which is what `__wasm_call_ctors` requires.
+    unsafe { __wasm_call_ctors() };
 }
 
 struct Guest {
@@ -91,8 +93,11 @@ thread_local! {
     static REPORT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Allocates `len` bytes for the host to write an input into. Returns 0 when `len` is 0 or the
-/// allocation fails. Ownership passes back to the guest with the call that takes the buffer.
+/// Allocates `len` bytes (zeroed) for the host to write an input into. Returns 0 when `len` is 0
+/// or the allocation fails. Ownership passes back to the guest with the call that takes the
+/// buffer. The buffer is a `Box<[u8]>` of exactly `len` bytes (not a `Vec`, whose capacity
+/// `try_reserve_exact` only promises to be *at least* `len`), so [`take_input`] and
+/// [`cm_dealloc`] rebuild it with the very layout it was allocated with.
 #[no_mangle]
 pub extern "C" fn cm_alloc(len: u32) -> *mut u8 {
     if len == 0 {
@@ -102,9 +107,20 @@ pub extern "C" fn cm_alloc(len: u32) -> *mut u8 {
     if buf.try_reserve_exact(len as usize).is_err() {
         return std::ptr::null_mut();
     }
-    let ptr = buf.as_mut_ptr();
-    std::mem::forget(buf);
-    ptr
+    buf.resize(len as usize, 0);
+    Box::into_raw(buf.into_boxed_slice()).cast::<u8>()
+}
+
+/// Rebuilds the `Box<[u8]>` that [`cm_alloc`] handed out.
+///
+/// # Safety
+/// `ptr` must be non-null and come from one `cm_alloc(len)` call with this `len`, and not have
+/// been freed or taken since.
+unsafe fn boxed_input(ptr: *mut u8, len: u32) -> Box<[u8]> {
+    let slice = std::ptr::slice_from_raw_parts_mut(ptr, len as usize);
+    // SAFETY: by the caller's contract `slice` is exactly the pointer and length of a live
+    // `Box<[u8]>` from `cm_alloc` (same allocator, same layout), owned by no one else.
+    unsafe { Box::from_raw(slice) }
 }
 
 /// Frees a buffer from [`cm_alloc`] that the host did not pass to a call.
@@ -114,7 +130,9 @@ pub extern "C" fn cm_alloc(len: u32) -> *mut u8 {
 #[no_mangle]
 pub unsafe extern "C" fn cm_dealloc(ptr: *mut u8, len: u32) {
     if !ptr.is_null() && len > 0 {
-        drop(Vec::from_raw_parts(ptr, 0, len as usize));
+        // SAFETY: the caller passes a buffer from one `cm_alloc(len)` call, not freed or passed
+        // on, which is `boxed_input`'s contract.
+        drop(unsafe { boxed_input(ptr, len) });
     }
 }
 
@@ -130,20 +148,29 @@ pub extern "C" fn cm_report_len() -> u32 {
     REPORT.with(|r| r.borrow().len() as u32)
 }
 
+/// Takes ownership of an input buffer from [`cm_alloc`] (empty for a null pointer or `len` 0).
+///
+/// # Safety
+/// A non-null `ptr` must come from one `cm_alloc(len)` call, not freed or taken since.
 unsafe fn take_input(ptr: *mut u8, len: u32) -> Vec<u8> {
     if ptr.is_null() || len == 0 {
         return Vec::new();
     }
-    Vec::from_raw_parts(ptr, len as usize, len as usize)
+    // SAFETY: non-null, from `cm_alloc(len)` and owned by no one else (the caller's contract).
+    unsafe { boxed_input(ptr, len) }.into_vec()
 }
 
 /// Takes ownership of an input buffer and parses it; on failure, the protocol-error status.
+///
+/// # Safety
+/// As [`take_input`].
 unsafe fn parse_input<T: serde::de::DeserializeOwned>(
     ptr: *mut u8,
     len: u32,
     what: &str,
 ) -> Result<T, i32> {
-    let bytes = take_input(ptr, len);
+    // SAFETY: forwarded from the caller, whose contract is `take_input`'s.
+    let bytes = unsafe { take_input(ptr, len) };
     serde_json::from_slice(&bytes).map_err(|e| protocol_error(&format!("bad {what} input: {e}")))
 }
 
@@ -167,7 +194,8 @@ fn protocol_error(message: &str) -> i32 {
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_init(ptr: *mut u8, len: u32) -> i32 {
-    let input: InitInput<'static> = match parse_input(ptr, len, "init") {
+    // SAFETY: the host passes a buffer from `cm_alloc` and gives it up (this export's contract).
+    let input: InitInput<'static> = match unsafe { parse_input(ptr, len, "init") } {
         Ok(v) => v,
         Err(status) => return status,
     };
@@ -187,6 +215,7 @@ fn init(input: InitInput<'static>) -> Result<Guest, String> {
     let rt = Runtime::new_with_alloc(heap::HeapAllocator).map_err(|e| format!("runtime: {e}"))?;
     heap::set_limit(input.memory_limit_bytes as usize);
     rt.set_max_stack_size(input.max_stack_bytes as usize);
+    // SAFETY: `interrupt` is a host import taking no arguments and touching no guest memory.
     rt.set_interrupt_handler(Some(Box::new(|| unsafe { interrupt() != 0 })));
     let ctx = Context::full(&rt).map_err(|e| format!("context: {e}"))?;
     OUTBOX.with(|o| o.borrow_mut().methods = input.methods);
@@ -314,7 +343,8 @@ fn describe_exception(ctx: &Ctx<'_>, err: rquickjs::Error) -> String {
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
-    let input: StartInput<'static> = match parse_input(ptr, len, "start") {
+    // SAFETY: the host passes a buffer from `cm_alloc` and gives it up (this export's contract).
+    let input: StartInput<'static> = match unsafe { parse_input(ptr, len, "start") } {
         Ok(v) => v,
         Err(status) => return status,
     };
@@ -382,7 +412,8 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
 /// `ptr`/`len` must come from `cm_alloc`; the guest takes ownership.
 #[no_mangle]
 pub unsafe extern "C" fn cm_deliver(ptr: *mut u8, len: u32) -> i32 {
-    let input: DeliverInput<'static> = match parse_input(ptr, len, "deliver") {
+    // SAFETY: the host passes a buffer from `cm_alloc` and gives it up (this export's contract).
+    let input: DeliverInput<'static> = match unsafe { parse_input(ptr, len, "deliver") } {
         Ok(v) => v,
         Err(status) => return status,
     };
