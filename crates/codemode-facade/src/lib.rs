@@ -93,7 +93,10 @@ pub struct RunEnv {
     pub force_restart_safe: bool,
     /// The model's tool-call id of this `exec`; nested calls are named after it
     /// (`tool_search_code:<parent>:<tool>:<seq>`, docs/contract/catalog.md#s3-5), also after `wait`s.
-    /// For [`CodeMode::wait_with`] it is the `wait` call's own id.
+    /// For [`CodeMode::wait_with`] it is the `wait` call's own id. When `None`, every call gets a
+    /// fresh unique id of its own (`exec_<uuid>` / `wait_<uuid>`, 32 lowercase hex digits), so
+    /// nested call ids, hook events, approvals and trajectory spans of concurrent runs never
+    /// collide; an id the host sets is used unchanged.
     pub parent_tool_call_id: Option<String>,
     /// The tool policy applied again at call time to every nested call (docs/contract/host.md#h1;
     /// the host filters the catalog with it before building it). Default: every tool allowed.
@@ -172,7 +175,8 @@ impl RunEnv {
     }
 
     /// The same environment with the model's tool-call id of this call (`exec`, or the `wait`
-    /// of [`CodeMode::wait_with`]).
+    /// of [`CodeMode::wait_with`]), used unchanged. Without one, each call generates its own
+    /// (`exec_<uuid>` / `wait_<uuid>`; see [`RunEnv::parent_tool_call_id`]).
     pub fn with_tool_call_id(mut self, tool_call_id: impl Into<String>) -> Self {
         self.parent_tool_call_id = Some(tool_call_id.into());
         self
@@ -263,21 +267,51 @@ impl CodeMode {
     /// input goes through the usual argument checks (docs/contract/surface.md#s2-2); the
     /// `after_tool_call` hooks see the result JSON and may replace it. `tool_call` /
     /// `tool_result` frame the call in the trajectory. The tool-call id is
-    /// `env.parent_tool_call_id` (`"exec"` when unset).
+    /// `env.parent_tool_call_id`, or a fresh `exec_<uuid>` when unset.
+    ///
+    /// `abort` also ends the wait for the outer hooks and an outer approval: the call then
+    /// returns the aborted result at once (`failed`, `code mode execution aborted`, code
+    /// `aborted`). A run that parked but whose `waiting` result the model never gets (an after
+    /// hook withheld or replaced it, or the call was aborted during the after hooks) is removed
+    /// from the store at once, cancelling its pending calls (`run_expired` with reason
+    /// `result withheld` / `aborted`), instead of holding a suspended-run slot until its TTL.
     pub async fn exec(&self, env: &RunEnv, input: &Value, abort: &AbortHandle) -> CodeModeResult {
-        let call_id = env.parent_tool_call_id.as_deref().unwrap_or("exec");
+        let call_id = env
+            .parent_tool_call_id
+            .clone()
+            .unwrap_or_else(|| generated_call_id(OuterKind::Exec));
+        let call_id = call_id.as_str();
         let started = Instant::now();
         let trajectory = env.scoped_trajectory();
-        let input = match before_outer_call(
-            &env.hooks,
-            env.outer_approver(),
-            OuterKind::Exec,
-            call_id,
-            input,
-            &env.scope,
+        let before = unless_aborted(
+            abort,
+            before_outer_call(
+                &env.hooks,
+                env.outer_approver(),
+                OuterKind::Exec,
+                call_id,
+                input,
+                &env.scope,
+            ),
         )
-        .await
-        {
+        .await;
+        let before = match before {
+            Some(before) => before,
+            None => {
+                let result = run::vm_failure(env, &VmError::Aborted);
+                record_call(&trajectory, OuterKind::Exec, call_id, input);
+                record_result(
+                    &trajectory,
+                    OuterKind::Exec,
+                    call_id,
+                    input,
+                    &result,
+                    started,
+                );
+                return result;
+            }
+        };
+        let input = match before {
             Ok(input) => input,
             Err(message) => {
                 let result = run::failure(env, ErrorCode::InvalidInput, &message, false);
@@ -294,17 +328,21 @@ impl CodeMode {
             }
         };
         record_call(&trajectory, OuterKind::Exec, call_id, &input);
-        let result = self.exec_inner(env, &input, abort, call_id).await;
-        let result = after_outer(
-            &env.hooks,
-            OuterKind::Exec,
-            call_id,
-            &input,
-            &env.scope,
-            result,
-            started,
-        )
-        .await;
+        // The run is named after this call's id, generated or not.
+        let mut run_env = env.clone();
+        run_env.parent_tool_call_id = Some(call_id.to_string());
+        let result = self.exec_inner(run_env, &input, abort, call_id).await;
+        let result = self
+            .after_outer_or_abort(
+                env,
+                OuterKind::Exec,
+                call_id,
+                &input,
+                result,
+                started,
+                abort,
+            )
+            .await;
         record_result(
             &trajectory,
             OuterKind::Exec,
@@ -319,14 +357,14 @@ impl CodeMode {
     /// `exec` without the outer hooks and events: checks, the first leg, the settle loop, park.
     async fn exec_inner(
         &self,
-        env: &RunEnv,
+        env: RunEnv,
         input: &Value,
         abort: &AbortHandle,
         call_id: &str,
     ) -> CodeModeResult {
         let started = Instant::now();
         self.runs.purge_expired();
-        let env = Arc::new(env.clone());
+        let env = Arc::new(env);
         let prepared = match codemode_ts::prepare_exec(input, env.config.languages()) {
             Ok(p) => p,
             Err(rejection) => return run::refusal(&env, rejection.message()),
@@ -385,41 +423,69 @@ impl CodeMode {
     ///
     /// No outer hooks or `tool_call` / `tool_result` events run here (see
     /// [`CodeMode::wait_with`]); the run's own events (`run_resumed`, nested calls, …) are still
-    /// recorded into the trajectory of the `exec` that started it, with `"wait"` as this call's id.
+    /// recorded into the trajectory of the `exec` that started it, with a fresh `wait_<uuid>` as
+    /// this call's id.
     pub async fn wait(
         &self,
         caller: &RunScope,
         input: &Value,
         abort: &AbortHandle,
     ) -> CodeModeResult {
-        self.wait_inner(caller, input, abort, "wait").await
+        let call_id = generated_call_id(OuterKind::Wait);
+        self.wait_inner(caller, input, abort, &call_id).await
     }
 
     /// Runs one `wait` as the model-visible call of docs/contract/host.md#h2: `env.scope` is the
-    /// caller, `env.parent_tool_call_id` this `wait`'s tool-call id (`"wait"` when unset), and
+    /// caller, `env.parent_tool_call_id` this `wait`'s tool-call id (a fresh `wait_<uuid>` when
+    /// unset), and
     /// `env`'s hooks, approvals and trajectory apply to the outer call exactly as for
     /// [`CodeMode::exec`] (`toolKind: "code_mode_wait"`; a block is a `failed` /
     /// `invalid_input` result). The run itself keeps the config, catalog, executor and wiring of
-    /// the `exec` that started it; `env`'s are not used for it.
+    /// the `exec` that started it; `env`'s are not used for it. `abort` ends the outer hooks
+    /// and approval too, and a withheld `waiting` result drops its run, as for
+    /// [`CodeMode::exec`].
     pub async fn wait_with(
         &self,
         env: &RunEnv,
         input: &Value,
         abort: &AbortHandle,
     ) -> CodeModeResult {
-        let call_id = env.parent_tool_call_id.as_deref().unwrap_or("wait");
+        let call_id = env
+            .parent_tool_call_id
+            .clone()
+            .unwrap_or_else(|| generated_call_id(OuterKind::Wait));
+        let call_id = call_id.as_str();
         let started = Instant::now();
         let trajectory = env.scoped_trajectory();
-        let input = match before_outer_call(
-            &env.hooks,
-            env.outer_approver(),
-            OuterKind::Wait,
-            call_id,
-            input,
-            &env.scope,
+        let before = unless_aborted(
+            abort,
+            before_outer_call(
+                &env.hooks,
+                env.outer_approver(),
+                OuterKind::Wait,
+                call_id,
+                input,
+                &env.scope,
+            ),
         )
-        .await
-        {
+        .await;
+        let before = match before {
+            Some(before) => before,
+            None => {
+                let result = run::bare_failure(ErrorCode::Aborted, &VmError::Aborted.to_string());
+                record_call(&trajectory, OuterKind::Wait, call_id, input);
+                record_result(
+                    &trajectory,
+                    OuterKind::Wait,
+                    call_id,
+                    input,
+                    &result,
+                    started,
+                );
+                return result;
+            }
+        };
+        let input = match before {
             Ok(input) => input,
             Err(message) => {
                 let result = run::bare_refusal(&message);
@@ -437,16 +503,17 @@ impl CodeMode {
         };
         record_call(&trajectory, OuterKind::Wait, call_id, &input);
         let result = self.wait_inner(&env.scope, &input, abort, call_id).await;
-        let result = after_outer(
-            &env.hooks,
-            OuterKind::Wait,
-            call_id,
-            &input,
-            &env.scope,
-            result,
-            started,
-        )
-        .await;
+        let result = self
+            .after_outer_or_abort(
+                env,
+                OuterKind::Wait,
+                call_id,
+                &input,
+                result,
+                started,
+                abort,
+            )
+            .await;
         record_result(
             &trajectory,
             OuterKind::Wait,
@@ -455,6 +522,55 @@ impl CodeMode {
             &result,
             started,
         );
+        result
+    }
+
+    /// The after hooks of an outer call ([`after_outer`]) raced against `abort` (then the
+    /// aborted result). When the call's `waiting` result does not reach the model unchanged (a
+    /// hook withheld or replaced it, or the call was aborted), its run is removed from the store
+    /// at once: nobody could `wait` on it, and it would hold a suspended-run slot until its TTL.
+    #[allow(clippy::too_many_arguments)]
+    async fn after_outer_or_abort(
+        &self,
+        env: &RunEnv,
+        kind: OuterKind,
+        call_id: &str,
+        input: &Value,
+        result: CodeModeResult,
+        started: Instant,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
+        let parked = match &result {
+            CodeModeResult::Waiting { run_id, .. } => Some(run_id.clone()),
+            _ => None,
+        };
+        let telemetry = result.telemetry().clone();
+        let replay_safe = replay_safe_of(&result);
+        let after = unless_aborted(
+            abort,
+            after_outer(
+                &env.hooks, kind, call_id, input, &env.scope, result, started,
+            ),
+        )
+        .await;
+        let (result, reason) = match after {
+            Some(result) => (result, run::RESULT_WITHHELD),
+            None => {
+                let result = CodeModeResult::Failed {
+                    error: VmError::Aborted.to_string(),
+                    code: Some(ErrorCode::Aborted),
+                    output: Vec::new(),
+                    replay_safe,
+                    telemetry,
+                };
+                (result, run::OUTER_ABORTED)
+            }
+        };
+        if let Some(parked) = parked {
+            if result.run_id() != Some(parked.as_str()) {
+                run::dropping_because(reason, || self.runs.remove(&parked));
+            }
+        }
         result
     }
 
@@ -576,6 +692,36 @@ fn record_result(
     }));
 }
 
+/// A fresh tool-call id for an outer call the host gave none: `exec_<uuid>` / `wait_<uuid>`
+/// (the UUID as 32 lowercase hex digits), unique per call.
+fn generated_call_id(kind: OuterKind) -> String {
+    format!("{}_{}", kind.tool_name(), uuid::Uuid::new_v4().simple())
+}
+
+/// Runs `step` unless `abort` fires first (or has fired): `None` when aborted. Dropping the
+/// step cancels its hooks (their process groups are killed) and withdraws its approval.
+async fn unless_aborted<T>(
+    abort: &AbortHandle,
+    step: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    if abort.is_aborted() {
+        return None;
+    }
+    tokio::select! {
+        biased;
+        _ = abort.fired() => None,
+        out = step => Some(out),
+    }
+}
+
+fn replay_safe_of(result: &CodeModeResult) -> bool {
+    match result {
+        CodeModeResult::Completed { replay_safe, .. }
+        | CodeModeResult::Waiting { replay_safe, .. }
+        | CodeModeResult::Failed { replay_safe, .. } => *replay_safe,
+    }
+}
+
 fn input_kind(kind: OuterKind, input: &Value) -> Option<InputKind> {
     match kind {
         OuterKind::Exec => InputKind::of_exec_input(input),
@@ -587,8 +733,8 @@ fn input_kind(kind: OuterKind, input: &Value) -> Option<InputKind> {
 /// may replace it with another code-mode result. A hook that fails, or replaces the result with
 /// JSON that is not a code-mode result, turns it into a `failed` / `invalid_input` result with
 /// `Tool "<exec|wait>" was blocked after execution: <reason>` as its error, no output, and the
-/// original result's `replaySafe` and telemetry. (A run that had parked stays parked until its
-/// TTL: the model never learnt its `runId`.)
+/// original result's `replaySafe` and telemetry. (The caller drops a run whose `waiting` result
+/// this withheld.)
 async fn after_outer(
     hooks: &HookChain,
     kind: OuterKind,
@@ -621,19 +767,12 @@ async fn after_outer(
     });
     match replaced {
         Ok(replacement) => replacement,
-        Err(message) => {
-            let replay_safe = match &result {
-                CodeModeResult::Completed { replay_safe, .. }
-                | CodeModeResult::Waiting { replay_safe, .. }
-                | CodeModeResult::Failed { replay_safe, .. } => *replay_safe,
-            };
-            CodeModeResult::Failed {
-                error: message,
-                code: Some(ErrorCode::InvalidInput),
-                output: Vec::new(),
-                replay_safe,
-                telemetry: result.telemetry().clone(),
-            }
-        }
+        Err(message) => CodeModeResult::Failed {
+            error: message,
+            code: Some(ErrorCode::InvalidInput),
+            output: Vec::new(),
+            replay_safe: replay_safe_of(&result),
+            telemetry: result.telemetry().clone(),
+        },
     }
 }

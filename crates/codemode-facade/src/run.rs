@@ -82,6 +82,12 @@ pub(crate) const SNAPSHOT_TTL: &str = "snapshot TTL";
 pub(crate) const SESSION_ENDED: &str = "session ended";
 /// `reason` of `run_expired` when [`crate::CodeMode::clear`] dropped the run.
 pub(crate) const RUNS_CLEARED: &str = "runs cleared";
+/// `reason` of `run_expired` when an outer `after_tool_call` hook withheld (or replaced) the
+/// `waiting` result that named the run, so the model never got its `runId`.
+pub(crate) const RESULT_WITHHELD: &str = "result withheld";
+/// `reason` of `run_expired` when the outer call that parked the run was aborted before its
+/// `waiting` result was returned.
+pub(crate) const OUTER_ABORTED: &str = "aborted";
 
 thread_local! {
     /// Why parked runs dropped on this thread are being dropped ([`SNAPSHOT_TTL`] when unset):
@@ -173,9 +179,14 @@ pub(crate) fn failure(
 
 /// A refused `wait` for an unknown or foreign run: no catalog is known, so telemetry is empty.
 pub(crate) fn bare_refusal(message: &str) -> CodeModeResult {
+    bare_failure(ErrorCode::InvalidInput, message)
+}
+
+/// A `wait` failure before any run is known (empty telemetry).
+pub(crate) fn bare_failure(code: ErrorCode, message: &str) -> CodeModeResult {
     CodeModeResult::Failed {
         error: message.to_string(),
-        code: Some(ErrorCode::InvalidInput),
+        code: Some(code),
         output: Vec::new(),
         replay_safe: false,
         telemetry: Telemetry::new(

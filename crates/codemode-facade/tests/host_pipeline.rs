@@ -11,8 +11,9 @@ use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_config::{resolve_policy, CodeModeConfig, ToolPolicy};
 use codemode_facade::{
-    ApprovalBroker, ApprovalDecision, BeforeToolCall, CodeMode, CodeModeResult, FixedApprover,
-    HookChain, HookDecision, HookFuture, RunEnv, ToolHook,
+    AfterDecision, AfterToolCall, ApprovalBroker, ApprovalDecision, BeforeToolCall, CodeMode,
+    CodeModeResult, ErrorCode, FixedApprover, HookChain, HookDecision, HookFuture, RunEnv,
+    ToolHook,
 };
 use codemode_runtime::{AbortHandle, Runtime};
 use codemode_telemetry::{MemorySink, Trajectory};
@@ -685,4 +686,231 @@ async fn a_parked_run_dropped_after_its_ttl_records_its_timed_out_call_and_run_e
                "sessionKey": "agent:ops:main", "runId": "run-1", "codeModeRunId": run_id,
                "parentToolCallId": "call_1", "reason": "snapshot TTL"})
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Abort during the outer hooks, withheld waiting results, generated call ids
+// ---------------------------------------------------------------------------------------------
+
+/// A hook for the outer calls only: `before` never answers (`Pending`) or asks (`Ask`); `after`
+/// fails (`FailAfter`).
+enum Outer {
+    Pending,
+    Ask,
+    FailAfter,
+}
+
+impl ToolHook for Outer {
+    fn name(&self) -> &str {
+        "outer"
+    }
+
+    fn applies_to(&self, name: &str, id: Option<&str>) -> bool {
+        id.is_none() && (name == "exec" || name == "wait")
+    }
+
+    fn before(&self, _event: &BeforeToolCall) -> HookFuture<HookDecision> {
+        match self {
+            Outer::Pending => Box::pin(std::future::pending()),
+            Outer::Ask => Box::pin(async { Ok(HookDecision::ask(Some("outer".into()))) }),
+            Outer::FailAfter => Box::pin(async { Ok(HookDecision::allow()) }),
+        }
+    }
+
+    fn after(&self, _event: &AfterToolCall) -> HookFuture<AfterDecision> {
+        match self {
+            Outer::FailAfter => Box::pin(async { Err("the redactor is down".to_string()) }),
+            _ => Box::pin(async { Ok(AfterDecision::keep()) }),
+        }
+    }
+}
+
+fn abort_after(ms: u64) -> AbortHandle {
+    let abort = AbortHandle::new();
+    let fire = abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        fire.abort();
+    });
+    abort
+}
+
+fn assert_aborted(r: &CodeModeResult) {
+    match r {
+        CodeModeResult::Failed { error, code, .. } => {
+            assert_eq!(error, "code mode execution aborted");
+            assert_eq!(*code, Some(ErrorCode::Aborted));
+        }
+        other => panic!("expected the aborted result: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_abort_ends_an_exec_whose_outer_hook_never_answers() {
+    let mut h = harness(5000, &[]);
+    h.env = h
+        .env
+        .clone()
+        .with_hooks(HookChain::new().with(Arc::new(Outer::Pending)));
+    let started = std::time::Instant::now();
+    let r = tokio::time::timeout(
+        Duration::from_secs(10),
+        h.cm.exec(&h.env, &json!({"code": "return 1;"}), &abort_after(50)),
+    )
+    .await
+    .expect("the abort ends the exec");
+    assert_aborted(&r);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(h.tools.calls().is_empty());
+
+    // The same for `wait_with`.
+    let r = tokio::time::timeout(
+        Duration::from_secs(10),
+        h.cm.wait_with(&h.env, &json!({"runId": "cm_x"}), &abort_after(50)),
+    )
+    .await
+    .expect("the abort ends the wait");
+    assert_aborted(&r);
+}
+
+#[tokio::test]
+async fn an_abort_ends_an_exec_waiting_on_an_outer_approval_and_withdraws_it() {
+    let mut h = harness(5000, &[]);
+    let broker = Arc::new(ApprovalBroker::new(Duration::from_secs(900)));
+    h.env = h
+        .env
+        .clone()
+        .with_hooks(HookChain::new().with(Arc::new(Outer::Ask)))
+        .with_approvals(broker.clone());
+    let abort = abort_after(50);
+    let code = json!({"code": "return 1;"});
+    let exec = h.cm.exec(&h.env, &code, &abort);
+    let r = tokio::time::timeout(Duration::from_secs(10), exec)
+        .await
+        .expect("the abort ends the exec");
+    assert_aborted(&r);
+    assert!(broker.pending().is_empty(), "the approval is withdrawn");
+}
+
+#[tokio::test]
+async fn a_failing_after_hook_on_a_waiting_result_drops_the_parked_run() {
+    let mut h = harness(100, &[("slow", 5000)]);
+    let sink = Arc::new(MemorySink::new());
+    h.env = h
+        .env
+        .clone()
+        .with_hooks(HookChain::new().with(Arc::new(Outer::FailAfter)))
+        .with_trajectory(ticking(sink.clone()));
+    let r = h.exec("return await tools.slow({});").await;
+    match &r {
+        CodeModeResult::Failed { error, code, .. } => {
+            assert_eq!(
+                error,
+                "Tool \"exec\" was blocked after execution: the redactor is down"
+            );
+            assert_eq!(*code, Some(ErrorCode::InvalidInput));
+        }
+        other => panic!("expected failed: {other:?}"),
+    }
+    assert_eq!(h.cm.parked_runs(), 0);
+    let types: Vec<&str> = sink.events().iter().map(|e| e.kind().type_name()).collect();
+    assert_eq!(
+        types,
+        [
+            "tool_call",
+            "nested_tool_call",
+            "run_parked",
+            "run_expired",
+            "tool_result"
+        ]
+    );
+    let parked = sink.events()[2].to_json();
+    let expired = sink.events()[3].to_json();
+    assert_eq!(
+        expired,
+        json!({"type": "run_expired", "ts": "T3", "agentId": "ops", "sessionId": "session-1",
+               "sessionKey": "agent:ops:main", "runId": "run-1",
+               "codeModeRunId": parked["codeModeRunId"],
+               "parentToolCallId": "call_1", "reason": "result withheld"})
+    );
+}
+
+/// `<prefix>_` followed by 32 lowercase hex digits.
+fn is_generated(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|hex| {
+            hex.len() == 32
+                && hex
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        })
+}
+
+#[tokio::test]
+async fn without_a_tool_call_id_each_exec_gets_its_own_and_nested_ids_never_collide() {
+    let mut h = harness(5000, &[("read", 50)]);
+    let sink = Arc::new(MemorySink::new());
+    h.env.parent_tool_call_id = None;
+    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    let code = json!({"code": "return await tools.read({});"});
+    let (abort_a, abort_b) = (AbortHandle::new(), AbortHandle::new());
+    let (a, b) = tokio::join!(
+        h.cm.exec(&h.env, &code, &abort_a),
+        h.cm.exec(&h.env, &code, &abort_b)
+    );
+    assert_eq!(a.status(), "completed");
+    assert_eq!(b.status(), "completed");
+    let events: Vec<Value> = sink.events().iter().map(|e| e.to_json()).collect();
+    let outer: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| e["toolCallId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(outer.len(), 2);
+    assert!(outer.iter().all(|id| is_generated(id, "exec")), "{outer:?}");
+    assert_ne!(outer[0], outer[1]);
+    let mut nested: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "nested_tool_call")
+        .map(|e| {
+            (
+                e["toolCallId"].as_str().unwrap().to_string(),
+                e["parentToolCallId"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    nested.sort();
+    let mut expected: Vec<(String, String)> = outer
+        .iter()
+        .map(|id| (format!("tool_search_code:{id}:read:1"), id.clone()))
+        .collect();
+    expected.sort();
+    assert_eq!(nested, expected);
+
+    // An explicit id is used unchanged; a `wait` without one gets `wait_<uuid>`.
+    let r =
+        h.cm.exec(
+            &h.env.clone().with_tool_call_id("call_9"),
+            &json!({"code": "return 1;"}),
+            &AbortHandle::new(),
+        )
+        .await;
+    assert_eq!(r.status(), "completed");
+    let last_call = sink
+        .events()
+        .iter()
+        .rev()
+        .map(|e| e.to_json())
+        .find(|e| e["type"] == "tool_call")
+        .unwrap();
+    assert_eq!(last_call["toolCallId"], json!("call_9"));
+    h.cm.wait_with(&h.env, &json!({"runId": "cm_x"}), &AbortHandle::new())
+        .await;
+    let wait_call = sink.events().last().unwrap().to_json();
+    assert_eq!(wait_call["type"], json!("tool_result"));
+    assert!(is_generated(
+        wait_call["toolCallId"].as_str().unwrap(),
+        "wait"
+    ));
 }

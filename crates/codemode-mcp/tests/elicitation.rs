@@ -361,11 +361,21 @@ async fn a_slow_answer_parks_the_run_and_wait_picks_it_up() {
     assert_eq!(approvals.len(), 1, "{first}");
     let approval_id = approvals[0]["approvalId"].as_str().expect("approvalId");
     assert!(approval_id.starts_with("approval_"), "{approval_id}");
+    // No MCP tool-call id reaches the facade: the exec's id is generated (`exec_<uuid>`).
+    let tool_call_id = approvals[0]["toolCallId"].as_str().expect("toolCallId");
+    let hex = tool_call_id
+        .strip_prefix("tool_search_code:exec_")
+        .and_then(|rest| rest.strip_suffix(":write:1"))
+        .expect("tool_search_code:exec_<uuid>:write:1");
+    assert!(
+        hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{tool_call_id}"
+    );
     assert_eq!(
         approvals[0],
         json!({
             "approvalId": approval_id,
-            "toolCallId": "tool_search_code:exec:write:1",
+            "toolCallId": tool_call_id,
             "toolId": "openclaw:core:write",
             "input": {"tool": "write", "token": "s3cret"},
         })
