@@ -2,13 +2,13 @@
 //!
 //! This crate owns the protocol both sides speak (`docs/guest-abi.md`):
 //! - [`PRELUDE`], the JavaScript the guest evaluates once per VM image: it installs the guest
-//!   globals (`ALL_TOOLS`, `tools`, `text`, `json`) and the JSON adapter (behaviour.md §6);
+//!   globals (`ALL_TOOLS`, `tools`, `text`, `json`) and the JSON adapter (docs/contract/json.md#s6);
 //! - [`abi`], the wire format of the guest ABI: the `cm_init`/`cm_start`/`cm_deliver` inputs and
 //!   the report, serialised by one side and parsed by the other with the same types (the guest
 //!   crate depends on this one), plus the code wrapper and the user script name;
 //! - [`GuestReport`], the parsed and validated report the guest returns after every step;
 //! - [`BridgeRequest`] and [`Delivery`], a guest call into the host and its settlement;
-//! - [`OutputItem`], an entry of a result's `output` array (spec "Output API");
+//! - [`OutputItem`], an entry of a result's `output` array (docs/contract/guest.md#output);
 //! - [`ToolExecutor`], the trait a host implements to run catalog tools for nested calls.
 //!
 //! It depends only on serde, serde_json and thiserror, so hosts and tests can use it alone and it
@@ -34,7 +34,7 @@ pub use telemetry_vocab::SourceCounts;
 /// VM image before any user code (docs/guest-abi.md, "Prelude").
 pub const PRELUDE: &str = include_str!("prelude.js");
 
-/// A bridge method: the kind of a guest call into the host (behaviour.md, "Terms" and §4.3).
+/// A bridge method: the kind of a guest call into the host (docs/contract/README.md#terms and docs/contract/guest.md#s4-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum BridgeMethod {
@@ -55,7 +55,7 @@ pub enum BridgeMethod {
 }
 
 impl BridgeMethod {
-    /// Every method, in the order of the behaviour doc's list.
+    /// Every method, in the order of the contract's list.
     pub const ALL: [BridgeMethod; 7] = [
         BridgeMethod::Search,
         BridgeMethod::Describe,
@@ -85,7 +85,7 @@ impl BridgeMethod {
     }
 }
 
-/// One guest call into the host (behaviour.md §4.3), validated from the guest's
+/// One guest call into the host (docs/contract/guest.md#s4-3), validated from the guest's
 /// [`abi::ReportRequest`]. The host keeps the ones the guest still waits for, in creation order,
 /// and stores them in every snapshot (JSON `{id, method, args}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,7 +98,7 @@ pub struct BridgeRequest {
     pub args: Value,
 }
 
-/// An entry of a result's `output` array (spec "Output API").
+/// An entry of a result's `output` array (docs/contract/guest.md#output).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum OutputItem {
@@ -151,7 +151,7 @@ pub struct GuestReport {
 }
 
 /// A report the guest sent that does not follow the protocol. The host turns it into an
-/// `internal_error` result (behaviour.md D10); it never panics on one.
+/// `internal_error` result (docs/contract/decisions.md#d10); it never panics on one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtocolError {
     /// The report is not JSON of the documented shape.
@@ -175,7 +175,7 @@ impl GuestReport {
     ///
     /// Errors: [`ProtocolError::Rejected`] when the guest reports a protocol error,
     /// [`ProtocolError::Malformed`] for anything that is not a valid report, and the id/method
-    /// errors for requests that break behaviour.md §4.3.
+    /// errors for requests that break docs/contract/guest.md#s4-3.
     pub fn parse(bytes: &[u8]) -> Result<GuestReport, ProtocolError> {
         let raw: abi::Report =
             serde_json::from_slice(bytes).map_err(|e| ProtocolError::Malformed(e.to_string()))?;
@@ -221,7 +221,7 @@ impl GuestReport {
             if !valid_bridge_id(&r.id, method) {
                 return Err(ProtocolError::InvalidId);
             }
-            // behaviour.md §4.3: an argument payload the host cannot parse counts as [].
+            // docs/contract/guest.md#s4-3: an argument payload the host cannot parse counts as [].
             let args = serde_json::from_str(&r.args).unwrap_or_else(|_| Value::Array(Vec::new()));
             requests.push(BridgeRequest {
                 id: r.id,
@@ -241,7 +241,7 @@ impl GuestReport {
 }
 
 /// True when `id` is `bridge:<method>:<n>` with `n` a positive integer without leading zeros
-/// (behaviour.md §4.3: `^bridge:[A-Za-z]+:[1-9]\d*$` with the prefix of its own method).
+/// (docs/contract/guest.md#s4-3: `^bridge:[A-Za-z]+:[1-9]\d*$` with the prefix of its own method).
 pub fn valid_bridge_id(id: &str, method: BridgeMethod) -> bool {
     let Some(rest) = id.strip_prefix("bridge:") else {
         return false;
@@ -263,7 +263,7 @@ pub struct Delivery {
     /// The request's bridge id.
     pub id: String,
     /// `Ok(value)` resolves the guest promise with `value`; `Err(message)` rejects it with a
-    /// guest-realm `new Error(message)` (behaviour.md §4.3, "Settlement").
+    /// guest-realm `new Error(message)` (docs/contract/guest.md#s4-3, "Settlement").
     pub outcome: Result<Value, String>,
 }
 
@@ -293,8 +293,7 @@ impl Delivery {
     }
 }
 
-/// Who is running a nested tool call: the scope of the code-mode run (spec "Nested tool
-/// execution"). All fields are optional; hosts fill what they know.
+/// Who is running a nested tool call: the scope of the code-mode run (docs/contract/catalog.md#nested). All fields are optional; hosts fill what they know.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunScope {
@@ -322,7 +321,7 @@ pub struct ToolCall {
     /// The bridge id of the guest request (`bridge:callValue:3`).
     pub bridge_id: String,
     /// The nested call's own tool-call id, `tool_search_code:<parent>:<tool name>:<seq>`
-    /// (behaviour.md §3.5): `<parent>` is the original `exec` tool-call id, sanitised, and `<seq>`
+    /// (docs/contract/catalog.md#s3-5): `<parent>` is the original `exec` tool-call id, sanitised, and `<seq>`
     /// counts the run's nested calls from 1, across `wait`s.
     pub tool_call_id: String,
     /// The original `exec` tool-call id, when the host gave one.
@@ -336,7 +335,7 @@ pub struct ToolCall {
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'static>>;
 
 /// Runs catalog tools for nested calls. Hosts implement it over their normal tool execution
-/// path (policy, approvals, hooks, telemetry: spec "Nested tool execution").
+/// path (policy, approvals, hooks, telemetry: docs/contract/catalog.md#nested).
 ///
 /// Calls may run concurrently and may outlive the `exec` that started them (the run then parks
 /// and `wait` picks the result up). The host wraps every call in a timeout, so an executor need
@@ -433,7 +432,7 @@ mod tests {
     }
 }
 
-/// The nested tool-call id `tool_search_code:<parent>:<tool name>:<seq>` (behaviour.md §3.5):
+/// The nested tool-call id `tool_search_code:<parent>:<tool name>:<seq>` (docs/contract/catalog.md#s3-5):
 /// `parent` has every run of characters outside `[A-Za-z0-9_.:-]` replaced by `_` and is cut to
 /// 120 characters.
 pub fn nested_tool_call_id(parent: &str, tool_name: &str, seq: u64) -> String {

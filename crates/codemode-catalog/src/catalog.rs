@@ -1,6 +1,5 @@
 //! The run-scoped catalog: membership, ids, order, views, search, lookup, conveniences, quick
-//! index, output contracts and replay safety (behaviour.md §2.5, §3; code-mode.md "Tool
-//! catalog", "Guest runtime API", "Tool names and collisions").
+//! index, output contracts and replay safety (docs/contract/surface.md#s2-5, docs/contract/catalog.md#s3; docs/contract/catalog.md#s3-1, docs/contract/guest.md#runtime-api, docs/contract/catalog.md#names).
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,19 +14,19 @@ use crate::index::{quick_index_line, render_quick_index};
 use crate::js::{cmp_utf16, is_identifier, js_trim};
 use crate::spec::{ToolOrigin, ToolSpec};
 
-/// Upper bound of `maxSearchLimit` (behaviour.md §1).
+/// Upper bound of `maxSearchLimit` (docs/contract/config.md#s1).
 pub const MAX_SEARCH_LIMIT_CAP: u32 = 50;
 
 /// Names of the `tools` helpers; a catalog tool with one of these names never gets a
-/// convenience function (behaviour.md §3.4).
+/// convenience function (docs/contract/catalog.md#s3-4).
 pub const RESERVED_CONVENIENCE_NAMES: [&str; 4] = ["search", "describe", "call", "callValue"];
 
-/// The minimal audited read-only core tools of behaviour.md §3.6 ("at least `read`, `grep`,
+/// The minimal audited read-only core tools of docs/contract/catalog.md#s3-6 ("at least `read`, `grep`,
 /// `find`"). Hosts pass their own list to [`Catalog::is_replay_safe`].
 pub const DEFAULT_READ_ONLY_CORE_TOOLS: [&str; 3] = ["read", "grep", "find"];
 
 /// The resolved search limits (config fields `maxSearchLimit` and `searchDefaultLimit`,
-/// behaviour.md §1). [`Catalog::build`] rejects values outside `1..=50` and
+/// docs/contract/config.md#s1). [`Catalog::build`] rejects values outside `1..=50` and
 /// `1..=max_search_limit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -91,7 +90,7 @@ pub enum CatalogError {
     },
 }
 
-/// Catalog order groups (behaviour.md D2): core, bundled plugin, external plugin, MCP, client.
+/// Catalog order groups (docs/contract/decisions.md#d2): core, bundled plugin, external plugin, MCP, client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CatalogGroup {
     /// OpenClaw core tools.
@@ -106,7 +105,7 @@ pub enum CatalogGroup {
     Client,
 }
 
-/// Which guest operation a lookup serves; selects the non-string-id message (behaviour.md §3.4).
+/// Which guest operation a lookup serves; selects the non-string-id message (docs/contract/catalog.md#s3-4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LookupOp {
     /// `tools.describe(id)`.
@@ -130,7 +129,7 @@ impl LookupOp {
 }
 
 /// A `tools.<name>` convenience function: `tools.<name>(input)` is `tools.callValue(<id>, input)`
-/// (behaviour.md §3.4).
+/// (docs/contract/catalog.md#s3-4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Convenience {
     /// The property name on `tools` (the tool name).
@@ -139,9 +138,7 @@ pub struct Convenience {
     pub id: String,
 }
 
-/// Counts per source over the whole catalog, MCP included: telemetry `sources`
-/// (docs/contract/telemetry.md#s9). The type lives in `codemode-bridge`, the shared vocabulary;
-/// re-exported here.
+/// Counts per source over the whole catalog, MCP included: telemetry `sources` (docs/contract/telemetry.md#s9). The type lives in `codemode-bridge`, the shared vocabulary; re-exported here.
 pub use codemode_bridge::SourceCounts;
 
 /// Lowercased text used by search and suggestions, computed once per entry.
@@ -246,7 +243,7 @@ impl Entry {
     }
 
     /// `Ok` unless the declared `outputSchema` failed to compile, in which case the tool must
-    /// not run: [`ContractError::InvalidOutputSchema`] (behaviour.md §3.5).
+    /// not run: [`ContractError::InvalidOutputSchema`] (docs/contract/catalog.md#s3-5).
     pub fn check_callable(&self) -> Result<(), ContractError> {
         if self.contract.is_callable() {
             Ok(())
@@ -257,7 +254,7 @@ impl Entry {
         }
     }
 
-    /// Validates a result's final `details` against the declared contract (behaviour.md §3.5).
+    /// Validates a result's final `details` against the declared contract (docs/contract/catalog.md#s3-5).
     ///
     /// Errors: [`ContractError::InvalidOutputSchema`] for an uncompilable schema;
     /// [`ContractError::OutputMismatch`] on a mismatch (the value is never echoed). Tools
@@ -327,7 +324,7 @@ fn place(spec: &ToolSpec, index: usize) -> Result<Placement, CatalogError> {
                 });
             };
             if plugin_id == "bundle-mcp" {
-                // An MCP tool without MCP metadata (behaviour.md §3.1).
+                // An MCP tool without MCP metadata (docs/contract/catalog.md#s3-1).
                 Placement {
                     source: Source::Mcp,
                     owner: plugin_id.into(),
@@ -404,7 +401,7 @@ fn lookup_tokens(text: &str) -> HashSet<String> {
 }
 
 impl Catalog {
-    /// Builds the catalog from the host's effective tools (behaviour.md §3.1, D2).
+    /// Builds the catalog from the host's effective tools (docs/contract/catalog.md#s3-1, docs/contract/decisions.md#d2).
     ///
     /// Drops denied, `direct-only` and control-marked tools; assigns ids; orders core, bundled
     /// plugin, external plugin, MCP, client, each by id in UTF-16 code-unit order; renders every
@@ -553,7 +550,7 @@ impl Catalog {
     }
 
     /// True when the catalog has an MCP entry (selects the API/MCP parts of the `exec`
-    /// description, behaviour.md §2.4).
+    /// description, docs/contract/surface.md#s2-4).
     pub fn has_mcp(&self) -> bool {
         self.entries.iter().any(|e| e.source() == Source::Mcp)
     }
@@ -571,7 +568,7 @@ impl Catalog {
         counts
     }
 
-    /// Resolves `tools.search`'s limit (behaviour.md §3.3 step 2): absent or not a number →
+    /// Resolves `tools.search`'s limit (docs/contract/catalog.md#s3-3 step 2): absent or not a number →
     /// `searchDefaultLimit`; a number that is not an integer or is below 1 →
     /// [`LookupError::LimitNotPositiveInteger`]; otherwise `min(limit, maxSearchLimit)`. A
     /// number with an integral value written with a fraction (`2.0`) is an integer, as in
@@ -599,7 +596,7 @@ impl Catalog {
         }
     }
 
-    /// `tools.search(query, {limit})` (behaviour.md §3.3) over guest-visible entries.
+    /// `tools.search(query, {limit})` (docs/contract/catalog.md#s3-3) over guest-visible entries.
     ///
     /// `query` must be a JSON string ([`LookupError::SearchQueryNotString`]); `limit` is the
     /// `options.limit` value as received (see [`Catalog::resolve_limit`]). Returns at most
@@ -662,7 +659,7 @@ impl Catalog {
         hits.into_iter().map(|(_, e)| e).collect()
     }
 
-    /// Resolves a guest's tool reference for `describe`/`call`/`callValue` (behaviour.md §3.4).
+    /// Resolves a guest's tool reference for `describe`/`call`/`callValue` (docs/contract/catalog.md#s3-4).
     ///
     /// The needle is trimmed (ECMAScript whitespace). An exact id among guest-visible entries
     /// wins; otherwise a unique name match. Errors: [`LookupError::AmbiguousName`]
@@ -720,7 +717,7 @@ impl Catalog {
     }
 
     /// The unknown-tool error for `needle` (used as given; callers trim), with up to three
-    /// suggestions from guest-visible entries (behaviour.md §3.4 "Suggestions"); its `Display`
+    /// suggestions from guest-visible entries (docs/contract/catalog.md#s3-4-suggestions "Suggestions"); its `Display`
     /// is the exact message.
     pub fn unknown_tool(&self, needle: &str) -> LookupError {
         LookupError::UnknownTool {
@@ -769,14 +766,14 @@ impl Catalog {
         &self.conveniences
     }
 
-    /// The quick index for the `exec` description (behaviour.md §2.5), or `None` when the
+    /// The quick index for the `exec` description (docs/contract/surface.md#s2-5), or `None` when the
     /// catalog has no core or plugin entry. At most 8000 UTF-16 units; identical for identical
     /// input; never contains a description.
     pub fn quick_index(&self) -> Option<&str> {
         self.quick_index.as_deref()
     }
 
-    /// Whether a `call`/`callValue` of `id` is replay-safe (behaviour.md §3.6): `id` (trimmed)
+    /// Whether a `call`/`callValue` of `id` is replay-safe (docs/contract/catalog.md#s3-6): `id` (trimmed)
     /// must be an exact catalog id (names never count) of an `openclaw` entry that is not a
     /// channel tool and is either a plugin tool marked replay-safe or a core tool whose name is
     /// in `read_only_core_tools` (the host's audited list, e.g.
