@@ -979,7 +979,7 @@ fn check_bridge(ctx: &mut Ctx) -> Result<(), String> {
 /// `cargo xtask e2e [--bin PATH]`: the build `test` and `demo` share (so the binary is the one
 /// the tests ran), then every step and check against `target/debug/codemode`; with `--bin PATH`,
 /// against that binary and without building.
-pub fn task(args: &[String]) -> Result<(), String> {
+pub(crate) fn task(args: &[String]) -> Result<(), String> {
     let root = crate::root();
     let bin = match args {
         [] => {
@@ -1003,7 +1003,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
 }
 
 /// Runs every step and check against `bin`; `Err` when any failed.
-pub fn run(root: &Path, bin: &Path) -> Result<(), String> {
+pub(crate) fn run(root: &Path, bin: &Path) -> Result<(), String> {
     let scratch = root.join("target").join("e2e");
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
     let fixtures = root.join("xtask").join("e2e");

@@ -33,7 +33,7 @@ use crate::{host, static_tools, Failure};
 
 /// `codemode agent` options.
 #[derive(Args)]
-pub struct AgentArgs {
+pub(crate) struct AgentArgs {
     /// The scripted model: {"turns": [{"toolCalls": [{id, name, arguments}]} | {"text": "…"}]},
     /// each turn with optional "usage" and "delayMs".
     #[arg(long, value_name = "FILE")]
@@ -75,7 +75,7 @@ pub struct AgentArgs {
 }
 
 /// Runs `codemode agent`.
-pub fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
+pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
     let usage = |e: String| Failure::Usage(e);
     let script_text = std::fs::read_to_string(&args.script)
         .map_err(|e| usage(format!("--script {}: {e}", args.script.display())))?;

@@ -26,7 +26,7 @@ use crate::static_tools::kind_of;
 
 /// `--approve`: a fixed answer to every approval of `codemode exec`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ApproveMode {
+pub(crate) enum ApproveMode {
     /// Approve every call that needs approval.
     All,
     /// Deny every call that needs approval (the default when not on a terminal).
@@ -35,7 +35,7 @@ pub enum ApproveMode {
 
 /// The approver of `codemode exec`: `--approve` when given, else a prompt when standard input
 /// and standard error are both terminals, else a denial of everything.
-pub fn exec_approver(mode: Option<ApproveMode>) -> Arc<dyn Approver> {
+pub(crate) fn exec_approver(mode: Option<ApproveMode>) -> Arc<dyn Approver> {
     match mode {
         Some(ApproveMode::All) => Arc::new(FixedApprover(ApprovalDecision::allow())),
         Some(ApproveMode::None) => Arc::new(FixedApprover(ApprovalDecision::deny())),
@@ -48,7 +48,7 @@ pub fn exec_approver(mode: Option<ApproveMode>) -> Arc<dyn Approver> {
 
 /// The question asked for `request`, without the trailing space (one line; the input is
 /// compact JSON, cut at [`PROMPT_INPUT_CHARS`] characters).
-pub fn prompt_text(request: &ApprovalRequest) -> String {
+pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
     let mut input = serde_json::to_string(&request.input).unwrap_or_default();
     if let Some((cut, _)) = input.char_indices().nth(PROMPT_INPUT_CHARS) {
         let more = input[cut..].chars().count();
@@ -66,11 +66,11 @@ pub fn prompt_text(request: &ApprovalRequest) -> String {
 }
 
 /// How many characters of the input a prompt shows.
-pub const PROMPT_INPUT_CHARS: usize = 2000;
+pub(crate) const PROMPT_INPUT_CHARS: usize = 2000;
 
 /// Asks one question on `out` and reads one answer line from `input`: `y` / `yes` (trimmed, any
 /// case) allows; anything else, end of input or a read error denies.
-pub fn ask(
+pub(crate) fn ask(
     request: &ApprovalRequest,
     input: &mut impl BufRead,
     out: &mut impl Write,
@@ -107,13 +107,13 @@ type Question = (ApprovalRequest, oneshot::Sender<ApprovalDecision>);
 /// prompts at once, and a blocked terminal read never holds up the async runtime or its
 /// shutdown); a question whose call was dropped before its turn (timed out, run ended) is
 /// skipped.
-pub struct TerminalApprover {
+pub(crate) struct TerminalApprover {
     questions: mpsc::Sender<Question>,
 }
 
 impl TerminalApprover {
     /// Starts the prompt thread.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let (questions, asked) = mpsc::channel::<Question>();
         let spawned = std::thread::Builder::new()
             .name("codemode-approve".into())
@@ -158,7 +158,7 @@ impl Approver for TerminalApprover {
 /// A session `approve` request: `{"approvalId": "...", "decision": "allow" | "deny",
 /// "reason"?: "..."}`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApproveArgs {
+pub(crate) struct ApproveArgs {
     /// The approval to answer (`pendingApprovals[].approvalId`).
     pub approval_id: String,
     /// The answer.
@@ -167,7 +167,7 @@ pub struct ApproveArgs {
 
 /// Parses the `args` of a session `approve` line; `Err` is the message of the `invalid_input`
 /// reply.
-pub fn parse_approve_args(args: &Value) -> Result<ApproveArgs, String> {
+pub(crate) fn parse_approve_args(args: &Value) -> Result<ApproveArgs, String> {
     const SHAPE: &str =
         "{\"approvalId\": \"...\", \"decision\": \"allow\" | \"deny\", \"reason\"?: \"...\"}";
     let Value::Object(map) = args else {
@@ -230,7 +230,7 @@ pub fn parse_approve_args(args: &Value) -> Result<ApproveArgs, String> {
 
 /// The message of the failed `invalid_input` reply to an `approve` line whose id is not
 /// outstanding (never issued, already answered, expired, or its call ended).
-pub fn unknown_approval_message(approval_id: &str) -> String {
+pub(crate) fn unknown_approval_message(approval_id: &str) -> String {
     format!("unknown approval id {approval_id:?}.")
 }
 

@@ -25,7 +25,7 @@ use crate::{static_tools, tools, Failure};
 
 /// Options that decide the tools, config and scope of the runs.
 #[derive(Args)]
-pub struct HostArgs {
+pub(crate) struct HostArgs {
     /// JSON array of static tools to run against instead of the built-in workspace tools:
     /// {name, description?, parameters?, outputSchema?, origin?, result | error | echo, delayMs?}.
     #[arg(long, value_name = "FILE")]
@@ -59,7 +59,10 @@ pub struct HostArgs {
 }
 
 /// Loads a config file (JSON or JSON5), or the default `{"tools": {"codeMode": true}}`.
-pub fn load_config(path: Option<&Path>, agent: Option<&str>) -> Result<ConfigReport, Failure> {
+pub(crate) fn load_config(
+    path: Option<&Path>,
+    agent: Option<&str>,
+) -> Result<ConfigReport, Failure> {
     match path {
         Some(path) => codemode_config::load_config_file(path, agent)
             .map_err(|e| Failure::Usage(e.to_string())),
@@ -71,13 +74,13 @@ pub fn load_config(path: Option<&Path>, agent: Option<&str>) -> Result<ConfigRep
 }
 
 /// The result every `exec` and `wait` gets when the resolved config disables code mode.
-pub fn disabled_result() -> Value {
+pub(crate) fn disabled_result() -> Value {
     json!({"status": "failed", "error": "code mode is disabled.", "code": "invalid_input"})
 }
 
 /// The tools and config of a command: builds a [`RunEnv`] per run, so MCP servers whose tool
 /// list changed (`notifications/tools/list_changed`) are seen by the next `exec`.
-pub struct Host {
+pub(crate) struct Host {
     config: CodeModeConfig,
     limits: SearchLimits,
     /// The built-in or `--tools` specs the policy allows.
@@ -104,7 +107,7 @@ pub struct Host {
 /// policy allows, the MCP servers of `--mcp-config`, connected on `runtime` (servers that fail
 /// are reported on stderr and left out), and the `--trajectory` file. `Ok(None)` when the config
 /// disables code mode.
-pub fn host(
+pub(crate) fn host(
     args: &HostArgs,
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
@@ -198,7 +201,7 @@ pub fn host(
 
 /// The specs of `specs` that `policy` allows (docs/contract/host.md#h1), checked by name and by the
 /// catalog id each would get. Fails like the catalog does (duplicate ids, blank names).
-pub fn allowed_specs(
+pub(crate) fn allowed_specs(
     specs: Vec<ToolSpec>,
     policy: &ToolPolicy,
     limits: &SearchLimits,
@@ -292,7 +295,7 @@ impl Host {
     /// The environment of one `exec` or `wait`: current catalog, executor, the config's policy
     /// and hooks, the approvals broker (when set), the trajectory, and `scope` owned by
     /// `--agent`.
-    pub fn run_env(&self, scope: RunScope) -> Result<RunEnv, Failure> {
+    pub(crate) fn run_env(&self, scope: RunScope) -> Result<RunEnv, Failure> {
         let scope = RunScope {
             agent_id: self.agent.clone().or(scope.agent_id),
             ..scope
@@ -313,17 +316,17 @@ impl Host {
     }
 
     /// Lets `broker` answer the approvals of every later run.
-    pub fn set_approvals(&mut self, broker: Arc<ApprovalBroker>) {
+    pub(crate) fn set_approvals(&mut self, broker: Arc<ApprovalBroker>) {
         self.approvals = Some(broker);
     }
 
     /// The resolved config.
-    pub fn config(&self) -> &CodeModeConfig {
+    pub(crate) fn config(&self) -> &CodeModeConfig {
         &self.config
     }
 
     /// Closes the MCP connections (children exit).
-    pub fn shutdown(&self, runtime: &tokio::runtime::Runtime) {
+    pub(crate) fn shutdown(&self, runtime: &tokio::runtime::Runtime) {
         if let Some(hub) = &self.hub {
             runtime.block_on(hub.shutdown());
         }
@@ -331,7 +334,7 @@ impl Host {
 }
 
 /// The multi-threaded async runtime the runs and their tool calls use.
-pub fn async_runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub(crate) fn async_runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -40,7 +40,7 @@ use crate::Failure;
 
 /// One request line, parsed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Request {
+pub(crate) enum Request {
     /// `{"tool": "exec", "args": {…}}`: the `exec` arguments.
     Exec(Value),
     /// `{"tool": "wait", "args": {…}}`: the `wait` arguments.
@@ -54,7 +54,7 @@ pub enum Request {
 const TOOLS: &str = "\"exec\", \"wait\" or \"approve\"";
 
 /// Parses one request line; `Err` is the message of the `invalid_input` reply.
-pub fn parse_request(line: &str) -> Result<Request, String> {
+pub(crate) fn parse_request(line: &str) -> Result<Request, String> {
     let value: Value =
         serde_json::from_str(line).map_err(|e| format!("line is not valid JSON: {e}"))?;
     let Value::Object(mut map) = value else {
@@ -96,12 +96,12 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
 }
 
 /// The reply to a malformed line.
-pub fn invalid_line(message: &str) -> Value {
+pub(crate) fn invalid_line(message: &str) -> Value {
     json!({"status": "failed", "error": message, "code": "invalid_input"})
 }
 
 /// The reply to an `approve` line that settled an approval.
-pub fn approved_line() -> Value {
+pub(crate) fn approved_line() -> Value {
     json!({"status": "ok"})
 }
 
@@ -109,7 +109,7 @@ pub fn approved_line() -> Value {
 /// disables code mode, so every `exec` and `wait` gets the disabled result), and the broker of
 /// the session's approvals. One session is one scope: runs parked by one line are resumed by
 /// `wait` on a later line.
-pub struct Session {
+pub(crate) struct Session {
     front: Option<(CodeMode, Host)>,
     approvals: Arc<ApprovalBroker>,
     /// `exec` and `wait` lines answered so far: the `n`th is tool call `call_<n>` (its nested
@@ -119,7 +119,7 @@ pub struct Session {
 
 impl Session {
     /// Answers one non-blank line with the JSON to print.
-    pub async fn handle(&self, line: &str) -> Value {
+    pub(crate) async fn handle(&self, line: &str) -> Value {
         let request = match parse_request(line) {
             Ok(request) => request,
             Err(message) => return invalid_line(&message),
@@ -158,7 +158,7 @@ impl Session {
 
     /// Denies every outstanding approval, then drops every parked run and cancels its pending
     /// tool calls.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.approvals.deny_all(None);
         if let Some((code_mode, _)) = &self.front {
             code_mode.clear();
@@ -167,7 +167,7 @@ impl Session {
 }
 
 /// Runs the session on stdin/stdout until end of input.
-pub fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
+pub(crate) fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
     let runtime = host::async_runtime()?;
     let mut approvals = None;
     let front = match host::host(args, &runtime, true)? {

@@ -34,7 +34,7 @@ const BEHAVIOUR_KEYS: [&str; 4] = ["result", "error", "echo", "resultByAction"];
 
 /// What one static tool does when called.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Behaviour {
+pub(crate) enum Behaviour {
     /// Return this value as the result's `details`.
     Result(Value),
     /// Fail with this message.
@@ -47,7 +47,7 @@ pub enum Behaviour {
 
 /// The behaviour of one declared tool and how long it takes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StaticTool {
+pub(crate) struct StaticTool {
     /// What the call returns.
     pub behaviour: Behaviour,
     /// How long the call takes before it settles.
@@ -56,7 +56,7 @@ pub struct StaticTool {
 
 /// A parsed static tools file: the catalog specs and, at the same positions, their behaviour.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StaticToolsFile {
+pub(crate) struct StaticToolsFile {
     /// One spec per element, in file order (the input of [`Catalog::build`]).
     pub specs: Vec<ToolSpec>,
     /// One behaviour per element, in file order.
@@ -169,7 +169,7 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
 
 /// Parses a static tools file (see the module docs). Every error names the offending tool by
 /// its 0-based position and, when it has one, its name.
-pub fn parse(text: &str) -> Result<StaticToolsFile, String> {
+pub(crate) fn parse(text: &str) -> Result<StaticToolsFile, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let Value::Array(items) = root else {
         return Err(format!(
@@ -190,14 +190,17 @@ pub fn parse(text: &str) -> Result<StaticToolsFile, String> {
 }
 
 /// Runs the static tools of one catalog, by catalog id.
-pub struct StaticTools {
+pub(crate) struct StaticTools {
     by_id: HashMap<String, Arc<StaticTool>>,
 }
 
 impl StaticTools {
     /// Parses `text` and builds its catalog with `limits`; returns the catalog and the executor
     /// for its entries. Errors are the messages of [`parse`] and [`Catalog::build`].
-    pub fn load(text: &str, limits: &SearchLimits) -> Result<(Catalog, StaticTools), String> {
+    pub(crate) fn load(
+        text: &str,
+        limits: &SearchLimits,
+    ) -> Result<(Catalog, StaticTools), String> {
         let file = parse(text)?;
         let catalog = Catalog::build(file.specs.clone(), limits).map_err(|e| e.to_string())?;
         let by_id = catalog
@@ -215,7 +218,7 @@ impl StaticTools {
 impl StaticTools {
     /// Like [`StaticTools::load`], but returns the tool specs instead of the catalog, for hosts
     /// that merge them with other tools (MCP servers) into one catalog.
-    pub fn load_specs(
+    pub(crate) fn load_specs(
         text: &str,
         limits: &SearchLimits,
     ) -> Result<(Vec<ToolSpec>, StaticTools), String> {
@@ -227,7 +230,7 @@ impl StaticTools {
 
 impl StaticTool {
     /// Runs the tool once with `input`: waits `delay`, then settles per `behaviour`.
-    pub async fn run(self: Arc<Self>, input: Value) -> Result<Value, String> {
+    pub(crate) async fn run(self: Arc<Self>, input: Value) -> Result<Value, String> {
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }

@@ -14,7 +14,7 @@ use codemode_catalog::ToolSpec;
 use serde_json::{json, Value};
 
 /// Largest file `read` returns in full, in bytes (longer files are cut and marked `truncated`).
-pub const READ_MAX_BYTES: u64 = 1024 * 1024;
+pub(crate) const READ_MAX_BYTES: u64 = 1024 * 1024;
 /// Largest file `grep` searches, in bytes.
 const GREP_MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// Most files `grep` visits in one call.
@@ -23,7 +23,7 @@ const GREP_MAX_FILES: usize = 20_000;
 const LIST_MAX_ENTRIES: usize = 1000;
 
 /// The tool specs (core tools `read`, `list`, `grep`) for the catalog.
-pub fn specs() -> Vec<ToolSpec> {
+pub(crate) fn specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec::core("read", "Read a UTF-8 text file under the workspace root.")
             .with_parameters(json!({
@@ -109,13 +109,13 @@ pub fn specs() -> Vec<ToolSpec> {
 }
 
 /// Runs the built-in tools under one root directory.
-pub struct WorkspaceTools {
+pub(crate) struct WorkspaceTools {
     root: Arc<PathBuf>,
 }
 
 impl WorkspaceTools {
     /// Tools confined to `root` (canonicalised; it must exist).
-    pub fn new(root: &Path) -> std::io::Result<Self> {
+    pub(crate) fn new(root: &Path) -> std::io::Result<Self> {
         Ok(WorkspaceTools {
             root: Arc::new(fs::canonicalize(root)?),
         })
@@ -143,7 +143,7 @@ impl ToolExecutor for WorkspaceTools {
 
 /// The tool-result shape every CLI tool returns: `{content: [{type: "text", text: <JSON of
 /// details>}], details}`.
-pub fn tool_result(details: Value) -> Value {
+pub(crate) fn tool_result(details: Value) -> Value {
     let text = serde_json::to_string(&details).unwrap_or_default();
     json!({"content": [{"type": "text", "text": text}], "details": details})
 }

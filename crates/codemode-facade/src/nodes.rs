@@ -22,18 +22,18 @@ use serde_json::{json, Map, Value};
 pub const NODES_TOOL_ID: &str = "openclaw:core:nodes";
 
 /// The command a node advertises for `listDir(path)`.
-pub const FS_LIST_DIR: &str = "fs.listDir";
+pub(crate) const FS_LIST_DIR: &str = "fs.listDir";
 
 /// `nodes.get id or name must be a non-empty string.`
-pub const GET_ID_REQUIRED: &str = "nodes.get id or name must be a non-empty string.";
+pub(crate) const GET_ID_REQUIRED: &str = "nodes.get id or name must be a non-empty string.";
 /// `nodes.invoke node id must be a non-empty string.`
-pub const INVOKE_NODE_REQUIRED: &str = "nodes.invoke node id must be a non-empty string.";
+pub(crate) const INVOKE_NODE_REQUIRED: &str = "nodes.invoke node id must be a non-empty string.";
 /// `nodes.invoke command must be a non-empty string.`
-pub const INVOKE_COMMAND_REQUIRED: &str = "nodes.invoke command must be a non-empty string.";
+pub(crate) const INVOKE_COMMAND_REQUIRED: &str = "nodes.invoke command must be a non-empty string.";
 /// `unsupported nodes bridge action.`
-pub const UNSUPPORTED_ACTION: &str = "unsupported nodes bridge action.";
+pub(crate) const UNSUPPORTED_ACTION: &str = "unsupported nodes bridge action.";
 /// `no paired nodes`
-pub const NO_PAIRED_NODES: &str = "no paired nodes";
+pub(crate) const NO_PAIRED_NODES: &str = "no paired nodes";
 
 /// One `nodes` bridge request, checked.
 #[derive(Debug, Clone, PartialEq)]

@@ -368,7 +368,10 @@ async fn a_slow_answer_parks_the_run_and_wait_picks_it_up() {
         .and_then(|rest| rest.strip_suffix(":write:1"))
         .expect("tool_search_code:exec_<uuid>:write:1");
     assert!(
-        hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
         "{tool_call_id}"
     );
     assert_eq!(
