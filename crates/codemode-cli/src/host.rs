@@ -36,7 +36,7 @@ pub(crate) struct HostArgs {
     pub root: Option<PathBuf>,
     /// MCP servers to aggregate, in the {"mcpServers": {name: {command, args, env} | {url,
     /// headers}}} format of Claude Desktop and Cursor. Their tools are reachable as
-    /// MCP.<server>.<tool>({...}).
+    /// MCP.SERVER.TOOL({...}).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
     /// Budget of one request to an MCP server, in ms (at least 100); connecting to a server may
