@@ -15,6 +15,7 @@ mod agent;
 mod dispatch;
 mod nodes;
 mod pipeline;
+mod process_group;
 mod result;
 mod run;
 mod surface;
@@ -48,6 +49,7 @@ pub use pipeline::{
     ToolInputKind, ToolKind, ToolPipeline, UnknownApproval, APPROVAL_CANCELLED, APPROVAL_EXPIRED,
     DEFAULT_DENIAL_REASON, HOOK_ENVIRONMENT, HOOK_STDOUT_LIMIT,
 };
+pub use process_group::ProcessGroup;
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
 pub use surface::*;
 

@@ -39,6 +39,8 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 
+use crate::process_group::ProcessGroup;
+
 /// A command hook's stdout is read up to this many bytes (1 MiB); a hook printing more blocks.
 pub const HOOK_STDOUT_LIMIT: usize = 1024 * 1024;
 
@@ -614,32 +616,6 @@ fn answer_object(stdout: &[u8]) -> Option<Value> {
         .filter(Value::is_object)
 }
 
-/// Kills a hook's process group when dropped (Unix; nothing elsewhere).
-struct ProcessGroup(Option<i32>);
-
-impl ProcessGroup {
-    fn of(child: &tokio::process::Child) -> Self {
-        ProcessGroup(
-            child
-                .id()
-                .and_then(|pid| i32::try_from(pid).ok())
-                .filter(|&pid| pid > 1 && cfg!(unix)),
-        )
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Some(group) = self.0 {
-            // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
-            unsafe {
-                libc::kill(-group, libc::SIGKILL);
-            }
-        }
-    }
-}
-
 /// Aborts a spawned task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -673,7 +649,9 @@ async fn run_hook_command(spec: &HookSpec, stdin: Vec<u8>) -> Result<Vec<u8>, St
     let mut child = command
         .spawn()
         .map_err(|e| format!("hook {name:?} could not start: {e}"))?;
-    let _group = ProcessGroup::of(&child);
+    // Killed before the hook is reaped, never after (see `ProcessGroup`): on a timeout or an
+    // error by the guard's drop, after a normal exit right before `child.wait()`.
+    let mut group = ProcessGroup::of(&child);
     let stdin_pipe = child.stdin.take();
     // Written on its own task so a hook that floods stdout without reading stdin is still seen.
     let _writer = AbortOnDrop(tokio::spawn(async move {
@@ -698,6 +676,10 @@ async fn run_hook_command(spec: &HookSpec, stdin: Vec<u8>) -> Result<Vec<u8>, St
                 "hook {name:?} printed more than {HOOK_STDOUT_LIMIT} bytes"
             ));
         }
+        // The answer is complete: wait for the exit without reaping, kill what the hook left
+        // behind while its group id is still ours, then reap.
+        group.leader_exited().await;
+        group.kill();
         let status = child
             .wait()
             .await
@@ -945,12 +927,6 @@ impl ApprovalBroker {
             .collect()
     }
 
-    /// The `pendingApprovals` entries of the nested calls of the run started by the `exec` call
-    /// `parent_tool_call_id`, oldest first.
-    pub fn pending_for_parent(&self, parent_tool_call_id: &str) -> Vec<PendingApproval> {
-        self.pending_where(|r| r.parent_tool_call_id.as_deref() == Some(parent_tool_call_id))
-    }
-
     /// Answers the outstanding approval `approval_id`; the waiting call then goes on (allow) or
     /// fails (deny).
     ///
@@ -1196,25 +1172,6 @@ impl ToolPipeline {
     /// The approver, if any.
     pub fn approver(&self) -> Option<&Arc<dyn Approver>> {
         self.approver.as_ref()
-    }
-
-    /// [`before_outer_call`] with this pipeline's hooks and approver.
-    pub async fn before_outer_call(
-        &self,
-        kind: OuterKind,
-        tool_call_id: &str,
-        input: &Value,
-        scope: &RunScope,
-    ) -> Result<Value, String> {
-        before_outer_call(
-            &self.hooks,
-            self.approver.as_deref(),
-            kind,
-            tool_call_id,
-            input,
-            scope,
-        )
-        .await
     }
 
     /// Runs `call` through every step (see the type's docs) and says how it ended:

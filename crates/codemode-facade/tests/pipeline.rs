@@ -487,6 +487,48 @@ async fn a_timed_out_hook_takes_its_children_with_it() {
 }
 
 #[tokio::test]
+async fn a_hook_that_answers_takes_its_background_children_with_it() {
+    // The background `sleep` stays in the hook's group; it is killed after the answer, while
+    // `sh` is exited but not yet reaped (so the group id cannot belong to anyone else).
+    let (p, recorder) = pipeline();
+    let script = r#"sleep 27.1828 </dev/null >/dev/null 2>&1 & echo '{"decision":"allow"}'"#;
+    let p = p.with_hooks(before_hooks(vec![command_hook("*", script)]));
+    let out = p.execute(call("write", json!({}))).await;
+    assert!(out.is_ok(), "{out:?}");
+    assert_eq!(recorder.calls().len(), 1);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while process_exists("sleep 27.1828") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !process_exists("sleep 27.1828"),
+        "the hook's child outlived it"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_process_group_waits_for_its_leader_without_reaping_it() {
+    let mut child = tokio::process::Command::new("sh")
+        .args(["-c", "exit 3"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut group = codemode_facade::ProcessGroup::of(&child);
+    assert!(group.is_armed());
+    group.leader_exited().await;
+    // Still armed and the exit status still there: nobody reaped the leader, so killing the
+    // group now cannot reach a process group that reused its id.
+    assert!(group.is_armed());
+    group.kill();
+    assert!(!group.is_armed());
+    let status = child.wait().await.unwrap();
+    assert_eq!(status.code(), Some(3));
+    // A reaped child gives a disarmed guard.
+    assert!(!codemode_facade::ProcessGroup::of(&child).is_armed());
+}
+
+#[tokio::test]
 async fn a_command_hook_that_exits_1_blocks() {
     assert_eq!(
         blocked_reason(command_hook("*", "echo '{\"decision\":\"allow\"}'; exit 1")).await,
@@ -649,7 +691,7 @@ async fn the_broker_lists_pending_approvals_and_answers_them_by_id() {
         async move { p.execute(second_call).await }
     });
     let pending = loop {
-        let pending = broker.pending_for_parent("call_1");
+        let pending = broker.pending_where(|r| r.parent_tool_call_id.as_deref() == Some("call_1"));
         if pending.len() == 2 {
             break pending;
         }
@@ -677,7 +719,7 @@ async fn the_broker_lists_pending_approvals_and_answers_them_by_id() {
         ]
     );
     assert_eq!(
-        broker.pending_for_parent("other"),
+        broker.pending_where(|r| r.parent_tool_call_id.as_deref() == Some("other")),
         Vec::<PendingApproval>::new()
     );
     assert_eq!(
@@ -1030,7 +1072,7 @@ async fn a_run_waiting_for_approval_parks_and_resumes_after_the_answer() {
     assert_eq!(first["status"], json!("waiting"), "{first}");
     let run_id = first["runId"].as_str().unwrap().to_string();
     // Seq 3: the policy-denied grep call (this catalog still lists it) was nested call 2.
-    let pending = broker.pending_for_parent("call_e2e");
+    let pending = broker.pending_where(|r| r.parent_tool_call_id.as_deref() == Some("call_e2e"));
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].tool_call_id, "tool_search_code:call_e2e:write:3");
     assert_eq!(pending[0].tool_id, "openclaw:core:write");

@@ -7,13 +7,18 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use codemode_facade::ProcessGroup;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 /// A spawned child and its process group; the group gets SIGKILL when this is dropped.
+///
+/// The group is only ever killed while the child is not reaped yet (see
+/// [`codemode_facade::ProcessGroup`]): a reaped leader's group id can be reused by another
+/// process group, which a late `kill(-pgid)` would hit.
 pub(crate) struct ChildProcess {
     child: tokio::process::Child,
-    /// The process group id (the child's pid), `None` off Unix.
-    group: Option<i32>,
+    /// The child's process group (disarmed off Unix).
+    group: ProcessGroup,
 }
 
 /// The child's three pipes, taken once after spawning.
@@ -48,11 +53,7 @@ impl ChildProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
-        let group = if cfg!(unix) {
-            child.id().and_then(|pid| i32::try_from(pid).ok())
-        } else {
-            None
-        };
+        let group = ProcessGroup::of(&child);
         Ok(ChildProcess { child, group })
     }
 
@@ -72,33 +73,20 @@ impl ChildProcess {
         }
     }
 
-    /// Waits up to `grace` for the child to exit (its stdin should be closed by then), then
-    /// kills it (SIGKILL to its group, then to the child) and reaps it; whatever is left of the
-    /// group is killed when `self` drops at the end.
+    /// Waits up to `grace` for the child to exit (its stdin should be closed by then) without
+    /// reaping it, kills what is left of its group (the child too, if it is still running)
+    /// while the group id is still its own, then kills the child itself (in case it left the
+    /// group) and reaps it.
     pub(crate) async fn stop(mut self, grace: Duration) {
-        if tokio::time::timeout(grace, self.child.wait())
-            .await
-            .is_err()
-        {
-            self.kill_group();
-            let _ = self.child.kill().await;
-        }
-    }
-
-    /// Sends SIGKILL to every process left in the child's group (nothing off Unix).
-    fn kill_group(&self) {
-        #[cfg(unix)]
-        if let Some(group) = self.group.filter(|&g| g > 1) {
-            // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
-            unsafe {
-                libc::kill(-group, libc::SIGKILL);
-            }
-        }
+        let _ = tokio::time::timeout(grace, self.group.leader_exited()).await;
+        self.group.kill();
+        let _ = self.child.kill().await;
     }
 }
 
 impl Drop for ChildProcess {
     fn drop(&mut self) {
-        self.kill_group();
+        // Before the child field drops: tokio's orphan reaper may reap it any time after that.
+        self.group.kill();
     }
 }
