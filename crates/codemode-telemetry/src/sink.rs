@@ -64,6 +64,10 @@ impl fmt::Debug for JsonLinesSink {
     }
 }
 
+/// Opens a trajectory file. On Unix the last path component must not be a symbolic link
+/// (`O_NOFOLLOW`: a link is refused before anything is truncated, so its target is never
+/// touched), and the opened file is set to mode 0600 (`fchmod`), whether it was created or
+/// already existed with a wider mode: trajectories hold tool inputs and results.
 fn open(path: &Path, append: bool) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.write(true).create(true);
@@ -74,27 +78,46 @@ fn open(path: &Path, append: bool) -> io::Result<File> {
     }
     #[cfg(unix)]
     {
-        // Trajectories hold tool inputs and results: owner-only, like other session logs.
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        let file = options.open(path).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "refusing to write the trajectory to {}: it is a symbolic link",
+                        path.display()
+                    ),
+                )
+            } else {
+                e
+            }
+        })?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
     }
+    #[cfg(not(unix))]
     options.open(path)
 }
 
 impl JsonLinesSink {
-    /// Creates (or truncates) the file at `path` (mode 0600 on Unix when created).
+    /// Creates (or truncates) the file at `path`. On Unix the file gets mode 0600 even when it
+    /// existed with another mode, and a symbolic link at `path` is refused (its target is left
+    /// untouched).
     ///
     /// # Errors
-    /// The error of opening the file (missing directory, permissions).
+    /// The error of opening the file (missing directory, permissions), or an
+    /// [`io::ErrorKind::InvalidInput`] error when `path` is a symbolic link.
     pub fn create(path: impl AsRef<Path>) -> io::Result<JsonLinesSink> {
         let path = path.as_ref();
         Ok(JsonLinesSink::with_path(open(path, false)?, path))
     }
 
-    /// Opens the file at `path` for appending, creating it if needed.
+    /// Opens the file at `path` for appending, creating it if needed; mode 0600 and no symbolic
+    /// link, as for [`create`](Self::create).
     ///
     /// # Errors
-    /// The error of opening the file.
+    /// The error of opening the file, or [`io::ErrorKind::InvalidInput`] for a symbolic link.
     pub fn append(path: impl AsRef<Path>) -> io::Result<JsonLinesSink> {
         let path = path.as_ref();
         Ok(JsonLinesSink::with_path(open(path, true)?, path))

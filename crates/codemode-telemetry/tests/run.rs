@@ -413,6 +413,60 @@ fn file_sink_writes_the_exact_lines() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn an_existing_world_readable_trajectory_file_becomes_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    for append in [false, true] {
+        let path = dir.path().join(format!("t-{append}.jsonl"));
+        std::fs::write(&path, "old\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let sink = if append {
+            JsonLinesSink::append(&path)
+        } else {
+            JsonLinesSink::create(&path)
+        }
+        .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "append: {append}");
+        drop(sink);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_trajectory_path_is_refused_and_its_target_untouched() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("precious.txt");
+    std::fs::write(&target, "keep me\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = dir.path().join("t.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for append in [false, true] {
+        let opened = if append {
+            JsonLinesSink::append(&link)
+        } else {
+            JsonLinesSink::create(&link)
+        };
+        let Err(err) = opened else {
+            panic!("a symlink is refused (append: {append})");
+        };
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "refusing to write the trajectory to {}: it is a symbolic link",
+                link.display()
+            )
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644);
+}
+
 #[test]
 fn file_sink_survives_a_vanished_directory() {
     let dir = tempfile::tempdir().unwrap();
