@@ -444,8 +444,9 @@ impl CodeMode {
     /// [`CodeMode::exec`] (`toolKind: "code_mode_wait"`; a block is a `failed` /
     /// `invalid_input` result). The run itself keeps the config, catalog, executor and wiring of
     /// the `exec` that started it; `env`'s are not used for it. `abort` ends the outer hooks
-    /// and approval too, and a withheld `waiting` result drops its run, as for
-    /// [`CodeMode::exec`].
+    /// and approval too, as for [`CodeMode::exec`] (an abort during the after hooks ends the
+    /// run); a `waiting` result an after hook withholds leaves the run parked, since the model
+    /// knows its `runId` from the `exec` and may `wait` again.
     pub async fn wait_with(
         &self,
         env: &RunEnv,
@@ -528,9 +529,12 @@ impl CodeMode {
     }
 
     /// The after hooks of an outer call ([`after_outer`]) raced against `abort` (then the
-    /// aborted result). When the call's `waiting` result does not reach the model unchanged (a
+    /// aborted result). When an `exec`'s `waiting` result does not reach the model unchanged (a
     /// hook withheld or replaced it, or the call was aborted), its run is removed from the store
-    /// at once: nobody could `wait` on it, and it would hold a suspended-run slot until its TTL.
+    /// at once: the model never learnt its `runId`, and it would hold a suspended-run slot until
+    /// its TTL. After a `wait` the model knows the `runId` already, so a withheld result leaves
+    /// the run parked (it can `wait` again); an abort ends it, as an abort during the `wait`
+    /// itself does.
     #[allow(clippy::too_many_arguments)]
     async fn after_outer_or_abort(
         &self,
@@ -556,7 +560,8 @@ impl CodeMode {
         )
         .await;
         let (result, reason) = match after {
-            Some(result) => (result, run::RESULT_WITHHELD),
+            Some(result) if kind == OuterKind::Exec => (result, Some(run::RESULT_WITHHELD)),
+            Some(result) => (result, None),
             None => {
                 let result = CodeModeResult::Failed {
                     error: VmError::Aborted.to_string(),
@@ -565,10 +570,10 @@ impl CodeMode {
                     replay_safe,
                     telemetry,
                 };
-                (result, run::OUTER_ABORTED)
+                (result, Some(run::OUTER_ABORTED))
             }
         };
-        if let Some(parked) = parked {
+        if let (Some(parked), Some(reason)) = (parked, reason) {
             if result.run_id() != Some(parked.as_str()) {
                 run::dropping_because(reason, || self.runs.remove(&parked));
             }

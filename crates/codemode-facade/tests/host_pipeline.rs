@@ -914,3 +914,30 @@ async fn without_a_tool_call_id_each_exec_gets_its_own_and_nested_ids_never_coll
         "wait"
     ));
 }
+
+#[tokio::test]
+async fn a_failing_after_hook_on_a_wait_leaves_the_run_parked() {
+    let h = harness(100, &[("slow", 5000)]);
+    let r = h.exec("return await tools.slow({});").await;
+    let run_id = r.run_id().expect("waiting").to_string();
+    let env = h
+        .env
+        .clone()
+        .with_hooks(HookChain::new().with(Arc::new(Outer::FailAfter)))
+        .with_tool_call_id("call_2");
+    let r =
+        h.cm.wait_with(&env, &json!({ "runId": run_id }), &AbortHandle::new())
+            .await;
+    match &r {
+        CodeModeResult::Failed { error, .. } => assert_eq!(
+            error,
+            "Tool \"wait\" was blocked after execution: the redactor is down"
+        ),
+        other => panic!("expected failed: {other:?}"),
+    }
+    // The model has the runId from the exec: the run stays parked for another wait.
+    assert_eq!(h.cm.parked_runs(), 1);
+    let again = h.wait("call_3", &run_id).await;
+    assert_eq!(again.status(), "waiting");
+    assert_eq!(again.run_id(), Some(run_id.as_str()));
+}
