@@ -475,7 +475,18 @@ impl CodeMode {
         let before = match before {
             Some(before) => before,
             None => {
-                let result = run::bare_failure(ErrorCode::Aborted, &VmError::Aborted.to_string());
+                // An aborted `wait` disposes of its run (docs/contract/lifecycle.md#s5-9), also
+                // when the abort came before or during the outer hooks: `wait_inner` sees the
+                // fired signal, applies the scope checks (a foreign run stays parked) and drops
+                // the run without resuming it. The answer is the abort result either way.
+                let disposed = self.wait_inner(&env.scope, input, abort, call_id).await;
+                let result = match disposed {
+                    CodeModeResult::Failed {
+                        code: Some(ErrorCode::Aborted),
+                        ..
+                    } => disposed,
+                    _ => run::bare_failure(ErrorCode::Aborted, &VmError::Aborted.to_string()),
+                };
                 record_call(&trajectory, OuterKind::Wait, call_id, input);
                 record_result(
                     &trajectory,

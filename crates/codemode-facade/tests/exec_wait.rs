@@ -1106,6 +1106,59 @@ async fn aborted_wait_disposes_the_run() {
 }
 
 #[tokio::test]
+async fn a_wait_aborted_before_it_starts_disposes_the_run() {
+    let fast = harness_with(
+        json!({"enabled": true, "timeoutMs": 100}),
+        &[("slow", 10_000)],
+        vec![],
+    );
+    let r = fast.exec("return await tools.callValue('slow', {});").await;
+    let mut run_id = r.run_id().expect("waiting").to_string();
+    let abort = AbortHandle::new();
+    abort.abort();
+    // Another session's aborted wait leaves the run alone (the scope check comes first).
+    let other = RunScope {
+        session_id: Some("session-other".into()),
+        ..scope()
+    };
+    let r = fast
+        .cm
+        .wait(&other, &json!({"runId": run_id}), &abort)
+        .await;
+    assert_eq!(
+        failure(&r),
+        (
+            "code mode run belongs to a different session.",
+            ErrorCode::InvalidInput
+        )
+    );
+    assert_eq!(fast.cm.parked_runs(), 1);
+    for wait in ["wait", "wait_with"] {
+        let r = if wait == "wait" {
+            fast.cm
+                .wait(&scope(), &json!({"runId": run_id}), &abort)
+                .await
+        } else {
+            fast.cm
+                .wait_with(&fast.env, &json!({"runId": run_id}), &abort)
+                .await
+        };
+        assert_eq!(
+            failure(&r),
+            ("code mode execution aborted", ErrorCode::Aborted),
+            "{wait}"
+        );
+        assert_eq!(fast.cm.parked_runs(), 0, "{wait}");
+        if wait == "wait" {
+            // Park another run for the `wait_with` round.
+            let r = fast.exec("return await tools.callValue('slow', {});").await;
+            run_id = r.run_id().expect("waiting").to_string();
+            assert_eq!(fast.cm.parked_runs(), 1);
+        }
+    }
+}
+
+#[tokio::test]
 async fn too_many_suspended_runs() {
     let h = harness_with(
         json!({"enabled": true, "timeoutMs": 100}),
