@@ -47,22 +47,38 @@ pub(crate) fn exec_approver(mode: Option<ApproveMode>) -> Arc<dyn Approver> {
 }
 
 /// The question asked for `request`, without the trailing space (one line; the input is
-/// compact JSON, cut at [`PROMPT_INPUT_CHARS`] characters).
+/// compact JSON with secret-looking keys redacted as in the trajectory, cut at
+/// [`PROMPT_INPUT_CHARS`] characters; control characters in the tool id and the reason are
+/// escaped, so a tool name or a hook reason cannot rewrite the question on the terminal).
 pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
-    let mut input = serde_json::to_string(&request.input).unwrap_or_default();
+    let redacted = codemode_telemetry::redact_value(&request.input);
+    let mut input = serde_json::to_string(&redacted).unwrap_or_default();
     if let Some((cut, _)) = input.char_indices().nth(PROMPT_INPUT_CHARS) {
         let more = input[cut..].chars().count();
         input.truncate(cut);
         input.push_str(&format!("…({more} more)"));
     }
     let reason = match request.reason.as_deref().map(str::trim) {
-        Some(reason) if !reason.is_empty() => format!(" ({reason})"),
+        Some(reason) if !reason.is_empty() => format!(" ({})", printable(reason)),
         _ => String::new(),
     };
     format!(
         "codemode: approve tool {} with input {input}{reason}? [y/N]",
-        request.tool_id
+        printable(&request.tool_id)
     )
+}
+
+/// `text` with every control character (ANSI escapes, `\r`, `\n`, …) written as its Rust escape.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// How many characters of the input a prompt shows.
@@ -273,6 +289,17 @@ mod tests {
         assert_eq!(
             prompt_text(&request(json!({}), Some(" risky "))),
             "codemode: approve tool openclaw:core:deploy with input {} (risky)? [y/N]"
+        );
+        // Secret-looking keys are redacted; control characters cannot redraw the line.
+        let mut hostile = request(
+            json!({"apiKey": "sk-123", "env": "prod"}),
+            Some("ok\r\u{1b}[2Kfine"),
+        );
+        hostile.tool_id = "openclaw:core:de\u{1b}[1Aploy".into();
+        assert_eq!(
+            prompt_text(&hostile),
+            "codemode: approve tool openclaw:core:de\\u{1b}[1Aploy with input \
+             {\"apiKey\":\"[redacted]\",\"env\":\"prod\"} (ok\\r\\u{1b}[2Kfine)? [y/N]"
         );
         let long = "x".repeat(3000);
         let text = prompt_text(&request(json!(long), None));

@@ -219,8 +219,11 @@ pub(crate) fn allowed_specs(
     Ok(specs
         .into_iter()
         .zip(ids)
-        // A spec the catalog leaves out (direct-only) is judged by its name alone.
-        .filter(|(spec, id)| policy.allows(&spec.name, id.unwrap_or("")))
+        // A spec the catalog leaves out (direct-only) is judged under the id it is called with.
+        .filter(|(spec, id)| match id {
+            Some(id) => policy.allows(&spec.name, id),
+            None => policy.allows(&spec.name, &codemode_facade::direct_only_id(spec)),
+        })
         .map(|(spec, _)| spec)
         .collect())
 }

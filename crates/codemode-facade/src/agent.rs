@@ -670,7 +670,12 @@ impl AgentTurn {
             .specs
             .iter()
             .zip(ids)
-            .filter(|(spec, id)| policy.allows(&spec.name, id.as_deref().unwrap_or("")))
+            // A spec the catalog leaves out (direct-only) is judged under the id it is called
+            // with, so `tools.deny: ["openclaw:core:image"]` removes it from the payload too.
+            .filter(|(spec, id)| match id {
+                Some(id) => policy.allows(&spec.name, id),
+                None => policy.allows(&spec.name, &direct_only_id(spec)),
+            })
             .map(|(spec, _)| spec.clone())
             .collect())
     }
@@ -1093,7 +1098,14 @@ impl Runner<'_> {
             return Dispatched::Framed(value);
         }
         // A direct tool: through the pipeline with its catalog id.
-        let Some(index) = self.prepared.specs.iter().position(|s| s.name == call.name) else {
+        // The same filter the payload was built with: a denied or control spec sharing the name
+        // of an offered tool is never what a direct call runs.
+        let Some(index) = self
+            .prepared
+            .specs
+            .iter()
+            .position(|s| s.name == call.name && s.allowed && s.control.is_none())
+        else {
             return failed(format!("tool {:?} has no executor", call.name));
         };
         let spec = &self.prepared.specs[index];
@@ -1131,7 +1143,7 @@ impl Runner<'_> {
 /// The id a direct-only tool (never cataloged) is called under: what the catalog would assign
 /// from its origin (`openclaw:core:<name>`, `openclaw:<plugin>:<name>`, `client:<owner>:<name>`,
 /// `mcp:<server>:<name>`).
-fn direct_only_id(spec: &ToolSpec) -> String {
+pub fn direct_only_id(spec: &ToolSpec) -> String {
     let mut probe = spec.clone();
     probe.catalog_mode = CatalogMode::Normal;
     probe.allowed = true;

@@ -33,10 +33,10 @@ use codemode_telemetry::{
 use serde_json::Value;
 
 pub use agent::{
-    check_payload, direct_tool_definition, model_cost, resolve_activation, resolve_references,
-    Activation, ActivationReport, AgentEnvelope, AgentError, AgentTurn, Payload, PayloadCheck,
-    PayloadError, Prepared, ReferenceError, RuntimeStats, Script, ScriptError, ScriptToolCall,
-    ScriptTurn, TurnFlags, TurnStep, RESULT_REFERENCE_PREFIX,
+    check_payload, direct_only_id, direct_tool_definition, model_cost, resolve_activation,
+    resolve_references, Activation, ActivationReport, AgentEnvelope, AgentError, AgentTurn,
+    Payload, PayloadCheck, PayloadError, Prepared, ReferenceError, RuntimeStats, Script,
+    ScriptError, ScriptToolCall, ScriptTurn, TurnFlags, TurnStep, RESULT_REFERENCE_PREFIX,
 };
 pub use codemode_catalog::SourceCounts;
 pub use nodes::NODES_TOOL_ID;

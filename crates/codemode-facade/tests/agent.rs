@@ -688,3 +688,20 @@ fn control_and_denied_tools_are_never_in_either_payload() {
             .all(|e| !["tool_search", "wait", "secret"].contains(&e.name())));
     }
 }
+
+#[test]
+fn a_direct_only_tool_denied_by_its_id_is_in_neither_payload() {
+    for (enabled, want) in [
+        (false, vec!["weather", "exec", "echo", "slow", "deploy"]),
+        (true, vec!["exec", "wait"]),
+    ] {
+        let prepared = turn(
+            json!({"tools": {"codeMode": enabled, "deny": ["openclaw:core:image"]}}),
+            None,
+            TurnFlags::default(),
+        )
+        .prepare()
+        .unwrap();
+        assert_eq!(prepared.payload.names(), want, "enabled: {enabled}");
+    }
+}
