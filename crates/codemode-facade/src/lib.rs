@@ -301,32 +301,28 @@ impl CodeMode {
             Some(before) => before,
             None => {
                 let result = run::vm_failure(env, &VmError::Aborted);
-                record_call(&trajectory, OuterKind::Exec, call_id, input);
-                record_result(
+                return record_refused(
                     &trajectory,
                     OuterKind::Exec,
                     call_id,
                     input,
-                    &result,
+                    result,
                     started,
                 );
-                return result;
             }
         };
         let input = match before {
             Ok(input) => input,
             Err(message) => {
                 let result = run::failure(env, ErrorCode::InvalidInput, &message, false);
-                record_call(&trajectory, OuterKind::Exec, call_id, input);
-                record_result(
+                return record_refused(
                     &trajectory,
                     OuterKind::Exec,
                     call_id,
                     input,
-                    &result,
+                    result,
                     started,
                 );
-                return result;
             }
         };
         record_call(&trajectory, OuterKind::Exec, call_id, &input);
@@ -487,32 +483,28 @@ impl CodeMode {
                     } => disposed,
                     _ => run::bare_failure(ErrorCode::Aborted, &VmError::Aborted.to_string()),
                 };
-                record_call(&trajectory, OuterKind::Wait, call_id, input);
-                record_result(
+                return record_refused(
                     &trajectory,
                     OuterKind::Wait,
                     call_id,
                     input,
-                    &result,
+                    result,
                     started,
                 );
-                return result;
             }
         };
         let input = match before {
             Ok(input) => input,
             Err(message) => {
                 let result = run::bare_refusal(&message);
-                record_call(&trajectory, OuterKind::Wait, call_id, input);
-                record_result(
+                return record_refused(
                     &trajectory,
                     OuterKind::Wait,
                     call_id,
                     input,
-                    &result,
+                    result,
                     started,
                 );
-                return result;
             }
         };
         record_call(&trajectory, OuterKind::Wait, call_id, &input);
@@ -666,6 +658,21 @@ impl CodeMode {
 }
 
 /// Records `tool_call` for an outer `exec` / `wait` with the input the facade runs.
+/// An outer call that ends before it runs (aborted or refused by its hooks): its `tool_call` and
+/// `tool_result` are recorded together, and `result` is handed back.
+fn record_refused(
+    trajectory: &Trajectory,
+    kind: OuterKind,
+    call_id: &str,
+    input: &Value,
+    result: CodeModeResult,
+    started: Instant,
+) -> CodeModeResult {
+    record_call(trajectory, kind, call_id, input);
+    record_result(trajectory, kind, call_id, input, &result, started);
+    result
+}
+
 fn record_call(trajectory: &Trajectory, kind: OuterKind, call_id: &str, input: &Value) {
     if !trajectory.is_enabled() {
         return;
