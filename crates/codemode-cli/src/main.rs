@@ -26,6 +26,7 @@
 mod agent;
 mod approve;
 mod host;
+mod serve;
 mod session;
 mod static_tools;
 mod tools;
@@ -40,7 +41,6 @@ use clap::{Args, Parser, Subcommand};
 use codemode_catalog::cli::CatalogView;
 use codemode_catalog::SearchLimits;
 use codemode_facade::{ApprovalBroker, CodeMode, CodeModeResult};
-use codemode_mcp::{CodeModeServer, EnvSource};
 use codemode_runtime::AbortHandle;
 use host::HostArgs;
 use serde_json::json;
@@ -64,7 +64,7 @@ enum Command {
     Session(SessionArgs),
     /// Serve code mode as an MCP server over stdio: exactly two tools, exec and wait, over the
     /// tools of --mcp-config's MCP servers (and --tools or --root, when given).
-    Serve(ServeArgs),
+    Serve(serve::ServeArgs),
     /// Print the resolved tools.codeMode config and its warnings as JSON.
     Config(ConfigArgs),
     /// Show a tool list as the model and guest would see it.
@@ -109,19 +109,6 @@ struct SessionArgs {
 }
 
 #[derive(Args)]
-struct ServeArgs {
-    /// Append logs to this file instead of standard error (standard output is the protocol).
-    #[arg(long, value_name = "FILE")]
-    log_file: Option<PathBuf>,
-    /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8765; port 0 picks one)
-    /// instead of stdio, until interrupted; the URL is printed on stderr.
-    #[arg(long, value_name = "ADDR")]
-    http: Option<std::net::SocketAddr>,
-    #[command(flatten)]
-    host: HostArgs,
-}
-
-#[derive(Args)]
 struct ConfigArgs {
     /// Config file (JSON or JSON5).
     #[arg(long, value_name = "FILE")]
@@ -159,7 +146,7 @@ fn main() -> ExitCode {
         // rmcp logs transport failures that the MCP client reports itself (one `codemode:` line).
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     let log_file = match &cli.command {
-        Command::Serve(ServeArgs {
+        Command::Serve(serve::ServeArgs {
             log_file: Some(path),
             ..
         }) => match std::fs::OpenOptions::new()
@@ -189,7 +176,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Exec(args) => exec(args),
         Command::Session(args) => session::run(&args.host),
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Config(args) => config(args),
         Command::Catalog(args) => catalog(args),
         Command::Agent(args) => agent::run(args),
@@ -213,73 +200,6 @@ enum Failure {
     Usage(String),
     /// The command could not run (runtime, I/O): exit 1.
     Run(String),
-}
-
-/// `codemode serve`: one MCP session over stdin/stdout until the client closes it, or, with
-/// `--http ADDR`, any number of streamable HTTP sessions on a loopback address until SIGINT.
-fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
-    if let Some(addr) = args.http {
-        if !addr.ip().is_loopback() {
-            return Err(Failure::Usage(format!(
-                "--http {addr}: not a loopback address; code mode hands whoever can reach it the configured tools, so serve it on 127.0.0.1 or ::1"
-            )));
-        }
-    }
-    if args.host.mcp_config.is_none() && args.host.root.is_none() && args.host.tools.is_none() {
-        eprintln!(
-            "codemode: serve has no tools: give --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE"
-        );
-    }
-    let runtime = host::async_runtime()?;
-    let host = host::host(&args.host, &runtime, false)?.map(Arc::new);
-    let code_mode = runtime
-        .block_on(async { CodeMode::with_global_runtime() })
-        .map_err(|e| Failure::Run(e.to_string()))?;
-    let code_mode = Arc::new(code_mode);
-    let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
-    let server = CodeModeServer::new(code_mode.clone(), source);
-    let served = match args.http {
-        None => runtime.block_on(server.serve_stdio()),
-        Some(addr) => runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(codemode_mcp::server::ServeError::Io)?;
-            let local = listener
-                .local_addr()
-                .map_err(codemode_mcp::server::ServeError::Io)?;
-            eprintln!("codemode: serving MCP over streamable HTTP at http://{local}/mcp");
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                stop.cancel();
-            });
-            server.serve_http(listener, shutdown).await
-        }),
-    };
-    code_mode.clear();
-    if let Some(host) = &host {
-        host.shutdown(&runtime);
-    }
-    runtime.shutdown_background();
-    served.map_err(|e| Failure::Run(e.to_string()))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The run environments of `codemode serve`: the host's (`None` when code mode is disabled).
-struct ServeSource(Option<Arc<host::Host>>);
-
-impl EnvSource for ServeSource {
-    fn run_env(&self, scope: codemode_bridge::RunScope) -> Option<codemode_facade::RunEnv> {
-        let host = self.0.as_ref()?;
-        match host.run_env(scope) {
-            Ok(env) => Some(env),
-            Err(Failure::Usage(e) | Failure::Run(e)) => {
-                tracing::error!("cannot build the run environment: {e}");
-                None
-            }
-        }
-    }
 }
 
 fn config(args: ConfigArgs) -> Result<ExitCode, Failure> {

@@ -1,0 +1,92 @@
+//! `codemode serve`: code mode as an MCP server (stdio, or streamable HTTP on loopback).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use codemode_facade::CodeMode;
+use codemode_mcp::{CodeModeServer, EnvSource};
+
+use crate::host::{self, HostArgs};
+use crate::Failure;
+
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// Append logs to this file instead of standard error (standard output is the protocol).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) log_file: Option<PathBuf>,
+    /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8765; port 0 picks one)
+    /// instead of stdio, until interrupted; the URL is printed on stderr.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub(crate) host: HostArgs,
+}
+
+/// `codemode serve`: one MCP session over stdin/stdout until the client closes it, or, with
+/// `--http ADDR`, any number of streamable HTTP sessions on a loopback address until SIGINT.
+pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
+    if let Some(addr) = args.http {
+        if !addr.ip().is_loopback() {
+            return Err(Failure::Usage(format!(
+                "--http {addr}: not a loopback address; code mode hands whoever can reach it the configured tools, so serve it on 127.0.0.1 or ::1"
+            )));
+        }
+    }
+    if args.host.mcp_config.is_none() && args.host.root.is_none() && args.host.tools.is_none() {
+        eprintln!(
+            "codemode: serve has no tools: give --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE"
+        );
+    }
+    let runtime = host::async_runtime()?;
+    let host = host::host(&args.host, &runtime, false)?.map(Arc::new);
+    let code_mode = runtime
+        .block_on(async { CodeMode::with_global_runtime() })
+        .map_err(|e| Failure::Run(e.to_string()))?;
+    let code_mode = Arc::new(code_mode);
+    let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
+    let server = CodeModeServer::new(code_mode.clone(), source);
+    let served = match args.http {
+        None => runtime.block_on(server.serve_stdio()),
+        Some(addr) => runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(codemode_mcp::server::ServeError::Io)?;
+            let local = listener
+                .local_addr()
+                .map_err(codemode_mcp::server::ServeError::Io)?;
+            eprintln!("codemode: serving MCP over streamable HTTP at http://{local}/mcp");
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            server.serve_http(listener, shutdown).await
+        }),
+    };
+    code_mode.clear();
+    if let Some(host) = &host {
+        host.shutdown(&runtime);
+    }
+    runtime.shutdown_background();
+    served.map_err(|e| Failure::Run(e.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run environments of `codemode serve`: the host's (`None` when code mode is disabled).
+struct ServeSource(Option<Arc<host::Host>>);
+
+impl EnvSource for ServeSource {
+    fn run_env(&self, scope: codemode_bridge::RunScope) -> Option<codemode_facade::RunEnv> {
+        let host = self.0.as_ref()?;
+        match host.run_env(scope) {
+            Ok(env) => Some(env),
+            Err(Failure::Usage(e) | Failure::Run(e)) => {
+                tracing::error!("cannot build the run environment: {e}");
+                None
+            }
+        }
+    }
+}
