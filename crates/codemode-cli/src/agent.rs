@@ -209,7 +209,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
         serde_json::to_string(&value)
     }
     .unwrap_or_default();
-    println!("{text}");
+    crate::print_line(&text)?;
     Ok(code)
 }
 

@@ -21,7 +21,19 @@
 //! - `codemode agent --script FILE …` runs one agent turn with a scripted model and prints its
 //!   envelope `{payload, transcript, trajectory?, meta, …}` (`agent.rs`).
 //!
-//! Exit status: 0 completed (or a successful inspection), 1 failed, 2 bad usage.
+//! Exit status: 0 completed (or a successful inspection), 1 failed, 2 bad usage, 141 (128 +
+//! SIGPIPE, as a shell reports a Unix tool killed by a closed pipe) when the reader of standard
+//! output went away: nothing is printed about it and cleanup (MCP servers, parked runs) still runs.
+
+/// `eprintln!` that never panics: std's panics when standard error is closed (`2>&-`, a closed
+/// pipe); a diagnostic nobody can read is dropped instead. Defined before the modules so every
+/// one of them uses it (textual `macro_rules!` scoping shadows the prelude macro).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 mod agent;
 mod approve;
@@ -31,9 +43,10 @@ mod session;
 mod static_tools;
 mod tools;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -181,6 +194,9 @@ fn main() -> ExitCode {
         Command::Catalog(args) => catalog(args),
         Command::Agent(args) => agent::run(args),
     };
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return ExitCode::from(EXIT_STDOUT_CLOSED);
+    }
     match outcome {
         Ok(code) => code,
         Err(Failure::Usage(message)) => {
@@ -194,6 +210,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// The exit status when the reader of standard output closed it: 128 + SIGPIPE (13).
+const EXIT_STDOUT_CLOSED: u8 = 141;
+
+/// Set once a write to standard output found its reader gone (`EPIPE`).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` and a newline to standard output and flushes it. A closed pipe (`codemode exec
+/// … | head -c0`) is not an error the user needs to read about: it is remembered, nothing more
+/// is written, and `main` exits quietly with [`EXIT_STDOUT_CLOSED`] (`Ok(false)` tells a
+/// caller that loops to stop). Any other write error is [`Failure::Run`].
+pub(crate) fn print_line(text: &str) -> Result<bool, Failure> {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(false)
+        }
+        Err(e) => Err(Failure::Run(format!("cannot write standard output: {e}"))),
+    }
+}
+
 /// Why a subcommand stopped early; `main` prints the message as one stderr line.
 enum Failure {
     /// Bad usage (arguments, unreadable or invalid files): exit 2.
@@ -204,7 +246,7 @@ enum Failure {
 
 fn config(args: ConfigArgs) -> Result<ExitCode, Failure> {
     let report = host::load_config(args.config.as_deref(), args.agent.as_deref())?;
-    println!("{}", report.to_json_pretty());
+    print_line(&report.to_json_pretty())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -226,7 +268,7 @@ fn catalog(args: CatalogArgs) -> Result<ExitCode, Failure> {
     };
     match codemode_catalog::cli::run_catalog_command(&text, &SearchLimits::default(), &view) {
         Ok(out) => {
-            println!("{out}");
+            print_line(&out)?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(Failure::Run(e)),
@@ -268,7 +310,7 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
 
     let runtime = host::async_runtime()?;
     let Some(mut host) = host::host(&args.host, &runtime, true)? else {
-        println!("{}", host::disabled_result());
+        print_line(&host::disabled_result().to_string())?;
         return Ok(ExitCode::from(1));
     };
     let approvals = Arc::new(ApprovalBroker::with_delegate(
@@ -315,7 +357,7 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         serde_json::to_string(&printed)
     }
     .unwrap_or_default();
-    println!("{text}");
+    print_line(&text)?;
     Ok(match result {
         CodeModeResult::Completed { .. } => ExitCode::SUCCESS,
         CodeModeResult::Waiting { .. } => {

@@ -23,7 +23,7 @@
 //! the session goes on. End of input ends the session (exit 0): every outstanding approval is
 //! denied (`approval cancelled`) and every parked run dropped.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -202,7 +202,6 @@ pub(crate) fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
 fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCode, Failure> {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    let stdout = std::io::stdout();
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -217,10 +216,10 @@ fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCod
             Ok(text) => runtime.block_on(session.handle(text)),
             Err(_) => invalid_line("line is not valid UTF-8"),
         };
-        let mut out = stdout.lock();
-        writeln!(out, "{reply}")
-            .and_then(|()| out.flush())
-            .map_err(|e| Failure::Run(format!("cannot write standard output: {e}")))?;
+        // A host that closed our stdout ends the session like end of input (main exits quietly).
+        if !crate::print_line(&reply.to_string())? {
+            return Ok(ExitCode::SUCCESS);
+        }
     }
 }
 
