@@ -156,7 +156,16 @@ fn string_arg<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, String
     }
 }
 
-/// Resolves `rel` under `root`, refusing absolute paths and anything that leaves the root.
+/// Most symbolic links one path may follow inside the root (as Linux's `ELOOP` limit).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Resolves `rel` under `root` without touching anything outside it: absolute paths are refused,
+/// and the path is walked one component at a time from the root, `..` popping a component and
+/// symbolic links (inside the root) expanded in place. A `..` above the root, or a link whose
+/// target is absolute outside the root, is refused with `path is outside the workspace root:
+/// <rel>` before any file system call names a path outside the root, so an existing and a missing
+/// path outside the root get the same answer (no file-existence oracle). Only a path that stays
+/// inside the root can answer `no such file or directory: <rel>`.
 fn resolve(root: &Path, rel: &str) -> Result<(PathBuf, String), String> {
     let rel_path = Path::new(rel);
     if rel_path.is_absolute()
@@ -168,16 +177,65 @@ fn resolve(root: &Path, rel: &str) -> Result<(PathBuf, String), String> {
             "path must be relative to the workspace root: {rel}"
         ));
     }
-    let joined = root.join(rel_path);
-    let resolved =
-        fs::canonicalize(&joined).map_err(|_| format!("no such file or directory: {rel}"))?;
-    if !resolved.starts_with(root) {
-        return Err(format!("path is outside the workspace root: {rel}"));
+    let outside = || format!("path is outside the workspace root: {rel}");
+    // Components still to walk, front first, and the resolved components below the root.
+    let mut todo: std::collections::VecDeque<std::ffi::OsString> = rel_path
+        .components()
+        .map(|c| c.as_os_str().to_os_string())
+        .collect();
+    let mut done: Vec<std::ffi::OsString> = Vec::new();
+    let mut hops = 0usize;
+    while let Some(part) = todo.pop_front() {
+        if part == "." || part.is_empty() {
+            continue;
+        }
+        if part == ".." {
+            if done.pop().is_none() {
+                return Err(outside());
+            }
+            continue;
+        }
+        let mut candidate = root.to_path_buf();
+        candidate.extend(&done);
+        candidate.push(&part);
+        // `candidate` is inside the root: its parent components are resolved, real directories.
+        let meta = fs::symlink_metadata(&candidate)
+            .map_err(|_| format!("no such file or directory: {rel}"))?;
+        if !meta.file_type().is_symlink() {
+            done.push(part);
+            continue;
+        }
+        hops += 1;
+        if hops > MAX_SYMLINK_HOPS {
+            return Err(format!("too many symbolic links: {rel}"));
+        }
+        let target =
+            fs::read_link(&candidate).map_err(|_| format!("no such file or directory: {rel}"))?;
+        let mut expanded: Vec<std::ffi::OsString> = if target.is_absolute() {
+            // Only a target spelled under the root stays inside; anything else is refused
+            // without looking at it.
+            let below = target.strip_prefix(root).map_err(|_| outside())?;
+            done.clear();
+            below
+                .components()
+                .map(|c| c.as_os_str().to_os_string())
+                .collect()
+        } else {
+            target
+                .components()
+                .map(|c| c.as_os_str().to_os_string())
+                .collect()
+        };
+        expanded.extend(todo.drain(..));
+        todo = expanded.into();
     }
-    let shown = resolved
-        .strip_prefix(root)
+    let mut resolved = root.to_path_buf();
+    resolved.extend(&done);
+    let shown = done
+        .iter()
         .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .collect::<Vec<_>>()
+        .join("/");
     Ok((
         resolved,
         if shown.is_empty() {
@@ -334,6 +392,95 @@ fn grep(root: &Path, input: &Value) -> Result<Value, String> {
 mod tests {
     use super::*;
 
+    /// docs/threat-model.md, "File-existence oracle": a path outside the root gets one answer
+    /// whether or not it exists, and the answer comes before any file system call outside the
+    /// root (a missing outside directory answers the same as an existing one).
+    #[test]
+    fn outside_paths_answer_alike_existing_or_missing() {
+        let base = tempfile::tempdir().unwrap();
+        let base_path = fs::canonicalize(base.path()).unwrap();
+        fs::create_dir(base_path.join("root")).unwrap();
+        fs::create_dir(base_path.join("x")).unwrap();
+        fs::write(base_path.join("x/secret.txt"), "secret").unwrap();
+        let root = base_path.join("root");
+        fs::create_dir(root.join("sub")).unwrap();
+        fs::write(root.join("sub/in.txt"), "in").unwrap();
+        std::os::unix::fs::symlink(base_path.join("x"), root.join("abs_out")).unwrap();
+        std::os::unix::fs::symlink("../x", root.join("rel_out")).unwrap();
+        std::os::unix::fs::symlink("sub", root.join("rel_in")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("abs_in")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        for (path, message) in [
+            (
+                "../x/secret.txt",
+                "path is outside the workspace root: ../x/secret.txt",
+            ),
+            (
+                "../x/missing.txt",
+                "path is outside the workspace root: ../x/missing.txt",
+            ),
+            (
+                "../nope/missing.txt",
+                "path is outside the workspace root: ../nope/missing.txt",
+            ),
+            (
+                "sub/../../x/secret.txt",
+                "path is outside the workspace root: sub/../../x/secret.txt",
+            ),
+            (
+                "missing/../../x/secret.txt",
+                "no such file or directory: missing/../../x/secret.txt",
+            ),
+            (
+                "abs_out/secret.txt",
+                "path is outside the workspace root: abs_out/secret.txt",
+            ),
+            (
+                "abs_out/missing.txt",
+                "path is outside the workspace root: abs_out/missing.txt",
+            ),
+            (
+                "rel_out/secret.txt",
+                "path is outside the workspace root: rel_out/secret.txt",
+            ),
+            (
+                "rel_out/missing.txt",
+                "path is outside the workspace root: rel_out/missing.txt",
+            ),
+            (
+                "sub/missing.txt",
+                "no such file or directory: sub/missing.txt",
+            ),
+            ("loop/a", "too many symbolic links: loop/a"),
+        ] {
+            assert_eq!(
+                read(&root, &json!({"path": path})).unwrap_err(),
+                message,
+                "{path}"
+            );
+        }
+        for path in [
+            "rel_in/in.txt",
+            "abs_in/in.txt",
+            "sub/./in.txt",
+            "rel_in/../sub/in.txt",
+        ] {
+            assert_eq!(
+                read(&root, &json!({"path": path})).unwrap(),
+                json!({"kind": "text", "path": "sub/in.txt", "content": "in", "bytes": 2, "truncated": false}),
+                "{path}"
+            );
+        }
+        assert_eq!(
+            list(&root, &json!({"path": "../x"})).unwrap_err(),
+            "path is outside the workspace root: ../x"
+        );
+        assert_eq!(
+            grep(&root, &json!({"pattern": "secret", "path": "rel_out"})).unwrap_err(),
+            "path is outside the workspace root: rel_out"
+        );
+    }
+
     #[test]
     fn confinement() {
         let dir = tempfile::tempdir().unwrap();
@@ -346,7 +493,7 @@ mod tests {
         );
         assert_eq!(
             read(&root, &json!({"path": "../etc/passwd"})).unwrap_err(),
-            "no such file or directory: ../etc/passwd".to_string()
+            "path is outside the workspace root: ../etc/passwd".to_string()
         );
         assert_eq!(
             read(&root, &json!({"path": "/etc/passwd"})).unwrap_err(),
