@@ -1,17 +1,30 @@
 //! What the `codemode catalog` subcommand prints (issue 4, "In the CLI"): plugin authors feed it a
 //! tools file and see exactly what the model and the guest will see.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, CatalogError, SearchLimits};
 use crate::spec::ToolSpec;
 
+/// The keys a tools-file element may carry for `codemode exec --tools` / `session --tools`
+/// (what a static tool's call returns, and after how long): `result`, `error`, `echo`,
+/// `resultByAction`, `delayMs`. One tools-file format serves every command: where a call never
+/// runs (`codemode catalog`, [`parse_tools_file`]) these keys are accepted and ignored.
+pub const BEHAVIOUR_KEYS: [&str; 5] = ["result", "error", "echo", "resultByAction", "delayMs"];
+
 /// Why a tools file could not be turned into a catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolsFileError {
-    /// Not a JSON array of tool specs (unknown keys are rejected to catch typos).
+    /// Not JSON, or not an array.
     #[error("tools file is not a JSON array of tool specs: {0}")]
     Parse(#[from] serde_json::Error),
+    /// The root is valid JSON but not an array (`got an object`, …).
+    #[error("tools file is not a JSON array of tool specs: got {0}")]
+    NotArray(&'static str),
+    /// One element is not a tool spec; the message names it by 0-based position and name, as
+    /// [`parse_tool_entry`] does (unknown keys are rejected to catch typos).
+    #[error("tools file: {0}")]
+    Entry(String),
     /// The specs parsed but do not form a catalog (e.g. duplicate ids).
     #[error(transparent)]
     Catalog(#[from] CatalogError),
@@ -40,11 +53,73 @@ pub enum CatalogView {
     },
 }
 
-/// Parses a tools file: a JSON array of [`ToolSpec`] objects,
-/// `{name, label?, description, parameters?, outputSchema?, origin?, catalogMode?, allowed?,
-/// control?, channel?}`, `origin` defaulting to `{"kind": "core"}`.
+/// A short name for a JSON value's type, for error messages (`an object`, `a number`, …).
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// How an error names element `index` of a tools file: `tool #<index>`, plus ` ("<name>")` when
+/// it has a string `name`.
+pub fn tool_label(index: usize, entry: &Map<String, Value>) -> String {
+    match entry.get("name").and_then(Value::as_str) {
+        Some(name) => format!("tool #{index} ({name:?})"),
+        None => format!("tool #{index}"),
+    }
+}
+
+/// Parses element `index` of a tools file (an object whose [`BEHAVIOUR_KEYS`] the caller has
+/// already removed) into a [`ToolSpec`]: `{name, label?, description?, parameters?,
+/// outputSchema?, origin?, catalogMode?, allowed?, control?, channel?}`, `description`
+/// defaulting to `""` and `origin` to `{"kind": "core"}`. The error is one line naming the
+/// element ([`tool_label`]); an unknown key lists the accepted ones, behaviour keys included.
+pub fn parse_tool_entry(index: usize, mut entry: Map<String, Value>) -> Result<ToolSpec, String> {
+    let who = tool_label(index, &entry);
+    entry
+        .entry("description")
+        .or_insert_with(|| Value::String(String::new()));
+    serde_json::from_value(Value::Object(entry)).map_err(|e| {
+        let message = e.to_string();
+        if message.starts_with("unknown field") {
+            let keys: Vec<String> = BEHAVIOUR_KEYS.iter().map(|k| format!("`{k}`")).collect();
+            format!("{who}: {message}, or one of {}", keys.join(", "))
+        } else {
+            format!("{who}: {message}")
+        }
+    })
+}
+
+/// Parses a tools file: a JSON array of tool specs in the one format every command reads
+/// ([`parse_tool_entry`]); the static-tool [`BEHAVIOUR_KEYS`] (`result`, `error`, `echo`,
+/// `resultByAction`, `delayMs`) are accepted and ignored, so the file `codemode exec --tools`
+/// runs is also the file `codemode catalog --tools` shows.
 pub fn parse_tools_file(text: &str) -> Result<Vec<ToolSpec>, ToolsFileError> {
-    Ok(serde_json::from_str(text)?)
+    let root: Value = serde_json::from_str(text)?;
+    let Value::Array(items) = root else {
+        return Err(ToolsFileError::NotArray(json_kind(&root)));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let Value::Object(mut entry) = item else {
+                return Err(ToolsFileError::Entry(format!(
+                    "tool #{index}: expected an object, got {}",
+                    json_kind(&item)
+                )));
+            };
+            for key in BEHAVIOUR_KEYS {
+                entry.remove(key);
+            }
+            parse_tool_entry(index, entry).map_err(ToolsFileError::Entry)
+        })
+        .collect()
 }
 
 /// Parses a tools file and builds its catalog.

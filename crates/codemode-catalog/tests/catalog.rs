@@ -684,7 +684,9 @@ fn tools_file_and_cli_views() {
     )
     .unwrap_err();
     assert!(
-        err.starts_with("tools file is not a JSON array of tool specs: unknown field `descripton`"),
+        err.starts_with(
+            "tools file: tool #0 (\"x\"): unknown field `descripton`, expected one of `name`"
+        ),
         "{err}"
     );
     let err =

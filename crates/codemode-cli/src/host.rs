@@ -112,6 +112,27 @@ pub(crate) fn host(
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
 ) -> Result<Option<Host>, Failure> {
+    build(args, runtime, builtins_by_default, true)
+}
+
+/// The host of `codemode catalog`: like [`host`] with the built-in tools by default, except
+/// that `--tools FILE` is read as a catalog only ([`codemode_catalog::cli::parse_tools_file`]:
+/// the static tools' behaviour keys are accepted and ignored, and a file without them is fine),
+/// since no call runs.
+pub(crate) fn catalog_host(
+    args: &HostArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Option<Host>, Failure> {
+    build(args, runtime, true, false)
+}
+
+/// [`host`] and [`catalog_host`]: `runs_calls` false reads `--tools` without behaviours.
+fn build(
+    args: &HostArgs,
+    runtime: &tokio::runtime::Runtime,
+    builtins_by_default: bool,
+    runs_calls: bool,
+) -> Result<Option<Host>, Failure> {
     let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
     for warning in report.warnings.iter().chain(&report.host_warnings) {
         eprintln!("codemode: config: {}", warning.message);
@@ -141,6 +162,13 @@ pub(crate) fn host(
     };
     let (base_specs, base_executor): (Vec<ToolSpec>, Option<Arc<dyn ToolExecutor>>) =
         match (&args.tools, &args.root) {
+            (Some(path), _) if !runs_calls => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
+                let specs = codemode_catalog::cli::parse_tools_file(&text)
+                    .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
+                (specs, None)
+            }
             (Some(path), _) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
@@ -272,7 +300,7 @@ fn hub_less_executor() -> impl ToolExecutor {
 impl Host {
     /// The catalog: the static or built-in tools plus the MCP servers' current entries, rebuilt
     /// only when an MCP server's tool list changed.
-    fn catalog(&self) -> Result<Arc<Catalog>, Failure> {
+    pub(crate) fn catalog(&self) -> Result<Arc<Catalog>, Failure> {
         if let Some(hub) = &self.hub {
             hub.retry_failed();
         }

@@ -6,8 +6,9 @@
 //!   the result as JSON; `waiting` results are followed with `wait` until the run completes or
 //!   `--wall-clock-ms` passes. Calls that need approval are answered by `--approve all | none`,
 //!   else by a `y/N` prompt on a terminal, else denied.
-//! - `codemode session` reads `{"tool": "exec" | "wait" | "approve", "args": {…}}` lines on stdin
-//!   and writes one result line each on stdout, keeping parked runs across lines.
+//! - `codemode session` reads `{"tool": "surface" | "exec" | "wait" | "approve", "args": {…},
+//!   "id"?: …}` lines on stdin and writes one answer line each on stdout (the `id` echoed),
+//!   keeping parked runs across lines.
 //! - `exec`, `session` and `serve` apply the config's tool policy (`tools.allow`, `tools.deny`,
 //!   `tools.approvals.require`) and command hooks (`hooks.beforeToolCall` /
 //!   `hooks.afterToolCall`) to every nested call, and `--trajectory FILE` writes the runs'
@@ -17,7 +18,10 @@
 //!   stderr (or `--log-file`), never stdout.
 //! - `codemode config [--config FILE] [--agent ID]` prints the resolved `tools.codeMode` and the
 //!   warnings for every ignored or clamped value.
-//! - `codemode catalog --tools FILE …` shows what the model would see of a tool list.
+//! - `codemode catalog [--tools FILE | --root DIR] [--mcp-config FILE] …` shows what the model
+//!   and the guest would see of the catalog `exec` runs against: `ALL_TOOLS`, the quick index,
+//!   search hits, a described entry, or (`--surface`) the provider-facing `exec`/`wait`
+//!   definitions.
 //! - `codemode agent --script FILE …` runs one agent turn with a scripted model and prints its
 //!   envelope `{payload, transcript, trajectory?, meta, …}` (`agent.rs`).
 //!
@@ -52,7 +56,6 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use codemode_catalog::cli::CatalogView;
-use codemode_catalog::SearchLimits;
 use codemode_facade::{ApprovalBroker, CodeMode, CodeModeResult};
 use codemode_runtime::AbortHandle;
 use host::HostArgs;
@@ -133,15 +136,16 @@ struct ConfigArgs {
 
 #[derive(Args)]
 struct CatalogArgs {
-    /// JSON array of tool specs: {name, label?, description, parameters?, outputSchema?, origin?}.
-    #[arg(long, value_name = "FILE")]
-    tools: PathBuf,
-    /// Print ALL_TOOLS (the guest-visible compact entries).
+    /// Print ALL_TOOLS (the guest-visible compact entries; the default view).
     #[arg(long, group = "view")]
     json: bool,
     /// Print the exec description's quick index.
     #[arg(long, group = "view")]
     index: bool,
+    /// Print the provider-facing exec and wait definitions (name, description with the quick
+    /// index, parameters) as a JSON array: what a host shows its model.
+    #[arg(long, group = "view")]
+    surface: bool,
     /// Print tools.search(QUERY) hits.
     #[arg(long, value_name = "QUERY", group = "view")]
     search: Option<String>,
@@ -151,6 +155,13 @@ struct CatalogArgs {
     /// Print tools.describe(ID).
     #[arg(long, value_name = "ID", group = "view")]
     describe: Option<String>,
+    /// Pretty-print --surface (the other views are always pretty).
+    #[arg(long)]
+    pretty: bool,
+    /// The tools, config and MCP servers, exactly as `exec` takes them (the same --tools file:
+    /// behaviour keys such as `result` are accepted and ignored here).
+    #[command(flatten)]
+    host: HostArgs,
 }
 
 fn main() -> ExitCode {
@@ -250,9 +261,18 @@ fn config(args: ConfigArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `codemode catalog`: one view of the catalog `exec` would run against (same `--tools`,
+/// `--root`, `--mcp-config`, `--config` and `--agent`, so the tool policy applies too).
 fn catalog(args: CatalogArgs) -> Result<ExitCode, Failure> {
-    let text = std::fs::read_to_string(&args.tools)
-        .map_err(|e| Failure::Usage(format!("{}: {e}", args.tools.display())))?;
+    let runtime = host::async_runtime()?;
+    let Some(host) = host::catalog_host(&args.host, &runtime)? else {
+        print_line(&host::disabled_result().to_string())?;
+        return Ok(ExitCode::from(1));
+    };
+    let catalog = host.catalog();
+    host.shutdown(&runtime);
+    runtime.shutdown_background();
+    let catalog = catalog?;
     let view = if let Some(query) = args.search {
         CatalogView::Search {
             query,
@@ -262,11 +282,21 @@ fn catalog(args: CatalogArgs) -> Result<ExitCode, Failure> {
         CatalogView::Describe { id }
     } else if args.index {
         CatalogView::Index
+    } else if args.surface {
+        let tools = codemode_facade::surface_tools(&catalog);
+        let text = if args.pretty {
+            serde_json::to_string_pretty(&tools)
+        } else {
+            serde_json::to_string(&tools)
+        }
+        .unwrap_or_default();
+        print_line(&text)?;
+        return Ok(ExitCode::SUCCESS);
     } else {
         let _ = args.json;
         CatalogView::Json
     };
-    match codemode_catalog::cli::run_catalog_command(&text, &SearchLimits::default(), &view) {
+    match codemode_catalog::cli::render_view(&catalog, &view) {
         Ok(out) => {
             print_line(&out)?;
             Ok(ExitCode::SUCCESS)

@@ -1,11 +1,15 @@
-//! `codemode session`: `exec`, `wait` and `approve` over JSON lines, so any host can drive code
-//! mode without linking Rust.
+//! `codemode session`: `surface`, `exec`, `wait` and `approve` over JSON lines, so any host can
+//! drive code mode without linking Rust.
 //!
-//! Each non-blank stdin line is one request, `{"tool": "exec", "args": {…}}`, `{"tool": "wait",
-//! "args": {"runId": …}}` or `{"tool": "approve", "args": {"approvalId": …, "decision": "allow" |
-//! "deny", "reason"?: …}}`; `exec` and `wait` args go unchanged to [`CodeMode::exec`] /
-//! [`CodeMode::wait`]. Each request gets exactly one stdout line, flushed at once: for `exec` and
-//! `wait` the spec's result object ([`codemode_facade::CodeModeResult::to_json`]), for `approve`
+//! Each non-blank stdin line is one request, `{"tool": "surface"}`, `{"tool": "exec", "args":
+//! {…}}`, `{"tool": "wait", "args": {"runId": …}}` or `{"tool": "approve", "args": {"approvalId":
+//! …, "decision": "allow" | "deny", "reason"?: …}}`, with an optional `"id"` (a string or a
+//! number) that is echoed unchanged on its answer so a host can correlate them; `exec` and `wait`
+//! args go unchanged to [`CodeMode::exec`] / [`CodeMode::wait`]. Each request gets exactly one
+//! stdout line, flushed at once: for `surface` `{"status": "ok", "tools": [exec, wait]}`, the
+//! provider-facing definitions for the current catalog and config
+//! ([`codemode_facade::surface_tools`]: what to show the model); for `exec` and `wait` the spec's
+//! result object ([`codemode_facade::CodeModeResult::to_json`]); for `approve`
 //! `{"status": "ok"}`. Requests run one at a time in input order; one [`CodeMode`] serves the
 //! whole session, so a `waiting` run from one line can be resumed by `wait` on a later one, and
 //! parked runs keep their tool calls running between lines.
@@ -48,10 +52,24 @@ pub(crate) enum Request {
     /// `{"tool": "approve", "args": {"approvalId", "decision", "reason"?}}`: an answer to an
     /// approval.
     Approve(ApproveArgs),
+    /// `{"tool": "surface"}` (`"args"` optional, and then `{}`): the provider-facing `exec` and
+    /// `wait` definitions for the current catalog and config.
+    Surface,
 }
 
 /// The accepted `tool` values, as the error messages list them.
-const TOOLS: &str = "\"exec\", \"wait\" or \"approve\"";
+const TOOLS: &str = "\"exec\", \"wait\", \"approve\" or \"surface\"";
+
+/// The correlation id of a line: `"id"`, a string or a number, echoed unchanged on its answer.
+/// `None` when the line has none or it is not valid JSON.
+pub(crate) fn line_id(line: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(line).ok()? {
+        Value::Object(mut map) => map
+            .remove("id")
+            .filter(|id| id.is_string() || id.is_number()),
+        _ => None,
+    }
+}
 
 /// Parses one request line; `Err` is the message of the `invalid_input` reply.
 pub(crate) fn parse_request(line: &str) -> Result<Request, String> {
@@ -59,15 +77,24 @@ pub(crate) fn parse_request(line: &str) -> Result<Request, String> {
         serde_json::from_str(line).map_err(|e| format!("line is not valid JSON: {e}"))?;
     let Value::Object(mut map) = value else {
         return Err(format!(
-            "line must be a JSON object {{\"tool\": \"exec\" | \"wait\" | \"approve\", \"args\": {{…}}}}, got {}",
+            "line must be a JSON object {{\"tool\": \"exec\" | \"wait\" | \"approve\" | \"surface\", \"args\": {{…}}, \"id\"?: …}}, got {}",
             kind_of(&value)
         ));
     };
     let tool = map.remove("tool");
     let args = map.remove("args");
+    match map.remove("id") {
+        None | Some(Value::String(_) | Value::Number(_)) => {}
+        Some(other) => {
+            return Err(format!(
+                "\"id\" must be a string or a number, got {}",
+                kind_of(&other)
+            ))
+        }
+    }
     if let Some(key) = map.keys().next() {
         return Err(format!(
-            "unknown key {key:?} in line: only \"tool\" and \"args\" are allowed"
+            "unknown key {key:?} in line: only \"tool\", \"args\" and \"id\" are allowed"
         ));
     }
     let tool = match tool {
@@ -75,10 +102,11 @@ pub(crate) fn parse_request(line: &str) -> Result<Request, String> {
         Some(Value::String(tool)) => tool,
         Some(other) => return Err(format!("\"tool\" must be {TOOLS}, got {}", kind_of(&other))),
     };
-    if !matches!(tool.as_str(), "exec" | "wait" | "approve") {
+    if !matches!(tool.as_str(), "exec" | "wait" | "approve" | "surface") {
         return Err(format!("unknown tool {tool:?}: expected {TOOLS}"));
     }
     let args = match args {
+        None if tool == "surface" => return Ok(Request::Surface),
         None => return Err(format!("missing \"args\": the {tool} arguments object")),
         Some(args @ Value::Object(_)) => args,
         Some(other) => {
@@ -91,8 +119,23 @@ pub(crate) fn parse_request(line: &str) -> Result<Request, String> {
     Ok(match tool.as_str() {
         "exec" => Request::Exec(args),
         "wait" => Request::Wait(args),
+        "surface" => match args.as_object().and_then(|a| a.keys().next()) {
+            Some(key) => {
+                return Err(format!(
+                    "unknown key {key:?} in surface args: surface takes no arguments"
+                ))
+            }
+            None => Request::Surface,
+        },
         _ => Request::Approve(parse_approve_args(&args)?),
     })
+}
+
+/// The reply to a `surface` line: `{"status": "ok", "tools": [exec, wait]}`, the definitions of
+/// [`codemode_facade::surface_tools`] (`{name, description, parameters,
+/// hideFromChannelProgress?}`) as a provider payload carries them.
+pub(crate) fn surface_line(catalog: &codemode_catalog::Catalog) -> Value {
+    json!({"status": "ok", "tools": codemode_facade::surface_tools(catalog)})
 }
 
 /// The reply to a malformed line.
@@ -118,15 +161,35 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Answers one non-blank line with the JSON to print.
+    /// Answers one non-blank line with the JSON to print; a line's `"id"` is echoed on it.
     pub(crate) async fn handle(&self, line: &str) -> Value {
+        let mut reply = self.answer(line).await;
+        if let (Some(id), Value::Object(reply)) = (line_id(line), &mut reply) {
+            reply.insert("id".into(), id);
+        }
+        reply
+    }
+
+    /// The answer to one line, without its id.
+    async fn answer(&self, line: &str) -> Value {
         let request = match parse_request(line) {
             Ok(request) => request,
             Err(message) => return invalid_line(&message),
         };
-        if let Request::Approve(approve) = &request {
-            return self.approve(approve);
-        }
+        let (is_exec, args) = match request {
+            Request::Approve(approve) => return self.approve(&approve),
+            Request::Exec(args) => (true, args),
+            Request::Wait(args) => (false, args),
+            Request::Surface => {
+                let Some((_, host)) = &self.front else {
+                    return host::disabled_result();
+                };
+                return match host.catalog() {
+                    Ok(catalog) => surface_line(&catalog),
+                    Err(Failure::Usage(e) | Failure::Run(e)) => invalid_line(&e),
+                };
+            }
+        };
         let Some((code_mode, host)) = &self.front else {
             return host::disabled_result();
         };
@@ -137,10 +200,10 @@ impl Session {
         let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let env = env.with_tool_call_id(format!("call_{call}"));
         let abort = AbortHandle::new();
-        let result = match &request {
-            Request::Exec(args) => code_mode.exec(&env, args, &abort).await,
-            Request::Wait(args) => code_mode.wait_with(&env, args, &abort).await,
-            Request::Approve(approve) => return self.approve(approve),
+        let result = if is_exec {
+            code_mode.exec(&env, &args, &abort).await
+        } else {
+            code_mode.wait_with(&env, &args, &abort).await
         };
         result.to_json()
     }
@@ -244,6 +307,26 @@ mod tests {
     }
 
     #[test]
+    fn parses_surface_lines_and_ids() {
+        assert_eq!(
+            parse_request(r#"{"tool": "surface"}"#),
+            Ok(Request::Surface)
+        );
+        assert_eq!(
+            parse_request(r#"{"tool": "surface", "args": {}, "id": "a"}"#),
+            Ok(Request::Surface)
+        );
+        assert_eq!(
+            parse_request(r#"{"id": 7, "tool": "exec", "args": {"code": "return 1"}}"#),
+            Ok(Request::Exec(json!({"code": "return 1"})))
+        );
+        assert_eq!(line_id(r#"{"id": 7, "tool": "nope"}"#), Some(json!(7)));
+        assert_eq!(line_id(r#"{"id": "x-1"}"#), Some(json!("x-1")));
+        assert_eq!(line_id(r#"{"id": null}"#), None);
+        assert_eq!(line_id("{"), None);
+    }
+
+    #[test]
     fn parses_approve_lines() {
         assert_eq!(
             parse_request(
@@ -273,19 +356,19 @@ mod tests {
         );
         assert_eq!(
             err("[1]"),
-            "line must be a JSON object {\"tool\": \"exec\" | \"wait\" | \"approve\", \"args\": {…}}, got an array"
+            "line must be a JSON object {\"tool\": \"exec\" | \"wait\" | \"approve\" | \"surface\", \"args\": {…}, \"id\"?: …}, got an array"
         );
         assert_eq!(
             err(r#"{"args": {}}"#),
-            "missing \"tool\": expected \"exec\", \"wait\" or \"approve\""
+            "missing \"tool\": expected \"exec\", \"wait\", \"approve\" or \"surface\""
         );
         assert_eq!(
             err(r#"{"tool": 1, "args": {}}"#),
-            "\"tool\" must be \"exec\", \"wait\" or \"approve\", got a number"
+            "\"tool\" must be \"exec\", \"wait\", \"approve\" or \"surface\", got a number"
         );
         assert_eq!(
             err(r#"{"tool": "run", "args": {}}"#),
-            "unknown tool \"run\": expected \"exec\", \"wait\" or \"approve\""
+            "unknown tool \"run\": expected \"exec\", \"wait\", \"approve\" or \"surface\""
         );
         assert_eq!(
             err(r#"{"tool": "wait"}"#),
@@ -296,8 +379,16 @@ mod tests {
             "\"args\" must be an object, got a string"
         );
         assert_eq!(
-            err(r#"{"tool": "exec", "args": {}, "id": 7}"#),
-            "unknown key \"id\" in line: only \"tool\" and \"args\" are allowed"
+            err(r#"{"tool": "exec", "args": {}, "ids": 7}"#),
+            "unknown key \"ids\" in line: only \"tool\", \"args\" and \"id\" are allowed"
+        );
+        assert_eq!(
+            err(r#"{"tool": "exec", "args": {}, "id": [7]}"#),
+            "\"id\" must be a string or a number, got an array"
+        );
+        assert_eq!(
+            err(r#"{"tool": "surface", "args": {"x": 1}}"#),
+            "unknown key \"x\" in surface args: surface takes no arguments"
         );
         assert_eq!(
             invalid_line("x"),

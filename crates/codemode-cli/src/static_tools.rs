@@ -1,10 +1,11 @@
 //! Static tools declared in JSON (`codemode exec --tools FILE`, `codemode session --tools FILE`):
 //! fixed behaviour for trying programs and for scenario tests, from any language.
 //!
-//! The file is a JSON array; each element is a tool spec of the `codemode catalog --tools`
-//! format (`{name, label?, description, parameters?, outputSchema?, origin?, …}`, parsed by the
-//! catalog crate's own [`ToolSpec`] deserialiser, with `description` defaulting to `""`) plus
-//! exactly one behaviour key and an optional delay:
+//! The file is a JSON array; each element is a tool spec in the one tools-file format
+//! (`{name, label?, description?, parameters?, outputSchema?, origin?, …}`, parsed by
+//! [`codemode_catalog::cli::parse_tool_entry`], `description` defaulting to `""`; `codemode
+//! catalog --tools` reads the same file and ignores the behaviour keys) plus exactly one
+//! behaviour key and an optional delay:
 //!
 //! - `"result": <any JSON>`: the call returns `result` as its `details`;
 //! - `"error": "<message>"`: the call fails; the guest sees `new Error(message)`;
@@ -26,8 +27,8 @@ use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use serde_json::{Map, Value};
 
-/// The keys a static tool adds to a catalog tool spec.
-const STATIC_KEYS: [&str; 5] = ["result", "error", "echo", "resultByAction", "delayMs"];
+/// The keys a static tool adds to a catalog tool spec (the catalog ignores them).
+const STATIC_KEYS: [&str; 5] = codemode_catalog::cli::BEHAVIOUR_KEYS;
 
 /// The behaviour keys; a tool has exactly one.
 const BEHAVIOUR_KEYS: [&str; 4] = ["result", "error", "echo", "resultByAction"];
@@ -65,14 +66,7 @@ pub(crate) struct StaticToolsFile {
 
 /// A short name for a JSON value's type, for error messages.
 pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    codemode_catalog::cli::json_kind(value)
 }
 
 /// Reads `delayMs`: a non-negative integer number of milliseconds (`5` or `5.0`).
@@ -94,10 +88,7 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
             kind_of(&item)
         ));
     };
-    let who = match map.get("name").and_then(Value::as_str) {
-        Some(name) => format!("tool #{index} ({name:?})"),
-        None => format!("tool #{index}"),
-    };
+    let who = codemode_catalog::cli::tool_label(index, &map);
     let mut taken: Map<String, Value> = Map::new();
     for key in STATIC_KEYS {
         if let Some(value) = map.remove(key) {
@@ -154,16 +145,7 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
             format!("{who}: \"delayMs\" must be a non-negative integer (milliseconds), got {value}")
         })?,
     };
-    map.entry("description")
-        .or_insert_with(|| Value::String(String::new()));
-    let spec: ToolSpec = serde_json::from_value(Value::Object(map)).map_err(|e| {
-        let message = e.to_string();
-        if message.starts_with("unknown field") {
-            format!("{who}: {message}, or one of `result`, `error`, `echo`, `resultByAction`, `delayMs`")
-        } else {
-            format!("{who}: {message}")
-        }
-    })?;
+    let spec = codemode_catalog::cli::parse_tool_entry(index, map)?;
     Ok((spec, StaticTool { behaviour, delay }))
 }
 

@@ -187,11 +187,11 @@ fn malformed_lines_get_invalid_input_and_the_session_goes_on() {
         lines(&out),
         vec![
             invalid("line is not valid JSON: expected ident at line 1 column 2"),
-            invalid("unknown tool \"run\": expected \"exec\", \"wait\" or \"approve\""),
+            invalid("unknown tool \"run\": expected \"exec\", \"wait\", \"approve\" or \"surface\""),
             invalid("missing \"args\": the exec arguments object"),
             invalid("\"args\" must be an object, got an array"),
             invalid(
-                "line must be a JSON object {\"tool\": \"exec\" | \"wait\" | \"approve\", \"args\": {…}}, got an array"
+                "line must be a JSON object {\"tool\": \"exec\" | \"wait\" | \"approve\" | \"surface\", \"args\": {…}, \"id\"?: …}, got an array"
             ),
             json!({
                 "status": "completed",
@@ -272,7 +272,7 @@ fn disabled_config_answers_every_request_with_the_disabled_result() {
         vec![
             disabled.clone(),
             disabled,
-            json!({"status": "failed", "error": "\"tool\" must be \"exec\", \"wait\" or \"approve\", got a number", "code": "invalid_input"}),
+            json!({"status": "failed", "error": "\"tool\" must be \"exec\", \"wait\", \"approve\" or \"surface\", got a number", "code": "invalid_input"}),
         ]
     );
 }

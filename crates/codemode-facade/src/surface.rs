@@ -203,6 +203,17 @@ pub fn wait_tool() -> ToolDefinition {
     }
 }
 
+/// The provider-facing definitions of the two code-mode tools for `catalog`, in order:
+/// `[exec, wait]`, where `exec` is [`exec_tool`] with the catalog's MCP namespace prompt
+/// ([`codemode_catalog::namespace_prompt`], docs/contract/mcp.md#s7-5) and its quick index, and
+/// `wait` is [`wait_tool`]. This is what a host puts in its model request (and what `codemode
+/// serve` answers to `tools/list`, `codemode session` to `{"tool": "surface"}` and `codemode
+/// catalog --surface` prints); retained direct tools, if the host has any, come after them.
+pub fn surface_tools(catalog: &Catalog) -> [ToolDefinition; 2] {
+    let prompt = codemode_catalog::namespace_prompt(catalog);
+    [exec_tool(Some(catalog), prompt.as_deref()), wait_tool()]
+}
+
 /// The model surface of one code-mode run (docs/contract/surface.md#s2-1), from [`model_surface`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Surface {
