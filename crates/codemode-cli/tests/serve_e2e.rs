@@ -162,6 +162,7 @@ async fn serve_over_streamable_http_on_loopback() {
                     ServerConfig::Http {
                         url: url.clone(),
                         headers: Default::default(),
+                        timeout: None,
                     },
                 )]
                 .into(),

@@ -39,6 +39,7 @@ fn benches(c: &mut Criterion) {
                 args: vec![],
                 env: BTreeMap::new(),
                 cwd: None,
+                timeout: None,
             },
         )]),
     };

@@ -169,13 +169,17 @@ pub struct ServerClient {
 
 impl ServerClient {
     /// A client for `config`, named `name` in messages; `on_tools_changed` runs (on an rmcp
-    /// task, so it must not block) for every `notifications/tools/list_changed`.
+    /// task, so it must not block) for every `notifications/tools/list_changed`. The server's
+    /// own `timeoutMs` ([`ServerConfig::timeout`]) replaces `options.call_timeout`.
     pub fn new(
         name: &str,
         config: ServerConfig,
-        options: ClientOptions,
+        mut options: ClientOptions,
         on_tools_changed: Arc<dyn Fn() + Send + Sync>,
     ) -> Self {
+        if let Some(timeout) = config.timeout() {
+            options.call_timeout = timeout;
+        }
         ServerClient {
             name: name.to_string(),
             config,
@@ -254,6 +258,7 @@ impl ServerClient {
                 args,
                 env,
                 cwd,
+                ..
             } => {
                 if let Some(cwd) = cwd.as_ref().filter(|cwd| !cwd.is_dir()) {
                     return Err(ClientError::CwdNotDirectory {
@@ -284,7 +289,7 @@ impl ServerClient {
                 child = Some(process);
                 handler.serve((reader, pipes.stdin)).await.map_err(fail)?
             }
-            ServerConfig::Http { url, headers } => {
+            ServerConfig::Http { url, headers, .. } => {
                 let mut custom = HashMap::new();
                 for (key, value) in headers {
                     let name = http::HeaderName::from_bytes(key.as_bytes()).map_err(|source| {

@@ -13,14 +13,24 @@
 //! `"streamable-http"`, `"streamableHttp"`) may say which explicitly; `"sse"` (the deprecated
 //! HTTP+SSE transport) is refused with a clear error. `disabled: true` skips a server, as in
 //! Cline's format. Unknown keys are ignored so files written for other clients still load.
+//!
+//! As in Claude Code and Cursor, `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`
+//! values, `url` and `headers` values are replaced by the variable from `codemode`'s own
+//! environment (the default when it is unset or empty); an unset variable without a default is
+//! a config error naming the server, the field and the variable. `timeoutMs` (a positive
+//! integer, at most [`MAX_TIMEOUT_MS`]) replaces the per-request timeout for that server.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 /// The largest config file [`McpServersConfig::load`] reads: 4 MiB.
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The largest per-server `timeoutMs`: 86,400,000 ms (one day).
+pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
 
 /// All configured MCP servers, by configured name (sorted by name).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,10 +48,14 @@ pub enum ServerConfig {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to the inherited environment.
+        /// Variables set for the child on top of the safe default environment (see
+        /// `process.rs`: `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER` on Unix).
         env: BTreeMap<String, String>,
         /// Working directory; the current one when `None`.
         cwd: Option<PathBuf>,
+        /// `timeoutMs`: this server's per-request timeout; `None` keeps
+        /// [`crate::ClientOptions::call_timeout`].
+        timeout: Option<Duration>,
     },
     /// A streamable HTTP endpoint (`url`, `headers`).
     Http {
@@ -49,7 +63,19 @@ pub enum ServerConfig {
         url: String,
         /// Headers sent with every request (e.g. `Authorization`).
         headers: BTreeMap<String, String>,
+        /// `timeoutMs`: this server's per-request timeout; `None` keeps
+        /// [`crate::ClientOptions::call_timeout`].
+        timeout: Option<Duration>,
     },
+}
+
+impl ServerConfig {
+    /// The server's own per-request timeout (`timeoutMs`), if it has one.
+    pub fn timeout(&self) -> Option<Duration> {
+        match self {
+            ServerConfig::Stdio { timeout, .. } | ServerConfig::Http { timeout, .. } => *timeout,
+        }
+    }
 }
 
 /// A config file or value that cannot be used; the message names the server and the key.
@@ -64,8 +90,25 @@ impl McpServersConfig {
     /// non-string `command`/`url`/`args`/`env`/`headers` values, a non-boolean `disabled`, a
     /// `type`/`transport` other than `stdio`, `http`, `streamable-http`, `streamableHttp` (`sse`
     /// is refused) or one that does not match `command`/`url`, an empty or over-long (> 64
-    /// characters) server name. The message names the server and the key.
+    /// characters) server name, a `timeoutMs` that is not an integer from 1 to
+    /// [`MAX_TIMEOUT_MS`], a `${VAR}` that is unset (without a default), unterminated or not a
+    /// variable name. The message names the server and the key.
+    ///
+    /// `${VAR}` is looked up in this process's environment (a variable that is not valid UTF-8
+    /// counts as unset); [`McpServersConfig::from_value_with_env`] takes the lookup.
     pub fn from_value(value: &Value) -> Result<Self, ConfigError> {
+        Self::from_value_with_env(value, &|name| std::env::var(name).ok())
+    }
+
+    /// [`McpServersConfig::from_value`] with `lookup` giving the value of a `${VAR}` (`None`:
+    /// unset).
+    ///
+    /// # Errors
+    /// As [`McpServersConfig::from_value`].
+    pub fn from_value_with_env(
+        value: &Value,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let root = value
             .as_object()
             .ok_or_else(|| ConfigError("the MCP config must be a JSON object".into()))?;
@@ -106,7 +149,7 @@ impl McpServersConfig {
             }
             config
                 .servers
-                .insert(name.clone(), parse_server(name, server)?);
+                .insert(name.clone(), parse_server(name, server, lookup)?);
         }
         Ok(config)
     }
@@ -142,7 +185,24 @@ fn holds_servers(entry: &Map<String, Value>) -> bool {
         })
 }
 
-fn parse_server(name: &str, server: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
+fn parse_server(
+    name: &str,
+    server: &Map<String, Value>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, ConfigError> {
+    let expand =
+        |field: &str, text: &str| expand_vars(text, lookup).map_err(|e| e.for_field(name, field));
+    let timeout = match server.get("timeoutMs") {
+        None | Some(Value::Null) => None,
+        Some(value) => match value.as_u64() {
+            Some(ms @ 1..=MAX_TIMEOUT_MS) => Some(Duration::from_millis(ms)),
+            _ => {
+                return Err(ConfigError(format!(
+                    "MCP server \"{name}\": \"timeoutMs\" must be an integer from 1 to {MAX_TIMEOUT_MS} (milliseconds)"
+                )))
+            }
+        },
+    };
     let kind = match server.get("type").or_else(|| server.get("transport")) {
         None | Some(Value::Null) => None,
         Some(Value::String(kind)) => Some(kind.as_str()),
@@ -190,6 +250,7 @@ fn parse_server(name: &str, server: &Map<String, Value>) -> Result<ServerConfig,
     }
     match (command, url) {
         (Some(command), None) => {
+            let command = expand("command", &command)?;
             if command.trim().is_empty() {
                 return Err(ConfigError(format!(
                     "MCP server \"{name}\": \"command\" is empty"
@@ -212,22 +273,38 @@ fn parse_server(name: &str, server: &Map<String, Value>) -> Result<ServerConfig,
                     )))
                 }
             };
+            let args = args
+                .iter()
+                .enumerate()
+                .map(|(i, arg)| expand(&format!("args[{i}]"), arg))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut env = string_map(name, server, "env")?;
+            for (key, value) in env.iter_mut() {
+                *value = expand(&format!("env.{key}"), value)?;
+            }
             Ok(ServerConfig::Stdio {
                 command,
                 args,
-                env: string_map(name, server, "env")?,
+                env,
                 cwd: string("cwd")?.map(PathBuf::from),
+                timeout,
             })
         }
         (None, Some(url)) => {
+            let url = expand("url", &url)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ConfigError(format!(
                     "MCP server \"{name}\": \"url\" must start with http:// or https://"
                 )));
             }
+            let mut headers = string_map(name, server, "headers")?;
+            for (key, value) in headers.iter_mut() {
+                *value = expand(&format!("headers.{key}"), value)?;
+            }
             Ok(ServerConfig::Http {
                 url,
-                headers: string_map(name, server, "headers")?,
+                headers,
+                timeout,
             })
         }
         (Some(_), Some(_)) => Err(ConfigError(format!(
@@ -259,6 +336,69 @@ fn string_map(
             "MCP server \"{name}\": \"{key}\" must be an object of strings"
         ))),
     }
+}
+
+/// Why a `${…}` reference could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ExpandError {
+    /// `${VAR}` with `VAR` unset and no default.
+    Unset(String),
+    /// `${` without its `}`.
+    Unterminated,
+    /// `${…}` whose name is not `[A-Za-z_][A-Za-z0-9_]*`.
+    BadName(String),
+}
+
+impl ExpandError {
+    fn for_field(self, server: &str, field: &str) -> ConfigError {
+        ConfigError(match self {
+            ExpandError::Unset(var) => format!(
+                "MCP server \"{server}\": \"{field}\" uses ${{{var}}}, but {var} is not set (set it, or give a default: ${{{var}:-default}})"
+            ),
+            ExpandError::Unterminated => format!(
+                "MCP server \"{server}\": \"{field}\" has a \"${{\" without its closing \"}}\""
+            ),
+            ExpandError::BadName(name) => format!(
+                "MCP server \"{server}\": \"{field}\" has ${{{name}}}, which is not a variable name (letters, digits and _, not starting with a digit)"
+            ),
+        })
+    }
+}
+
+/// Replaces every `${VAR}` and `${VAR:-default}` in `text` with `lookup(VAR)`; the default is
+/// used when `VAR` is unset or empty (as in the shell) and is taken literally (no nesting). A `$`
+/// not followed by `{` stays as it is; there is no `$VAR` form (a `$` in an argument such as a
+/// regex or a price must survive).
+fn expand_vars(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or(ExpandError::Unterminated)?;
+        let inner = &after[..end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((var, default)) => (var, Some(default)),
+            None => (inner, None),
+        };
+        let valid = var
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(ExpandError::BadName(inner.to_string()));
+        }
+        match (lookup(var), default) {
+            (Some(value), Some(default)) if value.is_empty() => out.push_str(default),
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => return Err(ExpandError::Unset(var.to_string())),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// The server name made safe for catalog ids and the namespace: characters outside
@@ -298,6 +438,7 @@ mod tests {
                 args: vec!["-y".into(), "@modelcontextprotocol/server-memory".into()],
                 env: BTreeMap::from([("A".into(), "1".into())]),
                 cwd: None,
+                timeout: None,
             }
         );
         assert_eq!(
@@ -305,8 +446,109 @@ mod tests {
             ServerConfig::Http {
                 url: "https://example.com/mcp".into(),
                 headers: BTreeMap::from([("Authorization".into(), "Bearer x".into())]),
+                timeout: None,
             }
         );
+    }
+
+    fn lookup(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            "PORT" => Some("8931".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn variables_expand_in_command_args_env_url_and_headers() {
+        let config = McpServersConfig::from_value_with_env(
+            &json!({"mcpServers": {
+                "local": {
+                    "command": "${BIN_DIR:-/usr/bin}/server",
+                    "args": ["--token=${TOKEN}", "price $5 and ${EMPTY:-fallback}", "${EMPTY}|${MISSING:-}|$TOKEN"],
+                    "env": {"API_TOKEN": "${TOKEN}", "MODE": "${MODE:-dev:-x}"},
+                    "cwd": "${TOKEN}",
+                    "timeoutMs": 1500
+                },
+                "remote": {
+                    "url": "http://127.0.0.1:${PORT}/mcp",
+                    "headers": {"Authorization": "Bearer ${TOKEN}"}
+                }
+            }}),
+            &lookup,
+        )
+        .unwrap();
+        assert_eq!(
+            config.servers["local"],
+            ServerConfig::Stdio {
+                command: "/usr/bin/server".into(),
+                args: vec![
+                    "--token=s3cret".into(),
+                    "price $5 and fallback".into(),
+                    "||$TOKEN".into()
+                ],
+                env: BTreeMap::from([
+                    ("API_TOKEN".into(), "s3cret".into()),
+                    ("MODE".into(), "dev:-x".into())
+                ]),
+                cwd: Some(PathBuf::from("${TOKEN}")),
+                timeout: Some(Duration::from_millis(1500)),
+            }
+        );
+        assert_eq!(
+            config.servers["remote"],
+            ServerConfig::Http {
+                url: "http://127.0.0.1:8931/mcp".into(),
+                headers: BTreeMap::from([("Authorization".into(), "Bearer s3cret".into())]),
+                timeout: None,
+            }
+        );
+        assert_eq!(
+            config.servers["local"].timeout(),
+            Some(Duration::from_millis(1500))
+        );
+    }
+
+    #[test]
+    fn bad_variables_and_timeouts_name_the_server_field_and_variable() {
+        let err = |v: Value| {
+            McpServersConfig::from_value_with_env(&v, &lookup)
+                .unwrap_err()
+                .0
+        };
+        assert_eq!(
+            err(json!({"mcpServers": {"gh": {"command": "x", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}}})),
+            "MCP server \"gh\": \"env.GITHUB_TOKEN\" uses ${GITHUB_TOKEN}, but GITHUB_TOKEN is not set (set it, or give a default: ${GITHUB_TOKEN:-default})"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"a": {"command": "x", "args": ["ok", "${NOPE}"]}}})),
+            "MCP server \"a\": \"args[1]\" uses ${NOPE}, but NOPE is not set (set it, or give a default: ${NOPE:-default})"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"w": {"url": "http://h/${HOST"}}})),
+            "MCP server \"w\": \"url\" has a \"${\" without its closing \"}\""
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"w": {"url": "http://h", "headers": {"X-Key": "${1BAD}"}}}})),
+            "MCP server \"w\": \"headers.X-Key\" has ${1BAD}, which is not a variable name (letters, digits and _, not starting with a digit)"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"w": {"command": "${}"}}})),
+            "MCP server \"w\": \"command\" has ${}, which is not a variable name (letters, digits and _, not starting with a digit)"
+        );
+        for bad in [
+            json!(0),
+            json!(-5),
+            json!(1.5),
+            json!("100"),
+            json!(86_400_001u64),
+        ] {
+            assert_eq!(
+                err(json!({"mcpServers": {"t": {"command": "x", "timeoutMs": bad}}})),
+                "MCP server \"t\": \"timeoutMs\" must be an integer from 1 to 86400000 (milliseconds)"
+            );
+        }
     }
 
     #[test]

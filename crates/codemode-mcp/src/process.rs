@@ -10,6 +10,44 @@ use std::time::Duration;
 use codemode_facade::ProcessGroup;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
+/// The variables a stdio server inherits from `codemode`'s environment, as the official MCP
+/// SDKs choose them (TypeScript `DEFAULT_INHERITED_ENV_VARS`, Python
+/// `get_default_environment`): enough to find programs and the user's home, nothing secret.
+/// Everything else a server needs is given in its config's `env` (`"TOKEN": "${TOKEN}"`).
+#[cfg(not(windows))]
+pub(crate) const DEFAULT_INHERITED_ENV_VARS: &[&str] =
+    &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The variables a stdio server inherits from `codemode`'s environment (Windows list of the
+/// official MCP SDKs).
+#[cfg(windows)]
+pub(crate) const DEFAULT_INHERITED_ENV_VARS: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+];
+
+/// The safe default environment of a stdio server: the [`DEFAULT_INHERITED_ENV_VARS`] that
+/// are set in this process, except values starting with `()` (exported shell functions, the
+/// Shellshock vector; the SDKs skip them too).
+pub(crate) fn default_environment() -> Vec<(String, std::ffi::OsString)> {
+    DEFAULT_INHERITED_ENV_VARS
+        .iter()
+        .filter_map(|key| {
+            let value = std::env::var_os(key)?;
+            (!value.as_encoded_bytes().starts_with(b"()")).then(|| (key.to_string(), value))
+        })
+        .collect()
+}
+
 /// A spawned child and its process group; the group gets SIGKILL when this is dropped.
 ///
 /// The group is only ever killed while the child is not reaped yet (see
@@ -29,7 +67,8 @@ pub(crate) struct ChildStdio {
 }
 
 impl ChildProcess {
-    /// Starts `command` with `args`, `env` added to the inherited environment, in `cwd` (the
+    /// Starts `command` with `args`, in an environment of only [`default_environment`] plus
+    /// `env` (which wins), never the whole parent environment, in `cwd` (the
     /// current directory when `None`), with stdin, stdout and stderr piped, killed on drop and, on
     /// Unix, as the leader of a new process group.
     ///
@@ -42,7 +81,11 @@ impl ChildProcess {
         cwd: Option<&Path>,
     ) -> std::io::Result<ChildProcess> {
         let mut cmd = tokio::process::Command::new(command);
-        cmd.args(args).envs(env).kill_on_drop(true);
+        cmd.args(args)
+            .env_clear()
+            .envs(default_environment())
+            .envs(env)
+            .kill_on_drop(true);
         #[cfg(unix)]
         cmd.process_group(0);
         if let Some(cwd) = cwd {

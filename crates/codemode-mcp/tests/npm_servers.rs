@@ -24,6 +24,7 @@ fn stdio(command: std::path::PathBuf, args: &[&str], env: &[(&str, &str)]) -> Se
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         cwd: None,
+        timeout: None,
     }
 }
 
@@ -268,6 +269,7 @@ async fn streamable_http_server_and_expired_session() {
             "web",
             ServerConfig::Http {
                 url: url.clone(),
+                timeout: None,
                 headers: BTreeMap::from([("X-Test".to_string(), "1".to_string())]),
             },
         )]),

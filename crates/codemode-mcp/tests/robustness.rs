@@ -22,6 +22,7 @@ fn stdio_config(command: &str, args: Vec<String>) -> McpServersConfig {
                 args,
                 env: BTreeMap::new(),
                 cwd: None,
+                timeout: None,
             },
         )]),
     }
@@ -68,7 +69,7 @@ async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
         .await
 }
 
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 9] = [
     "t__echo",
     "t__fail",
     "t__protocol_error",
@@ -76,6 +77,8 @@ const TOOLS: [&str; 7] = [
     "t__slow",
     "t__crash",
     "t__add_tool",
+    "t__env",
+    "t__big",
 ];
 
 fn with_operations(tools: &[&str]) -> Vec<String> {
@@ -109,11 +112,11 @@ async fn repeated_cursor_and_endless_cursor_stop() {
         status.warnings,
         [
             "MCP server \"t\": tools/list repeated cursor \"same\"; stopped",
-            "MCP server \"t\": skipped 7 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\")"
+            "MCP server \"t\": skipped 9 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"big\")"
         ]
     );
     // The first page was read, the second (same cursor) was read once more, then it stopped.
-    assert_eq!(status.tools, 7);
+    assert_eq!(status.tools, 9);
     repeat.shutdown().await;
 
     let endless = hub(&["--endless-cursor"]).await;
@@ -123,10 +126,10 @@ async fn repeated_cursor_and_endless_cursor_stop() {
         status.warnings,
         [
             "MCP server \"t\": tools/list stopped after 5 pages",
-            "MCP server \"t\": skipped 28 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"echo\", \"fail\", \"protocol_error\", …)"
+            "MCP server \"t\": skipped 36 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"big\", \"echo\", …)"
         ]
     );
-    assert_eq!(status.tools, 7);
+    assert_eq!(status.tools, 9);
     endless.shutdown().await;
 }
 
@@ -528,6 +531,7 @@ async fn a_server_that_was_down_is_retried() {
                 args: vec![],
                 env: BTreeMap::new(),
                 cwd: None,
+                timeout: None,
             },
         )]),
     };

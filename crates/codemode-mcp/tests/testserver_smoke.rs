@@ -124,7 +124,7 @@ fn tool_names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-const ALL_TOOLS: [&str; 7] = [
+const ALL_TOOLS: [&str; 9] = [
     "echo",
     "fail",
     "protocol_error",
@@ -132,6 +132,8 @@ const ALL_TOOLS: [&str; 7] = [
     "slow",
     "crash",
     "add_tool",
+    "env",
+    "big",
 ];
 
 #[test]

@@ -13,6 +13,10 @@
 //! - `crash` `{}`: exits the process with status 3 without answering.
 //! - `add_tool` `{}`: adds a tool `added_<n>` (n = 1, 2, …; it behaves like `echo`), sends
 //!   `notifications/tools/list_changed`, then answers `added added_<n>`.
+//! - `env` `{}`: one text content, the server's whole environment as a JSON object (sorted by
+//!   name; variables that are not UTF-8 are left out).
+//! - `big` `{bytes: integer}`: one text content of `bytes` `x` characters (a reply over a
+//!   client's line limit).
 //!
 //! Also one resource, `memo://one` (name `one`, `text/plain`, text `first memo`), and one
 //! prompt, `brief` (argument `topic`, required), returning one user message
@@ -39,6 +43,12 @@
 //!   10 ms forever.
 //! - `--exit-after-init`: exits with status 4 as soon as the client's
 //!   `notifications/initialized` arrives (a dead child right after the handshake).
+//! - `--cancel-log PATH`: every `notifications/cancelled` appends the line
+//!   `cancelled <requestId> <tool> <reason>` to `PATH` (`<tool>` is the name of the
+//!   `tools/call` it cancels, `-` if unknown; `<reason>` is `-` when none was given).
+//! - `--http`: serves streamable HTTP on `127.0.0.1` (a free port) instead of stdio and prints
+//!   its URL (`http://127.0.0.1:<port>/mcp`) as the first line of stdout; every session gets a
+//!   fresh server state.
 //!
 //! With `CODEMODE_TESTSERVER_PID_FILE=<path>` in its environment it writes its process id there
 //! at start (the shutdown test checks that the process is gone).
@@ -50,6 +60,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::CancelledNotificationParam;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
@@ -61,8 +72,10 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Flags {
+    cancel_log: Option<std::path::PathBuf>,
+    http: bool,
     pages: Option<usize>,
     slow_list_ms: u64,
     repeat_cursor: bool,
@@ -99,6 +112,10 @@ fn parse_flags() -> Result<Flags, String> {
             "--rotating-tools" => flags.rotating_tools = true,
             "--flood-list-changed" => flags.flood_list_changed = true,
             "--exit-after-init" => flags.exit_after_init = true,
+            "--cancel-log" => {
+                flags.cancel_log = Some(args.next().ok_or("--cancel-log needs a path")?.into())
+            }
+            "--http" => flags.http = true,
             other => return Err(format!("unknown argument: {other}")),
         }
     }
@@ -113,6 +130,20 @@ struct TestServer {
     lists: AtomicU64,
     /// Counts `tools/list` requests, for `--rotating-tools`.
     rotations: AtomicU64,
+    /// The tool of each `tools/call` in flight, by request id (for `--cancel-log`).
+    in_flight: Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl TestServer {
+    fn new(flags: Flags) -> TestServer {
+        TestServer {
+            flags,
+            added: Mutex::new(Vec::new()),
+            lists: AtomicU64::new(0),
+            rotations: AtomicU64::new(0),
+            in_flight: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
 }
 
 fn schema(value: Value) -> Arc<JsonObject> {
@@ -168,6 +199,20 @@ impl TestServer {
                 "Adds a tool added_<n> and sends notifications/tools/list_changed.",
                 no_args(),
             ),
+            Tool::new(
+                "env",
+                "Returns the server's environment as JSON.",
+                no_args(),
+            ),
+            Tool::new(
+                "big",
+                "Returns a text of bytes x characters.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"bytes": {"type": "integer"}},
+                    "required": ["bytes"]
+                })),
+            ),
         ];
         let added = self.added.lock().expect("added tools lock");
         tools.extend(
@@ -220,6 +265,75 @@ fn text_arg(args: &Option<JsonObject>, key: &str) -> Result<String, McpError> {
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| McpError::invalid_params(format!("missing string argument {key:?}"), None))
+}
+
+impl TestServer {
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let result = match request.name.as_ref() {
+            name if name == "echo" || self.is_added(name) => {
+                let text = text_arg(&request.arguments, "text")?;
+                let mut result = text_result(text.clone());
+                result.structured_content = Some(json!({"echo": text}));
+                result
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text("it failed")]),
+            "protocol_error" => {
+                return Err(McpError::invalid_params("bad params from testserver", None))
+            }
+            "hang" => std::future::pending().await,
+            "slow" => {
+                let ms = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("ms"))
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| {
+                        McpError::invalid_params("missing integer argument \"ms\"", None)
+                    })?;
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                text_result(format!("slept {ms}"))
+            }
+            "crash" => std::process::exit(3),
+            "env" => {
+                let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                    .collect();
+                text_result(serde_json::to_string(&env).expect("env is JSON"))
+            }
+            "big" => {
+                let bytes = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("bytes"))
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| {
+                        McpError::invalid_params("missing integer argument \"bytes\"", None)
+                    })?;
+                text_result("x".repeat(usize::try_from(bytes).unwrap_or(usize::MAX)))
+            }
+            "add_tool" => {
+                let name = {
+                    let mut added = self.added.lock().expect("added tools lock");
+                    let name = format!("added_{}", added.len() + 1);
+                    added.push(name.clone());
+                    name
+                };
+                let _ = context.peer.notify_tool_list_changed().await;
+                text_result(format!("added {name}"))
+            }
+            name => {
+                return Err(McpError::invalid_params(
+                    format!("unknown tool {name}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
 }
 
 impl ServerHandler for TestServer {
@@ -282,49 +396,43 @@ impl ServerHandler for TestServer {
         if self.flags.flood_stderr {
             eprintln!("testserver: tools/call {}", request.name);
         }
-        let result = match request.name.as_ref() {
-            name if name == "echo" || self.is_added(name) => {
-                let text = text_arg(&request.arguments, "text")?;
-                let mut result = text_result(text.clone());
-                result.structured_content = Some(json!({"echo": text}));
-                result
-            }
-            "fail" => CallToolResult::error(vec![ContentBlock::text("it failed")]),
-            "protocol_error" => {
-                return Err(McpError::invalid_params("bad params from testserver", None))
-            }
-            "hang" => std::future::pending().await,
-            "slow" => {
-                let ms = request
-                    .arguments
-                    .as_ref()
-                    .and_then(|a| a.get("ms"))
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| {
-                        McpError::invalid_params("missing integer argument \"ms\"", None)
-                    })?;
-                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                text_result(format!("slept {ms}"))
-            }
-            "crash" => std::process::exit(3),
-            "add_tool" => {
-                let name = {
-                    let mut added = self.added.lock().expect("added tools lock");
-                    let name = format!("added_{}", added.len() + 1);
-                    added.push(name.clone());
-                    name
-                };
-                let _ = context.peer.notify_tool_list_changed().await;
-                text_result(format!("added {name}"))
-            }
-            name => {
-                return Err(McpError::invalid_params(
-                    format!("unknown tool {name}"),
-                    None,
-                ));
-            }
+        let id = context.id.to_string();
+        self.in_flight
+            .lock()
+            .expect("in-flight lock")
+            .insert(id.clone(), request.name.to_string());
+        let result = self.call(request, context).await;
+        self.in_flight.lock().expect("in-flight lock").remove(&id);
+        result
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        let Some(path) = &self.flags.cancel_log else {
+            return;
         };
-        Ok(result.into())
+        let id = notification
+            .request_id
+            .map_or_else(|| "-".to_string(), |id| id.to_string());
+        let tool = self
+            .in_flight
+            .lock()
+            .expect("in-flight lock")
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| "-".into());
+        let reason = notification.reason.unwrap_or_else(|| "-".into());
+        let line = format!("cancelled {id} {tool} {reason}\n");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        if let Ok(mut file) = file {
+            let _ = file.write_all(line.as_bytes());
+        }
     }
 
     async fn list_resources(
@@ -412,12 +520,11 @@ async fn main() {
     if let Some(path) = std::env::var_os("CODEMODE_TESTSERVER_PID_FILE") {
         let _ = std::fs::write(path, std::process::id().to_string());
     }
-    let server = TestServer {
-        flags,
-        added: Mutex::new(Vec::new()),
-        lists: AtomicU64::new(0),
-        rotations: AtomicU64::new(0),
-    };
+    if flags.http {
+        serve_http(flags).await;
+        return;
+    }
+    let server = TestServer::new(flags);
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,
         Err(e) => {
@@ -428,4 +535,38 @@ async fn main() {
     let _ = running.waiting().await;
     // A pending read on stdin would keep the runtime alive; leave at once.
     std::process::exit(0);
+}
+
+/// `--http`: streamable HTTP on a free loopback port, its URL on stdout, until killed.
+async fn serve_http(flags: Flags) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("codemode-mcp-testserver: bind failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    println!("http://127.0.0.1:{port}/mcp");
+    let _ = std::io::stdout().flush();
+    let service = StreamableHttpService::new(
+        move || Ok(TestServer::new(flags.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
