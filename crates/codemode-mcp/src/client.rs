@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, GetPromptRequestParams,
-    Implementation, JsonRpcMessage, ReadResourceRequestParams,
+    Implementation, JsonRpcMessage, ProtocolVersion, ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -90,7 +90,11 @@ impl ClientHandler for Handler {
         let mut info = Implementation::default();
         info.name = "codemode".into();
         info.version = env!("CARGO_PKG_VERSION").into();
+        // rmcp's default is `ProtocolVersion::LATEST` (2026-07-28), a revision without the
+        // initialize handshake this client performs; offer the newest one that has it and let
+        // the server negotiate down (docs/mcp.md, "Client").
         ClientConfig::new(ClientCapabilities::default(), info)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 

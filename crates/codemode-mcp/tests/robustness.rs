@@ -69,7 +69,7 @@ async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
         .await
 }
 
-const TOOLS: [&str; 9] = [
+const TOOLS: [&str; 10] = [
     "t__echo",
     "t__fail",
     "t__protocol_error",
@@ -78,6 +78,7 @@ const TOOLS: [&str; 9] = [
     "t__crash",
     "t__add_tool",
     "t__env",
+    "t__client_info",
     "t__big",
 ];
 
@@ -112,11 +113,11 @@ async fn repeated_cursor_and_endless_cursor_stop() {
         status.warnings,
         [
             "MCP server \"t\": tools/list repeated cursor \"same\"; stopped",
-            "MCP server \"t\": skipped 9 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"big\")"
+            "MCP server \"t\": skipped 10 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"client_info\", \"big\")"
         ]
     );
     // The first page was read, the second (same cursor) was read once more, then it stopped.
-    assert_eq!(status.tools, 9);
+    assert_eq!(status.tools, 10);
     repeat.shutdown().await;
 
     let endless = hub(&["--endless-cursor"]).await;
@@ -126,10 +127,10 @@ async fn repeated_cursor_and_endless_cursor_stop() {
         status.warnings,
         [
             "MCP server \"t\": tools/list stopped after 5 pages",
-            "MCP server \"t\": skipped 36 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"big\", \"echo\", …)"
+            "MCP server \"t\": skipped 40 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"client_info\", \"big\", …)"
         ]
     );
-    assert_eq!(status.tools, 9);
+    assert_eq!(status.tools, 10);
     endless.shutdown().await;
 }
 

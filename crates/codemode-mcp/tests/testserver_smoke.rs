@@ -124,7 +124,7 @@ fn tool_names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-const ALL_TOOLS: [&str; 9] = [
+const ALL_TOOLS: [&str; 10] = [
     "echo",
     "fail",
     "protocol_error",
@@ -133,6 +133,7 @@ const ALL_TOOLS: [&str; 9] = [
     "crash",
     "add_tool",
     "env",
+    "client_info",
     "big",
 ];
 

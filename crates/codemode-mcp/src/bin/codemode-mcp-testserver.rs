@@ -15,6 +15,8 @@
 //!   `notifications/tools/list_changed`, then answers `added added_<n>`.
 //! - `env` `{}`: one text content, the server's whole environment as a JSON object (sorted by
 //!   name; variables that are not UTF-8 are left out).
+//! - `client_info` `{}`: one text content, the client's `initialize` params as JSON
+//!   (`{protocolVersion, capabilities, clientInfo}`).
 //! - `big` `{bytes: integer}`: one text content of `bytes` `x` characters (a reply over a
 //!   client's line limit).
 //!
@@ -205,6 +207,11 @@ impl TestServer {
                 no_args(),
             ),
             Tool::new(
+                "client_info",
+                "Returns the client's initialize params as JSON.",
+                no_args(),
+            ),
+            Tool::new(
                 "big",
                 "Returns a text of bytes x characters.",
                 schema(json!({
@@ -303,6 +310,10 @@ impl TestServer {
                     .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                     .collect();
                 text_result(serde_json::to_string(&env).expect("env is JSON"))
+            }
+            "client_info" => {
+                let info = context.peer.peer_info();
+                text_result(serde_json::to_string(&info).expect("params are JSON"))
             }
             "big" => {
                 let bytes = request
