@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, GetPromptRequestParams,
-    Implementation, JsonRpcMessage, ProtocolVersion, ReadResourceRequestParams,
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientNotification, ClientRequest, CustomRequest, Implementation, JsonRpcMessage,
+    ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -371,7 +372,9 @@ impl ServerClient {
                 }
             };
             let outcome = tokio::select! {
-                outcome = tokio::time::timeout(self.options.call_timeout, f(live.peer)) => outcome,
+                // `send_raw` times the request out itself (and cancels it downstream); this is
+                // the backstop for the send itself.
+                outcome = tokio::time::timeout(self.options.call_timeout + Duration::from_secs(1), f(live.peer)) => outcome,
                 reason = broken => {
                     if attempt < retries {
                         continue;
@@ -384,7 +387,7 @@ impl ServerClient {
                 }
             };
             return match outcome {
-                Err(_) => Err(ClientError::Timeout {
+                Err(_) | Ok(Err(ServiceError::Timeout { .. })) => Err(ClientError::Timeout {
                     server: self.name.clone(),
                     request: request(),
                     timeout: self.options.call_timeout,
@@ -513,16 +516,7 @@ impl ServerClient {
         let timeout = self.options.call_timeout;
         let result = self
             .request(method, None, |p| {
-                let request =
-                    ClientRequest::CustomRequest(CustomRequest::new(method, params.clone()));
-                async move {
-                    let mut options = PeerRequestOptions::no_options();
-                    options.timeout = Some(timeout);
-                    p.send_request_with_option(request, options)
-                        .await?
-                        .await_response()
-                        .await
-                }
+                send_raw(p, method, params.clone(), timeout)
             })
             .await?;
         let page = to_json(result)?;
@@ -552,13 +546,10 @@ impl ServerClient {
         // typed `CallToolResult` would lose a whole result over one content item of a type rmcp
         // does not know, and the guest gets the raw MCP result anyway.
         let params = json!({"name": tool, "arguments": arguments});
+        let timeout = self.options.call_timeout;
         to_json(
             self.request("tools/call", Some(tool), |p| {
-                let request = ClientRequest::CustomRequest(CustomRequest::new(
-                    "tools/call",
-                    Some(params.clone()),
-                ));
-                async move { p.send_request(request).await }
+                send_raw(p, "tools/call", Some(params.clone()), timeout)
             })
             .await?,
         )
@@ -603,11 +594,11 @@ impl ServerClient {
     /// # Errors
     /// A [`ClientError`] of connecting or of the request (retried once on a rejected session).
     pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
-        let params = ReadResourceRequestParams::new(uri.to_string());
+        let params = json!({ "uri": uri });
+        let timeout = self.options.call_timeout;
         to_json(
             self.request("resources/read", Some(uri), |p| {
-                let params = params.clone();
-                async move { p.read_resource(params).await }
+                send_raw(p, "resources/read", Some(params.clone()), timeout)
             })
             .await?,
         )
@@ -622,14 +613,14 @@ impl ServerClient {
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<Value, ClientError> {
-        let mut params = GetPromptRequestParams::new(name.to_string());
+        let mut params = json!({ "name": name });
         if let Some(arguments) = arguments {
-            params = params.with_arguments(arguments);
+            params["arguments"] = Value::Object(arguments);
         }
+        let timeout = self.options.call_timeout;
         to_json(
             self.request("prompts/get", Some(name), |p| {
-                let params = params.clone();
-                async move { p.get_prompt(params).await }
+                send_raw(p, "prompts/get", Some(params.clone()), timeout)
             })
             .await?,
         )
@@ -669,4 +660,92 @@ impl Live {
 
 fn to_json<T: serde::Serialize>(value: T) -> Result<Value, ClientError> {
     serde_json::to_value(value).map_err(|source| ClientError::NotJson { source })
+}
+
+/// Why a request in flight was given up, as told to the server in `notifications/cancelled`.
+#[derive(Clone, Copy)]
+enum GiveUp {
+    /// The call budget ran out.
+    Timeout(Duration),
+    /// The caller dropped the call: the run was cancelled, aborted or expired.
+    Caller,
+}
+
+/// The reason text of `notifications/cancelled` for a call given up because the caller went
+/// away (its run was cancelled, aborted or expired, or the host dropped the call).
+pub const CANCELLED_BY_CALLER: &str = "the calling code-mode run was cancelled";
+
+/// Sends `notifications/cancelled` for a request in flight when dropped while armed: the
+/// caller's future was dropped, or the call budget ran out (docs/mcp.md, "Cancellation").
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    why: GiveUp,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let reason = match self.why {
+            GiveUp::Timeout(timeout) => {
+                format!("no answer within {} ms", timeout.as_millis())
+            }
+            GiveUp::Caller => CANCELLED_BY_CALLER.to_string(),
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let notification =
+                CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(reason)));
+            if let Err(e) = peer
+                .send_notification(ClientNotification::CancelledNotification(notification))
+                .await
+            {
+                tracing::debug!("notifications/cancelled not sent: {e}");
+            }
+        });
+    }
+}
+
+/// Sends `method` with `params` as a raw request and waits up to `timeout` for its answer (raw
+/// JSON: rmcp's untagged result falls back to the JSON as is, so an entry rmcp would not parse
+/// costs nothing). When the time runs out, or the returned future is dropped first (the caller
+/// gave up), the server gets `notifications/cancelled` for the request, so it can stop work
+/// nobody waits for.
+async fn send_raw(
+    peer: Peer<RoleClient>,
+    method: &str,
+    params: Option<Value>,
+    timeout: Duration,
+) -> Result<ServerResult, ServiceError> {
+    let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    let mut guard = CancelOnDrop {
+        peer: handle.peer.clone(),
+        id: Some(handle.id.clone()),
+        why: GiveUp::Caller,
+    };
+    match tokio::time::timeout(timeout, handle.await_response()).await {
+        Ok(response) => {
+            guard.disarm();
+            response
+        }
+        Err(_) => {
+            guard.why = GiveUp::Timeout(timeout);
+            drop(guard);
+            Err(ServiceError::Timeout { timeout })
+        }
+    }
 }

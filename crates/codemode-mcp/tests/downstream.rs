@@ -130,3 +130,114 @@ async fn the_client_offers_a_protocol_version_with_initialize_over_http() {
     let server = HttpServer::start(&[]);
     offers_a_version_with_initialize(server.config(None)).await;
 }
+
+/// Waits up to 10 s for `path` to hold at least one line; returns its lines.
+async fn cancel_log(path: &Path) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') || Instant::now() > deadline {
+            return text.lines().map(str::to_string).collect();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One `--cancel-log` line without its request id (`cancelled <id> <tool> <reason>`), after
+/// checking that the id is a JSON-RPC number.
+fn without_id(line: &str) -> String {
+    let mut parts = line.splitn(3, ' ');
+    assert_eq!(parts.next(), Some("cancelled"), "{line}");
+    let id = parts.next().unwrap_or_default();
+    assert!(id.parse::<u64>().is_ok(), "{line}");
+    parts.next().unwrap_or_default().to_string()
+}
+
+/// A `tools/call` that runs out of its `timeoutMs` fails with the timeout message and the
+/// server gets `notifications/cancelled` for it, with the reason.
+async fn a_timed_out_call_is_cancelled_downstream(config: McpServersConfig, log: &Path) {
+    let hub = connect(&config).await;
+    let err = call(&hub, "hang", json!({})).await.unwrap_err();
+    assert_eq!(
+        err,
+        "MCP server \"t\" did not answer tools/call \"hang\" within 300 ms"
+    );
+    let lines = cancel_log(log).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(without_id(&lines[0]), "hang no answer within 300 ms");
+    // The connection is still good.
+    let echoed = call(&hub, "echo", json!({"text": "after"})).await.unwrap();
+    assert_eq!(text(&echoed), "after");
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_call_is_cancelled_downstream_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let config = stdio(
+        &["--cancel-log", log.to_str().unwrap()],
+        Some(Duration::from_millis(300)),
+    );
+    a_timed_out_call_is_cancelled_downstream(config, &log).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_call_is_cancelled_downstream_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let server = HttpServer::start(&["--cancel-log", log.to_str().unwrap()]);
+    let config = server.config(Some(Duration::from_millis(300)));
+    a_timed_out_call_is_cancelled_downstream(config, &log).await;
+}
+
+/// A call whose caller gives up (the executor future is dropped, as when the facade aborts the
+/// tasks of a cancelled, aborted or expired run) is cancelled downstream with that reason.
+async fn a_dropped_call_is_cancelled_downstream(config: McpServersConfig, log: &Path) {
+    let hub = connect(&config).await;
+    let future = hub.executor(None).execute(tool_call("hang", json!({})));
+    let task = tokio::spawn(future);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    let lines = cancel_log(log).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        without_id(&lines[0]),
+        format!("hang {}", codemode_mcp::client::CANCELLED_BY_CALLER)
+    );
+    assert_eq!(
+        without_id(&lines[0]),
+        "hang the calling code-mode run was cancelled"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_is_cancelled_downstream_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let config = stdio(&["--cancel-log", log.to_str().unwrap()], None);
+    a_dropped_call_is_cancelled_downstream(config, &log).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_is_cancelled_downstream_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let server = HttpServer::start(&["--cancel-log", log.to_str().unwrap()]);
+    a_dropped_call_is_cancelled_downstream(server.config(None), &log).await;
+}
+
+/// A call that finishes in time is not cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_call_is_not_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let hub = connect(&stdio(&["--cancel-log", log.to_str().unwrap()], None)).await;
+    let result = call(&hub, "slow", json!({"ms": 50})).await.unwrap();
+    assert_eq!(text(&result), "slept 50");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    hub.shutdown().await;
+    assert!(!log.exists(), "{:?}", std::fs::read_to_string(&log));
+}
