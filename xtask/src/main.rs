@@ -5,7 +5,9 @@
 //!   the npm MCP servers the `codemode-mcp` tests run (`@modelcontextprotocol/server-everything`,
 //!   `server-memory` and `server-filesystem`, exact versions in [`MCP_SERVERS`]) into
 //!   `target/mcp-servers` with `npm install` (needs Node 20+ and npm). A stamp file there records
-//!   the installed versions, so a second run does nothing.
+//!   the installed versions, so a second run does nothing. Then the official MCP conformance
+//!   suite (and Node 22 from npm when the system Node is older) into `target/conformance`
+//!   (`conformance.rs`).
 //! - `demo`: setup, build what `test` builds (the two share one build: same targets, features and
 //!   profile), run the `codemode` binary on every program in `examples/`, then run
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
@@ -13,7 +15,8 @@
 //! - `test`: setup, the lint gates (citations, `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, clippy on the wasm guest, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
-//!   `target/mcp-servers/node_modules/.bin` (what CI runs, `.ci/run`).
+//!   `target/mcp-servers/node_modules/.bin` and `CODEMODE_CONFORMANCE` to `target/conformance`
+//!   (what CI runs, `.ci/run`).
 //! - `e2e`: setup, the same build as `test`, then the spec's 16-step E2E plan and the implicit
 //!   checklist items against the built `codemode agent` and the fixtures in `xtask/e2e/`
 //!   (`e2e.rs`); one `step N  PASS|FAIL  …` line each, non-zero exit on any failure. `--bin PATH`
@@ -28,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod citations;
+mod conformance;
 mod e2e;
 
 fn main() -> ExitCode {
@@ -116,7 +120,8 @@ fn mcp_servers_dir() -> PathBuf {
 /// Everything the tests need: the guest toolchain and the npm MCP servers.
 fn setup() -> Result<(), String> {
     setup_guest()?;
-    setup_mcp_servers()
+    setup_mcp_servers()?;
+    conformance::setup(&root(), run)
 }
 
 /// Installs [`MCP_SERVERS`] into [`mcp_servers_dir`] unless the stamp file there already lists
@@ -330,7 +335,8 @@ fn test_build() -> Command {
     let servers = mcp_servers_dir().join("node_modules").join(".bin");
     let mut cmd = cargo();
     cmd.args(["test", "--workspace"])
-        .env("CODEMODE_MCP_SERVERS", servers);
+        .env("CODEMODE_MCP_SERVERS", servers)
+        .env("CODEMODE_CONFORMANCE", conformance::dir(&root()));
     cmd
 }
 

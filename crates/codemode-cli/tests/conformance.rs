@@ -1,0 +1,253 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, installed into
+//! `target/conformance` by `cargo xtask setup`, with Node 22 from npm when the system Node is
+//! older) against codemode, both ways:
+//!
+//! - its **server** scenarios (the "active" suite) against `codemode serve --http 127.0.0.1:0`;
+//! - its **client** scenarios (the "all" suite: `initialize`, `tools_call`, `sse-retry`,
+//!   `elicitation-*`, the OAuth `auth/*` scenarios, back-compat, draft and extensions) against
+//!   codemode's MCP client, `codemode exec --mcp-config` driven by `tests/conformance/client.sh`.
+//!
+//! `tests/conformance-expected-failures.txt` lists the scenarios expected to fail, each with its
+//! reason. A test fails on a failure not listed there and on a listed scenario that passes (or
+//! did not run); the suite's own `--expected-failures` baseline, written from the same list,
+//! must agree (its exit status is checked too). Without the suite installed the tests skip with
+//! a message, unless `CODEMODE_CONFORMANCE` names its directory (as `cargo xtask test` does):
+//! then a missing suite is a failure.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+/// `<mode> <scenario>` → reason, from `tests/conformance-expected-failures.txt`.
+type Expected = BTreeMap<(String, String), String>;
+
+fn expected_failures() -> Expected {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance-expected-failures.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut expected = Expected::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.splitn(3, ' ');
+        let (mode, scenario, reason) = (
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default().trim(),
+        );
+        assert!(
+            matches!(mode, "server" | "client") && !scenario.is_empty() && !reason.is_empty(),
+            "{}:{}: expected `<server|client> <scenario>  <reason>`, got {line:?}",
+            path.display(),
+            n + 1
+        );
+        let old = expected.insert((mode.to_owned(), scenario.to_owned()), reason.to_owned());
+        assert!(
+            old.is_none(),
+            "{}:{}: {mode} {scenario} is listed twice",
+            path.display(),
+            n + 1
+        );
+    }
+    expected
+}
+
+/// The installed suite: (node binary, the suite's `dist/index.js`), or `None` (after a message)
+/// when it is not installed and `CODEMODE_CONFORMANCE` is unset.
+fn suite() -> Option<(PathBuf, PathBuf)> {
+    let configured = std::env::var_os("CODEMODE_CONFORMANCE").map(PathBuf::from);
+    let dir = configured
+        .clone()
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/conformance"));
+    let entry = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    if !entry.exists() {
+        assert!(
+            configured.is_none(),
+            "CODEMODE_CONFORMANCE={} but the conformance suite is not installed there; run `cargo xtask setup`",
+            dir.display()
+        );
+        eprintln!(
+            "SKIPPED: the MCP conformance suite is not installed ({} is missing); `cargo xtask setup` installs it",
+            entry.display()
+        );
+        return None;
+    }
+    let local_node = dir.join("node_modules/.bin/node");
+    let node = if local_node.exists() {
+        local_node
+    } else {
+        PathBuf::from("node")
+    };
+    Some((node, entry))
+}
+
+/// Kills and reaps the child when dropped (a failing assertion must not leave `serve` running).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One scenario's line of the suite's summary: `✓ name: 3 passed, 0 failed[, 1 warnings]`;
+/// (name, passed) where passed means no failed check and no warning (the suite's own rule).
+fn summary_line(line: &str) -> Option<(String, bool)> {
+    let rest = line
+        .strip_prefix("✓ ")
+        .or_else(|| line.strip_prefix("✗ "))?;
+    let (name, counts) = rest.rsplit_once(": ")?;
+    let mut failed = None;
+    let mut warnings = 0;
+    for part in counts.split(", ") {
+        let (n, what) = part.split_once(' ')?;
+        let n: u32 = n.parse().ok()?;
+        match what {
+            "passed" => {}
+            "failed" => failed = Some(n),
+            "warnings" => warnings = n,
+            _ => return None,
+        }
+    }
+    Some((name.to_owned(), failed? == 0 && warnings == 0))
+}
+
+/// Runs the suite (`args` after `node index.js`) with the baseline written from `expected`'s
+/// `mode` entries, and checks every scenario's outcome against that list.
+fn run_suite(mode: &str, node: &Path, entry: &Path, args: &[&str], envs: &[(&str, &Path)]) {
+    let expected: BTreeMap<String, String> = expected_failures()
+        .into_iter()
+        .filter(|((m, _), _)| m == mode)
+        .map(|((_, scenario), reason)| (scenario, reason))
+        .collect();
+    let work = tempfile::tempdir().unwrap();
+    let baseline = work.path().join("expected-failures.yml");
+    let yaml: String = std::iter::once(format!("{mode}:\n"))
+        .chain(expected.keys().map(|s| format!("  - {s:?}\n")))
+        .collect();
+    std::fs::write(
+        &baseline,
+        if expected.is_empty() {
+            format!("{mode}: []\n")
+        } else {
+            yaml
+        },
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut command = Command::new(node);
+    command
+        .arg(entry)
+        .args(args)
+        .arg("--expected-failures")
+        .arg(&baseline)
+        .current_dir(work.path())
+        .env("NO_COLOR", "1");
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    let elapsed = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let results: BTreeMap<String, bool> = stdout.lines().filter_map(summary_line).collect();
+    eprintln!(
+        "conformance {mode} scenarios: {} run, {} passed, {} expected failures, in {:.1} s",
+        results.len(),
+        results.values().filter(|p| **p).count(),
+        expected.len(),
+        elapsed.as_secs_f64()
+    );
+    let mut problems = Vec::new();
+    for (scenario, passed) in &results {
+        match (passed, expected.get(scenario)) {
+            (false, None) => problems.push(format!("{scenario}: FAILED, and it is not an expected failure")),
+            (true, Some(reason)) => problems.push(format!(
+                "{scenario}: PASSED but is listed as an expected failure ({reason}); remove it from tests/conformance-expected-failures.txt"
+            )),
+            _ => {}
+        }
+    }
+    let ran: BTreeSet<&String> = results.keys().collect();
+    for scenario in expected.keys().filter(|s| !ran.contains(s)) {
+        problems.push(format!(
+            "{scenario}: listed as an expected failure but did not run"
+        ));
+    }
+    if results.is_empty() {
+        problems.push("no scenario ran".to_owned());
+    }
+    if problems.is_empty() && !output.status.success() {
+        problems.push(format!(
+            "the suite exited with {} although every outcome was as expected",
+            output.status
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "conformance {mode} scenarios:\n  {}\n--- suite stdout ---\n{stdout}\n--- suite stderr ---\n{stderr}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn server_scenarios_against_codemode_serve_http() {
+    let Some((node, entry)) = suite() else {
+        return;
+    };
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = serve.stderr.take().unwrap();
+    let serve = Reaped(serve);
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("codemode serve exited before printing its URL")
+            .unwrap();
+        if let Some(url) = line.strip_prefix("codemode: serving MCP over streamable HTTP at ") {
+            break url.to_owned();
+        }
+    };
+    // Keep draining serve's stderr so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    run_suite("server", &node, &entry, &["server", "--url", &url], &[]);
+    drop(serve);
+}
+
+#[test]
+fn client_scenarios_against_codemode_exec_mcp_config() {
+    let Some((node, entry)) = suite() else {
+        return;
+    };
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/client.sh");
+    let driver = driver.canonicalize().unwrap();
+    let driver_str = driver.to_str().unwrap();
+    // The suite splits --command on spaces.
+    assert!(
+        !driver_str.contains(' '),
+        "the driver's path has a space: {driver_str}"
+    );
+    let config = tempfile::tempdir().unwrap();
+    run_suite(
+        "client",
+        &node,
+        &entry,
+        &["client", "--command", driver_str, "--suite", "all"],
+        &[
+            ("CODEMODE_BIN", Path::new(env!("CARGO_BIN_EXE_codemode"))),
+            // Tokens the OAuth scenarios store go to a scratch config directory.
+            ("XDG_CONFIG_HOME", config.path()),
+        ],
+    );
+}
