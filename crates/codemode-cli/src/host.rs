@@ -112,7 +112,19 @@ pub(crate) fn host(
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
 ) -> Result<Option<Host>, Failure> {
-    build(args, runtime, builtins_by_default, true)
+    host_with(args, runtime, builtins_by_default, false)
+}
+
+/// [`host`]; with `mcp_in_background` the MCP servers connect in the background instead
+/// (`serve`: `initialize` is answered at once), and their failures reach stderr once every
+/// first attempt has ended.
+pub(crate) fn host_with(
+    args: &HostArgs,
+    runtime: &tokio::runtime::Runtime,
+    builtins_by_default: bool,
+    mcp_in_background: bool,
+) -> Result<Option<Host>, Failure> {
+    build(args, runtime, builtins_by_default, true, mcp_in_background)
 }
 
 /// The host of `codemode catalog`: like [`host`] with the built-in tools by default, except
@@ -123,15 +135,17 @@ pub(crate) fn catalog_host(
     args: &HostArgs,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Option<Host>, Failure> {
-    build(args, runtime, true, false)
+    build(args, runtime, true, false, false)
 }
 
-/// [`host`] and [`catalog_host`]: `runs_calls` false reads `--tools` without behaviours.
+/// [`host`] and [`catalog_host`]: `runs_calls` false reads `--tools` without behaviours;
+/// `mcp_in_background` as in [`host_with`].
 fn build(
     args: &HostArgs,
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
     runs_calls: bool,
+    mcp_in_background: bool,
 ) -> Result<Option<Host>, Failure> {
     let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
     for warning in report.warnings.iter().chain(&report.host_warnings) {
@@ -194,16 +208,33 @@ fn build(
             connect_timeout: defaults.connect_timeout.min(call_timeout),
             ..defaults
         };
-        let hub = runtime.block_on(McpHub::connect(&config, options));
-        for status in hub.status() {
-            if let Some(error) = &status.error {
-                eprintln!("codemode: {error}");
+        let report = |hub: &McpHub| {
+            for status in hub.status() {
+                if let Some(error) = &status.error {
+                    eprintln!("codemode: {error}");
+                }
+                for warning in &status.warnings {
+                    eprintln!("codemode: {warning}");
+                }
             }
-            for warning in &status.warnings {
-                eprintln!("codemode: {warning}");
-            }
+        };
+        if mcp_in_background {
+            let budget = options.connect_timeout + codemode_mcp::hub::MIN_RELIST_INTERVAL;
+            let hub = {
+                let _entered = runtime.enter();
+                McpHub::start(&config, options)
+            };
+            let watched = hub.clone();
+            runtime.spawn(async move {
+                watched.settle(budget).await;
+                report(&watched);
+            });
+            hub
+        } else {
+            let hub = runtime.block_on(McpHub::connect(&config, options));
+            report(&hub);
+            hub
         }
-        hub
     });
     let executor: Arc<dyn ToolExecutor> = match (&hub, base_executor) {
         (Some(hub), fallback) => Arc::new(hub.executor(fallback)),

@@ -40,7 +40,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         );
     }
     let runtime = host::async_runtime()?;
-    let host = host::host(&args.host, &runtime, false)?.map(Arc::new);
+    // MCP servers connect in the background: `initialize` is answered at once, and each `exec`
+    // waits for servers still connecting inside its own budget (docs/mcp.md).
+    let host = host::host_with(&args.host, &runtime, false, true)?.map(Arc::new);
     let code_mode = runtime
         .block_on(async { CodeMode::with_global_runtime() })
         .map_err(|e| Failure::Run(e.to_string()))?;
@@ -79,6 +81,22 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
 struct ServeSource(Option<Arc<host::Host>>);
 
 impl EnvSource for ServeSource {
+    fn unavailable(
+        &self,
+        within: std::time::Duration,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Vec<codemode_mcp::Unavailable>> + Send + '_>,
+    > {
+        let hub = self.0.as_ref().and_then(|host| host.hub.clone());
+        Box::pin(async move {
+            let Some(hub) = hub else {
+                return Vec::new();
+            };
+            hub.settle(within).await;
+            hub.unavailable()
+        })
+    }
+
     fn run_env(&self, scope: codemode_bridge::RunScope) -> Option<codemode_facade::RunEnv> {
         let host = self.0.as_ref()?;
         match host.run_env(scope) {

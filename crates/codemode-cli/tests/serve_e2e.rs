@@ -224,3 +224,78 @@ async fn serve_over_streamable_http_on_loopback() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// The `exec` arguments `{code}` and the call's JSON (`content`, `structuredContent`, …).
+async fn exec_json(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    code: &str,
+) -> Value {
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("exec").with_arguments(arguments(json!({"code": code}))),
+        )
+        .await
+        .unwrap();
+    serde_json::to_value(&result).unwrap()
+}
+
+/// Issue 14 item 2: `initialize` is answered while a server is still starting (here: one held
+/// back until the test opens its gate), an `exec` meanwhile runs without it and is told which
+/// servers are unavailable and why, and once the server is up the next `exec` reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_at_once_and_names_unavailable_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let gate = root.join("go");
+    let config = root.join("servers.json");
+    let memory = npm_server("mcp-server-memory");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "slow": {"command": "sh", "args": ["-c",
+                format!("while [ ! -e '{}' ]; do sleep 0.05; done; exec '{}'", gate.display(), memory.display())],
+                "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}},
+            "dead": {"command": "sh", "args": ["-c", "echo 'cannot start: no licence' >&2; exit 3"]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
+        .args(["serve", "--timeout-ms", "4000", "--mcp-config"])
+        .arg(&config)
+        .stderr(std::process::Stdio::null());
+    // The handshake completes while `slow` cannot have started (its gate is closed).
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    assert!(!gate.exists());
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["exec", "wait"]);
+
+    let code = "return typeof MCP === 'undefined' ? [] : Object.keys(MCP);";
+    let first = exec_json(&client, code).await;
+    assert_eq!(first["structuredContent"]["status"], "completed", "{first}");
+    assert_eq!(first["structuredContent"]["value"], json!([]));
+    let content = first["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2, "{first}");
+    let note = content[1]["text"].as_str().unwrap();
+    let prefix = "MCP servers unavailable in this run (their MCP.<server> namespace is missing): \"dead\": MCP server \"dead\" failed to connect: ";
+    assert!(note.starts_with(prefix), "{note}");
+    assert!(note.contains("; \"slow\": still connecting ("), "{note}");
+    assert!(note.ends_with(" ms so far)."), "{note}");
+
+    std::fs::write(&gate, "").unwrap();
+    // The next exec waits (inside its budget) for `slow` to finish connecting.
+    let second = exec_json(&client, code).await;
+    assert_eq!(
+        second["structuredContent"]["value"],
+        json!(["slow", "$api"]),
+        "{second}"
+    );
+    let content = second["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2, "{second}");
+    let note = content[1]["text"].as_str().unwrap();
+    assert!(note.starts_with(prefix), "{note}");
+    assert!(!note.contains("slow"), "{note}");
+    client.cancel().await.unwrap();
+}

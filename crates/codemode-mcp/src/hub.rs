@@ -24,6 +24,9 @@ pub struct ServerStatus {
     pub safe_name: String,
     /// `true` once a listing succeeded.
     pub connected: bool,
+    /// `true` while the first connection attempt is still under way (after
+    /// [`McpHub::start`]); `error` is then `None`.
+    pub connecting: bool,
     /// Tools cataloged from the server.
     pub tools: usize,
     /// Why the last connect or listing failed.
@@ -54,6 +57,8 @@ struct RefreshState {
 
 struct ServerEntry {
     client: Arc<ServerClient>,
+    /// Set once the first connect-and-list attempt has finished (either way).
+    attempted: std::sync::atomic::AtomicBool,
     safe_name: String,
     /// The last good listing, or why there never was one (shared: statuses and refreshes read it).
     listing: RwLock<Result<ServerListing, Arc<ClientError>>>,
@@ -67,6 +72,19 @@ struct HubInner {
     listing_timeout: Duration,
     routes: RwLock<HashMap<String, Route>>,
     generation: tokio::sync::watch::Sender<u64>,
+    /// How many servers' first attempt has finished.
+    settled: tokio::sync::watch::Sender<usize>,
+    /// When [`McpHub::start`] ran.
+    started: Instant,
+}
+
+/// A configured server that a run cannot reach, and why (see [`McpHub::unavailable`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unavailable {
+    /// The configured name.
+    pub server: String,
+    /// One line: `still connecting (<n> ms so far)`, or the last connect or listing error.
+    pub reason: String,
 }
 
 /// All configured MCP servers behind one catalog: [`McpHub::specs`] gives their catalog entries
@@ -93,6 +111,18 @@ impl McpHub {
     /// listing together. Never fails as a whole: a server that cannot be reached is reported by
     /// [`McpHub::status`] and contributes no entries. Must run inside a tokio runtime.
     pub async fn connect(config: &McpServersConfig, options: ClientOptions) -> McpHub {
+        let hub = McpHub::start(config, options);
+        let budget = hub.inner.listing_timeout + MIN_RELIST_INTERVAL;
+        hub.settle(budget).await;
+        hub
+    }
+
+    /// Starts connecting to every server in `config` in the background and returns at once
+    /// (`codemode serve` answers `initialize` before any server is up). Until a server's first
+    /// attempt ends, [`McpHub::status`] says `connecting` and it contributes no entries;
+    /// [`McpHub::settle`] waits for the attempts. Must run inside a tokio runtime (it spawns
+    /// one task per server).
+    pub fn start(config: &McpServersConfig, options: ClientOptions) -> McpHub {
         // Two configured names can make the same safe name (`a.b`, `a_b`): the later one gets
         // `_2`, `_3`, … so catalog ids stay unique.
         let mut used = std::collections::HashSet::new();
@@ -135,6 +165,7 @@ impl McpHub {
                             on_changed,
                         )),
                         safe_name: safe_names[index].clone(),
+                        attempted: std::sync::atomic::AtomicBool::new(false),
                         listing: RwLock::new(Err(Arc::new(ClientError::NotListedYet {
                             server: name.clone(),
                         }))),
@@ -148,20 +179,53 @@ impl McpHub {
                 listing_timeout: options.connect_timeout,
                 routes: RwLock::new(HashMap::new()),
                 generation: tokio::sync::watch::channel(0).0,
+                settled: tokio::sync::watch::channel(0).0,
+                started: Instant::now(),
             }
         });
         // Each server's first listing is bounded by the connect timeout; listings that
         // notifications ask for meanwhile go on in the background.
-        let listed: Vec<_> = (0..inner.servers.len())
-            .map(|i| {
-                let (done, listed) = tokio::sync::oneshot::channel();
-                tokio::spawn(refresh_then(inner.clone(), i, Some(done)));
-                listed
-            })
-            .collect();
-        let budget = inner.listing_timeout + MIN_RELIST_INTERVAL;
-        let _ = tokio::time::timeout(budget, futures::future::join_all(listed)).await;
+        for i in 0..inner.servers.len() {
+            tokio::spawn(refresh_then(inner.clone(), i, true));
+        }
         McpHub { inner }
+    }
+
+    /// Waits until every server's first connection attempt has ended (connected or failed), at
+    /// most `within`; `true` when none is still connecting.
+    pub async fn settle(&self, within: Duration) -> bool {
+        let all = self.inner.servers.len();
+        let mut rx = self.inner.settled.subscribe();
+        let _ = tokio::time::timeout(within, rx.wait_for(|n| *n >= all)).await;
+        self.connecting() == 0
+    }
+
+    /// How many servers are still on their first connection attempt.
+    pub fn connecting(&self) -> usize {
+        self.inner.servers.len() - *self.inner.settled.borrow()
+    }
+
+    /// The servers a run started now cannot reach (no successful listing yet), in name order,
+    /// each with a one-line reason: `still connecting (<n> ms so far)` or its last error.
+    pub fn unavailable(&self) -> Vec<Unavailable> {
+        let elapsed = self.inner.started.elapsed().as_millis();
+        self.inner
+            .servers
+            .iter()
+            .filter_map(|server| {
+                let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
+                let error = listing.as_ref().err()?;
+                let reason = if server.attempted.load(std::sync::atomic::Ordering::Acquire) {
+                    error.to_string()
+                } else {
+                    format!("still connecting ({elapsed} ms so far)")
+                };
+                Some(Unavailable {
+                    server: server.client.name().to_string(),
+                    reason,
+                })
+            })
+            .collect()
     }
 
     /// The catalog entries of every listed server, servers in name order, each server's tools
@@ -213,7 +277,9 @@ impl McpHub {
             return;
         };
         for (index, server) in self.inner.servers.iter().enumerate() {
-            let failed = server.listing.read().map(|l| l.is_err()).unwrap_or(false);
+            // A server still on its first attempt is not due: that attempt is the retry.
+            let failed = server.attempted.load(std::sync::atomic::Ordering::Acquire)
+                && server.listing.read().map(|l| l.is_err()).unwrap_or(false);
             let due = {
                 let state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
                 !state.running
@@ -234,12 +300,17 @@ impl McpHub {
             .iter()
             .map(|server| {
                 let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
+                let attempted = server.attempted.load(std::sync::atomic::Ordering::Acquire);
                 ServerStatus {
                     name: server.client.name().to_string(),
                     safe_name: server.safe_name.clone(),
                     connected: listing.is_ok(),
+                    connecting: !attempted,
                     tools: listing.as_ref().map(|l| l.tools.len()).unwrap_or(0),
-                    error: listing.as_ref().err().map(|e| e.to_string()),
+                    error: match &*listing {
+                        Err(e) if attempted => Some(e.to_string()),
+                        _ => None,
+                    },
                     warnings: listing
                         .as_ref()
                         .map(|l| l.warnings.clone())
@@ -308,21 +379,31 @@ pub const MIN_RELIST_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Lists server `index` again, coalescing notifications that arrive meanwhile (see [`McpHub`]).
 async fn refresh(inner: Arc<HubInner>, index: usize) {
-    refresh_then(inner, index, None).await;
+    refresh_then(inner, index, false).await;
 }
 
-/// [`refresh`], telling `first_listed` when the first listing is stored (or when there is
-/// nothing to wait for because a refresh is already running).
-async fn refresh_then(
-    inner: Arc<HubInner>,
-    index: usize,
-    mut first_listed: Option<tokio::sync::oneshot::Sender<()>>,
-) {
+/// [`refresh`]; with `first`, this is the server's first attempt, and its end (or finding a
+/// refresh already running) is counted in `settled`.
+async fn refresh_then(inner: Arc<HubInner>, index: usize, first: bool) {
     let server = &inner.servers[index];
+    let mut first_listed = first.then_some(());
+    let settle = |inner: &HubInner| {
+        let server = &inner.servers[index];
+        if !server
+            .attempted
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            inner.settled.send_modify(|n| *n += 1);
+        }
+    };
     let previous = {
         let mut state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
         if state.running {
             state.again = true;
+            drop(state);
+            if first_listed.is_some() {
+                settle(&inner);
+            }
             return;
         }
         state.running = true;
@@ -403,8 +484,8 @@ async fn refresh_then(
         if changed {
             inner.generation.send_modify(|g| *g += 1);
         }
-        if let Some(done) = first_listed.take() {
-            let _ = done.send(());
+        if first_listed.take().is_some() {
+            settle(&inner);
         }
         let mut state = server.refresh.lock().unwrap_or_else(|e| e.into_inner());
         if state.again && changed && relists < MAX_RELISTS {

@@ -16,6 +16,11 @@
 //! - When the session ends (the client closes stdio, deletes its HTTP session, or the server
 //!   shuts down), the runs it parked are dropped and their pending tool calls cancelled (docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5-3 "dropped when their session ends").
 //!
+//! - Over HTTP, requests without an `Mcp-Session-Id` (stateless 2026-07-28 clients) share one
+//!   code-mode session per [`CodeModeServer::serve_http`] call (`mcp-stateless-<uuid>`), so a run
+//!   one of them parks can be resumed by the next; it ends when the server stops (docs/mcp.md,
+//!   "Stateless HTTP clients").
+//!
 //! Nothing here writes to stdout (it is the protocol on stdio); diagnostics go to `tracing`.
 
 use std::future::Future;
@@ -68,6 +73,34 @@ pub trait EnvSource: Send + Sync + 'static {
     /// The environment for one call in the session `scope`; `None` when the config disables code
     /// mode, and `exec` and `wait` then answer [`disabled_result`].
     fn run_env(&self, scope: RunScope) -> Option<RunEnv>;
+
+    /// Called before each `exec`: waits at most `within` for tool sources that are still
+    /// connecting (MCP servers started in the background), then names the sources a run started
+    /// now cannot reach, with a one-line reason each. The default has nothing to wait for.
+    fn unavailable(
+        &self,
+        within: std::time::Duration,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Vec<crate::hub::Unavailable>> + Send + '_>> {
+        let _ = within;
+        Box::pin(async { Vec::new() })
+    }
+}
+
+/// The model-visible note of an `exec` result when configured MCP servers are unavailable:
+/// `MCP servers unavailable in this run (their MCP.<server> namespace is missing): "a": <reason>; "b": <reason>.`
+/// `None` when every server is reachable.
+pub fn unavailable_note(unavailable: &[crate::hub::Unavailable]) -> Option<String> {
+    if unavailable.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = unavailable
+        .iter()
+        .map(|u| format!("{:?}: {}", u.server, u.reason))
+        .collect();
+    Some(format!(
+        "MCP servers unavailable in this run (their MCP.<server> namespace is missing): {}.",
+        list.join("; ")
+    ))
 }
 
 /// Errors of [`CodeModeServer::serve`] and [`CodeModeServer::serve_stdio`].
@@ -158,6 +191,9 @@ pub struct CodeModeServer {
     source: Arc<dyn EnvSource>,
     host: Option<Arc<ServeHost>>,
     session: Arc<Session>,
+    /// Over HTTP: the one session every stateless request of this server shares (see
+    /// [`CodeModeServer::serve_http`]); `None` on other transports.
+    stateless: Option<Arc<Session>>,
 }
 
 /// One code-mode session: its scope, its client (for elicitations) and approvals, and the end
@@ -179,12 +215,27 @@ pub const SESSION_ENDED: &str = "the MCP session ended";
 impl Session {
     /// A fresh session: `session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`.
     fn start(code_mode: Arc<CodeMode>) -> Arc<Session> {
+        Session::with_prefix(code_mode, "")
+    }
+
+    /// The shared session of stateless HTTP requests: `session_id = "mcp-stateless-<uuid>"`,
+    /// `session_key = "mcp:stateless:<uuid>"`.
+    fn stateless(code_mode: Arc<CodeMode>) -> Arc<Session> {
+        Session::with_prefix(code_mode, "stateless")
+    }
+
+    fn with_prefix(code_mode: Arc<CodeMode>, prefix: &str) -> Arc<Session> {
         let id = uuid::Uuid::new_v4();
+        let (dash, colon) = if prefix.is_empty() {
+            (String::new(), String::new())
+        } else {
+            (format!("{prefix}-"), format!("{prefix}:"))
+        };
         Arc::new(Session {
             code_mode,
             scope: RunScope {
-                session_id: Some(format!("mcp-{id}")),
-                session_key: Some(format!("mcp:{id}")),
+                session_id: Some(format!("mcp-{dash}{id}")),
+                session_key: Some(format!("mcp:{colon}{id}")),
                 ..RunScope::default()
             },
             peer: PeerSlot::new(),
@@ -231,11 +282,16 @@ fn mcp_tool(definition: ToolDefinition) -> Tool {
     Tool::new(definition.name, definition.description, Arc::new(schema))
 }
 
-/// The MCP answer for one code-mode result (`structured` is its JSON, docs/contract/lifecycle.md#s5-1).
-fn call_result(structured: Value) -> CallToolResult {
+/// The MCP answer for one code-mode result (`structured` is its JSON, docs/contract/lifecycle.md#s5-1);
+/// a second text block names the MCP servers the run could not reach ([`unavailable_note`]).
+fn call_result(structured: Value, unavailable: &[crate::hub::Unavailable]) -> CallToolResult {
     let failed = structured.get("status").and_then(Value::as_str) == Some("failed");
     let text = serde_json::to_string(&structured).unwrap_or_default();
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    let mut content = vec![ContentBlock::text(text)];
+    if let Some(note) = unavailable_note(unavailable) {
+        content.push(ContentBlock::text(note));
+    }
+    let mut result = CallToolResult::success(content);
     result.structured_content = Some(structured);
     result.is_error = Some(failed);
     result
@@ -273,6 +329,7 @@ impl CodeModeServer {
             code_mode,
             source,
             host: None,
+            stateless: None,
         }
     }
 
@@ -317,7 +374,8 @@ impl CodeModeServer {
 
     /// Serves code mode over streamable HTTP (MCP 2025-11-25 transport) on `listener` until
     /// `shutdown` is cancelled: every HTTP session gets its own [`CodeModeServer`] and so its own
-    /// scope. rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
+    /// scope; stateless requests (no `Mcp-Session-Id`) share one scope of this call, whose parked
+    /// runs are dropped when it returns. rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
     /// `127.0.0.1` or `::1` are accepted (DNS-rebinding protection), request bodies are capped,
     /// and sessions live in memory. Hosts should bind a loopback address (the CLI refuses
     /// others); every path is served (clients use `/mcp`).
@@ -335,6 +393,10 @@ impl CodeModeServer {
         let mut config = StreamableHttpServerConfig::default();
         config.cancellation_token = shutdown.child_token();
         let (code_mode, source, host) = (self.code_mode, self.source, self.host);
+        // rmcp calls the factory once per stateful session (at `initialize`) and once per
+        // stateless request; which one a call belongs to is decided per request (see
+        // `session_for`), so every server made here carries the shared stateless session.
+        let stateless = Session::stateless(code_mode.clone());
         let service = StreamableHttpService::new(
             move || {
                 Ok(CodeModeServer {
@@ -342,6 +404,7 @@ impl CodeModeServer {
                     code_mode: code_mode.clone(),
                     source: source.clone(),
                     host: host.clone(),
+                    stateless: Some(stateless.clone()),
                 })
             },
             Arc::new(LocalSessionManager::default()),
@@ -371,7 +434,15 @@ impl CodeModeServer {
 
     /// `exec` and `wait` as MCP tools for the current catalog (`exec_tool(None, None)` while
     /// code mode is disabled).
-    fn tools(&self) -> Vec<Tool> {
+    ///
+    /// Like `exec`, it first waits for MCP servers still connecting, for at most half the
+    /// cell's `timeoutMs`, so a client that lists tools right after `initialize` sees the
+    /// servers that come up within that time in the description.
+    async fn tools(&self) -> Vec<Tool> {
+        if let Some(env) = self.source.run_env(self.session.scope.clone()) {
+            let within = std::time::Duration::from_millis(env.config.timeout_ms() / 2);
+            self.source.unavailable(within).await;
+        }
         let exec = match self.source.run_env(self.session.scope.clone()) {
             Some(env) => exec_definition(&env.catalog),
             None => exec_tool(None, None),
@@ -382,8 +453,8 @@ impl CodeModeServer {
     /// The environment of one `exec` or `wait` of this session: the source's, with the host's
     /// policy, hooks and trajectory when there is a host, and the session's approvals unless the
     /// source set its own.
-    fn run_env(&self) -> Option<RunEnv> {
-        let mut env = self.source.run_env(self.session.scope.clone())?;
+    fn run_env(&self, session: &Session) -> Option<RunEnv> {
+        let mut env = self.source.run_env(session.scope.clone())?;
         if let Some(host) = &self.host {
             env = env
                 .with_policy(host.policy.clone())
@@ -391,25 +462,70 @@ impl CodeModeServer {
                 .with_trajectory(host.trajectory.clone());
         }
         if env.approvals.is_none() {
-            let approvals = self.session.approvals(env.config.snapshot_ttl());
+            let approvals = session.approvals(env.config.snapshot_ttl());
             env = env.with_approvals(approvals);
         }
         Some(env)
     }
 
-    async fn exec(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
-        let Some(env) = self.run_env() else {
-            return disabled_result();
+    /// The code-mode session a request belongs to: the shared stateless session for an HTTP
+    /// request that carries no `Mcp-Session-Id` (a 2026-07-28 stateless request, or a legacy
+    /// client that never initialized a session), else this MCP session's own.
+    fn session_for(&self, context: &RequestContext<RoleServer>) -> &Arc<Session> {
+        let Some(stateless) = &self.stateless else {
+            return &self.session;
         };
-        let code_mode = &self.code_mode;
-        abortable(context.ct.cancelled(), |abort| async move {
-            code_mode.exec(&env, &input, &abort).await.to_json()
-        })
-        .await
+        match context.extensions.get::<http::request::Parts>() {
+            Some(parts) if !parts.headers.contains_key("mcp-session-id") => stateless,
+            _ => &self.session,
+        }
     }
 
-    async fn wait(&self, input: Value, context: &RequestContext<RoleServer>) -> Value {
-        let Some(env) = self.run_env() else {
+    /// One `exec`: waits for MCP servers still connecting, for at most half the cell's
+    /// `timeoutMs` (the run gets the rest, at least 100 ms), then runs over the catalog of that
+    /// moment. Returns the result and the servers the run could not reach.
+    async fn exec(
+        &self,
+        session: &Session,
+        input: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> (Value, Vec<crate::hub::Unavailable>) {
+        let Some(env) = self.run_env(session) else {
+            return (disabled_result(), Vec::new());
+        };
+        let timeout = env.config.timeout_ms();
+        let started = std::time::Instant::now();
+        let unavailable = tokio::select! {
+            unavailable = self.source.unavailable(std::time::Duration::from_millis(timeout / 2)) => unavailable,
+            () = context.ct.cancelled() => Vec::new(),
+        };
+        let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let env = if waited == 0 {
+            env
+        } else {
+            // The catalog may have grown meanwhile; the wait counts against the cell's budget.
+            let Some(mut env) = self.run_env(session) else {
+                return (disabled_result(), Vec::new());
+            };
+            env.config
+                .set_timeout_ms(timeout.saturating_sub(waited).max(100));
+            env
+        };
+        let code_mode = &self.code_mode;
+        let value = abortable(context.ct.cancelled(), |abort| async move {
+            code_mode.exec(&env, &input, &abort).await.to_json()
+        })
+        .await;
+        (value, unavailable)
+    }
+
+    async fn wait(
+        &self,
+        session: &Session,
+        input: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Value {
+        let Some(env) = self.run_env(session) else {
             return disabled_result();
         };
         let code_mode = &self.code_mode;
@@ -439,7 +555,7 @@ impl ServerHandler for CodeModeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        Ok(ListToolsResult::with_all_items(self.tools().await))
     }
 
     async fn call_tool(
@@ -449,13 +565,14 @@ impl ServerHandler for CodeModeServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // Absent arguments go through as `null`, so the facade's own argument checks answer.
         let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let session = self.session_for(&context).clone();
         // Elicitations for this session's approvals go to the client that sent this request.
-        self.session.peer.set(context.peer.clone());
+        session.peer.set(context.peer.clone());
         let name = request.name.as_ref();
-        tracing::debug!(tool = name, session = ?self.session.scope.session_id, "codemode MCP call");
-        let result = match name {
-            "exec" => self.exec(input, &context).await,
-            "wait" => self.wait(input, &context).await,
+        tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
+        let (result, unavailable) = match name {
+            "exec" => self.exec(&session, input, &context).await,
+            "wait" => (self.wait(&session, input, &context).await, Vec::new()),
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("Unknown tool: {other}"),
@@ -463,6 +580,6 @@ impl ServerHandler for CodeModeServer {
                 ))
             }
         };
-        Ok(call_result(result).into())
+        Ok(call_result(result, &unavailable).into())
     }
 }

@@ -551,3 +551,177 @@ async fn a_transport_closed_before_the_handshake_is_an_error() {
         "{served:?}"
     );
 }
+
+/// The Python interpreter of a venv with the `mcp` SDK: `$CODEMODE_PYTHON_MCP`, else
+/// `target/elicit-venv/bin/python` (made by `python3 -m venv target/elicit-venv &&
+/// target/elicit-venv/bin/pip install mcp`); `None` when neither exists.
+fn python_with_mcp() -> Option<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
+        return Some(path.into());
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/elicit-venv/bin/python");
+    path.exists().then_some(path)
+}
+
+/// Serves `f` over streamable HTTP on a loopback port: (URL, shutdown, serving task).
+async fn serve_http(
+    f: &Fixture,
+) -> (
+    String,
+    tokio_util::sync::CancellationToken,
+    JoinHandle<Result<(), ServeError>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(f.server.clone().serve_http(listener, shutdown.clone()));
+    (url, shutdown, serving)
+}
+
+/// Runs `tests/python/stateless_client.py URL CODE PAUSE` (the Python SDK's default,
+/// stateless 2026-07-28 client): one `exec`, then `wait` while waiting. Its `RESULT` lines,
+/// or `None` without a Python `mcp` SDK.
+async fn python_stateless(url: &str, code: &str, pause_s: f64) -> Option<Vec<Value>> {
+    let Some(python) = python_with_mcp() else {
+        eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
+        return None;
+    };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/stateless_client.py");
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(python)
+            .arg(script)
+            .arg(url)
+            .arg(code)
+            .arg(pause_s.to_string())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client ends within 60 s")
+    .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(
+        stdout
+            .lines()
+            .filter_map(|line| line.strip_prefix("RESULT "))
+            .map(|json| serde_json::from_str(json).unwrap())
+            .collect(),
+    )
+}
+
+/// Issue 14 item 1: the Python SDK's default client is stateless (2026-07-28, every POST on
+/// its own); a run it parks with `exec` outlives that request and its `wait` resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_http_client_resumes_its_run_with_wait() {
+    let f = fixture();
+    let (url, shutdown, serving) = serve_http(&f).await;
+    let code = "text(\"before\"); await yield_control(\"pause\"); text(\"after\"); return 42;";
+    let Some(results) = python_stateless(&url, code, 0.0).await else {
+        return;
+    };
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["tool"], "exec");
+    assert_eq!(results[0]["protocol"], "2026-07-28");
+    let first = &results[0]["structured"];
+    assert_eq!(first["status"], "waiting", "{first}");
+    assert_eq!(first["reason"], "yield");
+    assert_eq!(
+        first["pendingToolCalls"],
+        json!([{"id": "bridge:yield:1", "method": "yield"}])
+    );
+    assert_eq!(first["output"], json!([{"type": "text", "text": "before"}]));
+    assert_eq!(results[0]["isError"], false);
+    let second = &results[1]["structured"];
+    assert_eq!(results[1]["tool"], "wait");
+    assert_eq!(second["status"], "completed", "{second}");
+    assert_eq!(second["value"], 42);
+    assert_eq!(second["output"], json!([{"type": "text", "text": "after"}]));
+    assert_eq!(results[1]["isError"], false);
+    assert_eq!(f.code_mode.parked_runs(), 0);
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+}
+
+/// Stateless runs share one scope of their own: a stateful HTTP session cannot `wait` on them
+/// (the session check), and they still expire after `snapshotTtlSeconds`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_runs_are_out_of_a_sessions_reach_and_expire() {
+    let f = fixture_with(
+        json!({"enabled": true, "snapshotTtlSeconds": 1}),
+        specs(),
+        true,
+    );
+    let (url, shutdown, serving) = serve_http(&f).await;
+    // A pause past the TTL: the parked run has expired when the wait arrives.
+    let Some(results) = python_stateless(&url, "await yield_control(); return 1;", 2.5).await
+    else {
+        return;
+    };
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["structured"]["status"], "waiting");
+    let expired = &results[1]["structured"];
+    assert_eq!(expired["status"], "failed", "{expired}");
+    assert_eq!(expired["code"], "invalid_input");
+    assert_eq!(expired["error"], "code mode run is unavailable or expired.");
+    assert_eq!(results[1]["isError"], true);
+
+    // A run parked by a stateless request, then a stateful client asking for it.
+    let stateless_run = {
+        let Some(results) = python_stateless(
+            &url,
+            // Park and keep parked: the script's waits would resume it, so the program yields
+            // more times than the script waits (20).
+            "for (let i = 0; i < 30; i++) await yield_control(); return 'never';",
+            0.0,
+        )
+        .await
+        else {
+            return;
+        };
+        assert_eq!(results.len(), 21, "{results:?}");
+        assert_eq!(results[20]["structured"]["status"], "waiting");
+        results[20]["structured"]["runId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(f.code_mode.parked_runs(), 1);
+    let stateful = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url.clone(),
+        ))
+        .await
+        .expect("client handshake");
+    let refused = wait(&stateful, &stateless_run).await;
+    assert_eq!(refused["status"], "failed");
+    assert_eq!(refused["code"], "invalid_input");
+    assert_eq!(
+        refused["error"],
+        "code mode run belongs to a different session."
+    );
+    assert_eq!(f.code_mode.parked_runs(), 1, "the refusal keeps the run");
+    // Ending the stateful session leaves the stateless run alone; shutting down drops it.
+    stateful.cancel().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(f.code_mode.parked_runs(), 1);
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+    let mut left = f.code_mode.parked_runs();
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = f.code_mode.parked_runs();
+    }
+    assert_eq!(left, 0, "the server's end drops the stateless runs");
+}
