@@ -65,15 +65,28 @@ impl Dispatcher {
             _ => {}
         }
         tokio::spawn(async move {
-            let outcome = this.run(&request, run_id).await;
-            let _ = tx.send(Delivery {
-                id: request.id,
-                outcome,
-            });
+            let id = request.id.clone();
+            let outcome = this.run(request, run_id).await;
+            let _ = tx.send(Delivery { id, outcome });
         })
     }
 
-    async fn run(&self, request: &BridgeRequest, run_id: Option<String>) -> Result<Value, String> {
+    /// Answers one request. Takes the request by value so a call's `input` moves into the
+    /// [`ToolCall`] and a `callValue`'s `details` out of the result without copies
+    /// (docs/threat-model.md, "Host memory").
+    async fn run(
+        &self,
+        mut request: BridgeRequest,
+        run_id: Option<String>,
+    ) -> Result<Value, String> {
+        let input = match request.method {
+            BridgeMethod::Call | BridgeMethod::CallValue => request
+                .args
+                .as_object_mut()
+                .and_then(|args| args.remove("input")),
+            _ => None,
+        };
+        let request = &request;
         let args = &request.args;
         match request.method {
             BridgeMethod::Search => {
@@ -96,14 +109,18 @@ impl Dispatcher {
                     .catalog
                     .lookup_value(args.get("id").unwrap_or(&Value::Null), op)?;
                 entry.check_callable()?;
-                let input = match args.get("input") {
+                let input = match input {
                     Some(Value::Null) | None => json!({}),
-                    Some(v) => v.clone(),
+                    Some(v) => v,
                 };
                 let result = self.execute(entry, input, &request.id, run_id).await?;
-                let details = result.get("details");
                 if request.method == BridgeMethod::CallValue {
-                    Ok(details.cloned().unwrap_or(result))
+                    Ok(match result {
+                        Value::Object(mut fields) if fields.contains_key("details") => {
+                            fields.remove("details").unwrap_or(Value::Null)
+                        }
+                        other => other,
+                    })
                 } else {
                     Ok(json!({"tool": entry.compact(), "result": result}))
                 }

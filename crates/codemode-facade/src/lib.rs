@@ -363,14 +363,14 @@ impl CodeMode {
         let started = Instant::now();
         self.runs.purge_expired();
         let env = Arc::new(env);
-        let prepared = match codemode_ts::prepare_exec(input, env.config.languages()) {
+        let deadline = started + Duration::from_millis(env.config.timeout_ms());
+        let prepared = match run::prepare(&env, input, deadline).await {
             Ok(p) => p,
-            Err(rejection) => return run::refusal(&env, rejection.message()),
+            Err(result) => return *result,
         };
         if abort.is_aborted() {
             return run::vm_failure(&env, &VmError::Aborted);
         }
-        let deadline = started + Duration::from_millis(env.config.timeout_ms());
         // Preparation counts against the cell's deadline (docs/contract/guest.md#s4-4).
         if Instant::now() >= deadline {
             return run::vm_failure(&env, &VmError::Timeout);

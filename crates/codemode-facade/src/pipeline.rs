@@ -1182,13 +1182,20 @@ impl ToolPipeline {
         if !self.policy.allows(&call.tool_name, &call.tool_id) {
             return Err(CallError::NotAllowed(unknown_tool_message(&call.tool_id)));
         }
-        let verdict = self
-            .hooks
-            .run_before(ToolCallInfo::nested(&call))
-            .await
-            .map_err(|reason| CallError::Blocked(blocked_message(&call.tool_id, &reason)))?;
-        call.input = verdict.input;
-        if verdict.ask
+        // Without hooks no event is built: each one copies the input (docs/threat-model.md,
+        // "Host memory").
+        let (ask_hook, ask_reason) = if self.hooks.is_empty() {
+            (false, None)
+        } else {
+            let verdict = self
+                .hooks
+                .run_before(ToolCallInfo::nested(&call))
+                .await
+                .map_err(|reason| CallError::Blocked(blocked_message(&call.tool_id, &reason)))?;
+            call.input = verdict.input;
+            (verdict.ask, verdict.ask_reason)
+        };
+        if ask_hook
             || self
                 .policy
                 .requires_approval(&call.tool_name, &call.tool_id)
@@ -1199,7 +1206,7 @@ impl ToolPipeline {
                 tool_id: call.tool_id.clone(),
                 tool_name: call.tool_name.clone(),
                 input: call.input.clone(),
-                reason: verdict.ask_reason,
+                reason: ask_reason,
                 parent_tool_call_id: call.parent_tool_call_id.clone(),
                 bridge_id: Some(call.bridge_id.clone()),
                 scope: call.scope.clone(),
@@ -1220,13 +1227,13 @@ impl ToolPipeline {
                 )))
             })?;
         }
+        if self.hooks.is_empty() {
+            return self.executor.execute(call).await.map_err(CallError::Failed);
+        }
         let info = ToolCallInfo::nested(&call);
         let tool_id = call.tool_id.clone();
         let started = Instant::now();
         let outcome = self.executor.execute(call).await;
-        if self.hooks.is_empty() {
-            return outcome.map_err(CallError::Failed);
-        }
         match self
             .hooks
             .run_after(&info, outcome, started.elapsed())

@@ -53,6 +53,9 @@ pub(crate) struct Run {
     tasks: HashMap<String, JoinHandle<()>>,
     /// Settled requests not yet delivered, in the order they settled.
     arrived: Vec<Delivery>,
+    /// Requests the runtime refused for the size of their arguments (bridge id → message):
+    /// settled with the message instead of being dispatched (docs/threat-model.md).
+    refused: HashMap<String, String>,
     /// Requests the guest waits for (delivered ones removed), in creation order.
     pending: Vec<BridgeRequest>,
     /// The main promise's first settlement.
@@ -155,6 +158,50 @@ pub(crate) fn refusal(env: &RunEnv, message: String) -> CodeModeResult {
     failure(env, ErrorCode::InvalidInput, &message, false)
 }
 
+/// Sources longer than this many bytes are prepared on a blocking thread under the deadline;
+/// shorter ones inline (a thread hop would cost the fast path more than their parse).
+const PREPARE_INLINE_BYTES: usize = 64 * 1024;
+
+/// Prepares an `exec` input (docs/contract/guest.md#s4-4): the argument checks, the source cap
+/// (`codemode_ts::MAX_SOURCE_BYTES`), the TypeScript strip and the module and shell checks.
+/// A large source is prepared on a blocking thread, and the answer comes at `deadline` at the
+/// latest: `timeout` with the contract's message while the parse finishes in the background
+/// (bounded by the source cap; docs/threat-model.md, "Deadlines"). Errors: the refusal result.
+pub(crate) async fn prepare(
+    env: &RunEnv,
+    input: &Value,
+    deadline: Instant,
+) -> Result<codemode_ts::PreparedExec, Box<CodeModeResult>> {
+    let source_bytes = ["code", "command"]
+        .iter()
+        .filter_map(|k| input.get(*k).and_then(Value::as_str))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let prepared =
+        if source_bytes <= PREPARE_INLINE_BYTES || source_bytes > codemode_ts::MAX_SOURCE_BYTES {
+            codemode_ts::prepare_exec(input, env.config.languages())
+        } else {
+            let owned = input.clone();
+            let languages = env.config.languages().to_vec();
+            let work =
+                tokio::task::spawn_blocking(move || codemode_ts::prepare_exec(&owned, &languages));
+            match tokio::time::timeout_at(deadline.into(), work).await {
+                Ok(Ok(prepared)) => prepared,
+                Ok(Err(join)) => {
+                    return Err(Box::new(failure(
+                        env,
+                        ErrorCode::InternalError,
+                        &format!("source preparation failed: {join}"),
+                        false,
+                    )))
+                }
+                Err(_) => return Err(Box::new(vm_failure(env, &VmError::Timeout))),
+            }
+        };
+    prepared.map_err(|rejection| Box::new(refusal(env, rejection.message())))
+}
+
 /// A failure for a VM error (its code and `Display`) with the env's telemetry and no run.
 pub(crate) fn vm_failure(env: &RunEnv, e: &VmError) -> CodeModeResult {
     let (code, message) = map_vm_error(e);
@@ -240,6 +287,7 @@ impl Run {
             rx,
             tasks: HashMap::new(),
             arrived: Vec::new(),
+            refused: HashMap::new(),
             pending: Vec::new(),
             main: None,
             output: Vec::new(),
@@ -292,7 +340,9 @@ impl Run {
     }
 
     /// Absorbs the reports of one leg: output, the main promise's first settlement, pending.
-    fn take_step(&mut self, vm: Vm, reports: Vec<Result<GuestReport, VmError>>) {
+    fn take_step(&mut self, mut vm: Vm, reports: Vec<Result<GuestReport, VmError>>) {
+        // Requests refused for their size settle with the refusal, never dispatched.
+        self.refused.extend(vm.take_refusals());
         for report in reports {
             match report {
                 Ok(report) => {
@@ -434,6 +484,13 @@ impl Run {
             if self.tasks.contains_key(&request.id)
                 || self.arrived.iter().any(|d| d.id == request.id)
             {
+                continue;
+            }
+            if let Some(message) = self.refused.remove(&request.id) {
+                self.arrived.push(Delivery {
+                    id: request.id.clone(),
+                    outcome: Err(message),
+                });
                 continue;
             }
             let handle = self

@@ -33,7 +33,10 @@ mod worker;
 pub use budget::{AbortHandle, LegBudget, HARD_DEADLINE_GRACE};
 pub use engine::{FreshVm, Runtime, RuntimeOptions, GUEST_SHA256, GUEST_WASM};
 pub use error::{RuntimeError, SnapshotError, VmError};
-pub use limits::{VmLimits, SHADOW_STACK_BYTES};
+pub use limits::{
+    argument_too_large, delivery_too_large, step_arguments_too_large, VmLimits,
+    MAX_REQUEST_ARGUMENT_BYTES, MAX_STEP_ARGUMENT_BYTES, SHADOW_STACK_BYTES,
+};
 pub use snapshot::{Snapshot, SNAPSHOT_FORMAT_VERSION};
 pub use vm::{Vm, WallClock};
 pub use worker::{on_leg_stack, run_leg, LegPanic, LEG_THREAD_STACK_BYTES};

@@ -13,6 +13,38 @@ pub(crate) const JS_STACK_LIMIT_BYTES: u64 = SHADOW_STACK_BYTES - 1024 * 1024;
 /// QuickJS's own stack limit (on the shadow stack) trips first, giving a catchable `RangeError`.
 pub(crate) const MAX_WASM_STACK: usize = 64 * 1024 * 1024;
 
+/// Native wasm stack in bytes kept free below [`MAX_WASM_STACK`]: once a guest call has used
+/// the rest, the `codemode.native_stack_low` import answers 1 and QuickJS throws its catchable
+/// `RangeError` (recursion whose frames take no shadow stack, e.g. `JSON.parse` of a million
+/// `[`); the headroom is for the throw, its backtrace and the unwinding (docs/guest-abi.md).
+pub(crate) const NATIVE_STACK_HEADROOM: usize = 4 * 1024 * 1024;
+
+/// Most bytes of JSON text one bridge request's arguments may carry to the host (1 MiB). The
+/// host parses arguments into a value tree, which takes up to ~16× their text (a `0,` is two
+/// bytes of text and a 32-byte `serde_json::Value`), so the text is checked before parsing; a
+/// request over it is refused in the guest with [`argument_too_large`]'s message
+/// (docs/threat-model.md).
+pub const MAX_REQUEST_ARGUMENT_BYTES: usize = 1024 * 1024;
+
+/// Most bytes of JSON argument text all requests created in one step may carry together
+/// (8 MiB); requests past it are refused with [`step_arguments_too_large`]'s message.
+pub const MAX_STEP_ARGUMENT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The error a request whose arguments are `bytes` long (over [`MAX_REQUEST_ARGUMENT_BYTES`])
+/// rejects with.
+pub fn argument_too_large(bytes: usize) -> String {
+    format!(
+        "code mode tool arguments are too large: {bytes} bytes (at most {MAX_REQUEST_ARGUMENT_BYTES} bytes per call)"
+    )
+}
+
+/// The error a request past [`MAX_STEP_ARGUMENT_BYTES`] of its step rejects with.
+pub fn step_arguments_too_large() -> String {
+    format!(
+        "code mode tool arguments are too large: the calls of one step carry more than {MAX_STEP_ARGUMENT_BYTES} bytes"
+    )
+}
+
 /// Per-VM limits (docs/contract/config.md#configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VmLimits {
@@ -40,6 +72,14 @@ impl Default for VmLimits {
 }
 
 impl VmLimits {
+    /// Most bytes of JSON text one delivery may put into the guest: a quarter of the heap limit
+    /// (the guest holds the input buffer, the text and the value it parses from it at once, so
+    /// a larger result could not be used). A larger result rejects the request with
+    /// [`delivery_too_large`]'s message, checked before the host serialises it.
+    pub fn max_delivery_bytes(&self) -> u64 {
+        self.memory_limit_bytes / 4
+    }
+
     /// The wasmtime backstop on linear memory in bytes: heap × 1.25 + shadow stack + 32 MiB,
     /// capped just under 4 GiB.
     pub(crate) fn linear_memory_cap(&self) -> usize {
@@ -50,4 +90,12 @@ impl VmLimits {
             .saturating_add(32 * 1024 * 1024);
         cap.min((1u64 << 32) - 65536) as usize
     }
+}
+
+/// The error a request whose result is `bytes` of JSON text (over `limit`,
+/// [`VmLimits::max_delivery_bytes`]) rejects with.
+pub fn delivery_too_large(bytes: u64, limit: u64) -> String {
+    format!(
+        "code mode tool result is too large for the guest: {bytes} bytes (at most {limit} bytes, a quarter of memoryLimitBytes)"
+    )
 }

@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_bridge::abi::{InitInput, StartInput};
-use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, ProtocolError, PRELUDE};
+use codemode_bridge::abi::{self, InitInput, StartInput};
+use codemode_bridge::{
+    BridgeMethod, BridgeRequest, Delivery, GuestReport, OutputItem, ProtocolError, PRELUDE,
+};
 use wasmtime::{
     Caller, Engine, Global, InstancePre, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder,
     TypedFunc, UpdateDeadline,
@@ -20,7 +22,7 @@ use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 
 use crate::budget::{AbortHandle, Deadline, LegBudget};
 use crate::error::{RuntimeError, VmError};
-use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES};
+use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES, MAX_WASM_STACK, NATIVE_STACK_HEADROOM};
 use crate::snapshot::{self, Image, MemoryAtRest, Snapshot};
 
 /// Bytes of guest stdout/stderr kept for diagnostics (the guest never writes there on purpose).
@@ -35,6 +37,16 @@ pub(crate) struct HostState {
     limits: StoreLimits,
     deadline: Deadline,
     stderr: MemoryOutputPipe,
+    /// [`native_stack_position`] when the current guest call was entered (0: not measured).
+    native_stack_entry: usize,
+}
+
+/// An address in the current frame of the native stack. Guest code runs synchronously on the
+/// calling thread's stack, which grows down on every target wasmtime compiles for here.
+#[inline(never)]
+fn native_stack_position() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
 }
 
 struct Clock(WallClock);
@@ -55,6 +67,18 @@ pub(crate) fn add_codemode_imports(linker: &mut Linker<HostState>) -> wasmtime::
         "interrupt",
         |mut caller: Caller<'_, HostState>| -> i32 {
             i32::from(caller.data_mut().deadline.poll_interrupt())
+        },
+    )?;
+    // docs/guest-abi.md "Deep recursion": 1 once the guest call has used all of the native wasm
+    // stack but NATIVE_STACK_HEADROOM, so QuickJS throws its catchable RangeError before
+    // wasmtime would trap.
+    linker.func_wrap(
+        "codemode",
+        "native_stack_low",
+        |caller: Caller<'_, HostState>| -> i32 {
+            let entry = caller.data().native_stack_entry;
+            let used = entry.saturating_sub(native_stack_position());
+            i32::from(entry != 0 && used > MAX_WASM_STACK - NATIVE_STACK_HEADROOM)
         },
     )?;
     Ok(())
@@ -101,6 +125,13 @@ pub struct Vm {
     /// Highest request number seen per method (duplicate detection).
     counters: BTreeMap<BridgeMethod, u64>,
     poisoned: Option<String>,
+    /// Output of the step a deadline or abort stopped, from the report the guest still left.
+    output_at_stop: Vec<OutputItem>,
+    /// Requests refused for the size of their arguments (id, message) since the last
+    /// [`Vm::take_refusals`]; their arguments were never parsed.
+    refusals: Vec<(String, String)>,
+    /// [`VmLimits::max_delivery_bytes`] of the limits the VM was made with.
+    max_delivery_bytes: u64,
 }
 
 impl std::fmt::Debug for Vm {
@@ -136,6 +167,7 @@ impl Vm {
                 .build(),
             deadline: Deadline::default(),
             stderr,
+            native_stack_entry: 0,
         };
         let mut store = Store::new(&template.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -186,6 +218,9 @@ impl Vm {
             pending: Vec::new(),
             counters: BTreeMap::new(),
             poisoned: None,
+            output_at_stop: Vec::new(),
+            refusals: Vec::new(),
+            max_delivery_bytes: limits.max_delivery_bytes(),
         })
     }
 
@@ -348,6 +383,15 @@ impl Vm {
         self.poisoned.is_some()
     }
 
+    /// The output items (`text`, `json`, `console`) of the step that a deadline or the abort
+    /// handle stopped, produced before the stop; empty otherwise, and after the first call.
+    /// docs/contract/lifecycle.md#s5-3 keeps output produced before a failure. (The interrupt
+    /// ends the guest's call with a report; a stop by the epoch backstop leaves none, and this
+    /// is empty.)
+    pub fn take_output_at_stop(&mut self) -> Vec<OutputItem> {
+        std::mem::take(&mut self.output_at_stop)
+    }
+
     /// Up to 16 KiB of what the guest wrote to stderr (diagnostics only).
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.store.data().stderr.contents()).into_owned()
@@ -385,7 +429,36 @@ impl Vm {
             return Err(VmError::UnknownRequest(delivery.id.clone()));
         };
         let deliver = self.exports.deliver.clone();
-        self.step(deliver, &delivery.to_guest_input(), budget, Some(index))
+        let input = match &delivery.outcome {
+            Ok(value) => {
+                // Measured without building the text: a result the guest could not hold is
+                // refused before the host makes copies of it (docs/threat-model.md).
+                let bytes = json_len(value);
+                if bytes > self.max_delivery_bytes {
+                    Delivery {
+                        id: delivery.id.clone(),
+                        outcome: Err(crate::limits::delivery_too_large(
+                            bytes,
+                            self.max_delivery_bytes,
+                        )),
+                    }
+                    .to_guest_input()
+                } else {
+                    delivery.to_guest_input()
+                }
+            }
+            Err(_) => delivery.to_guest_input(),
+        };
+        self.step(deliver, &input, budget, Some(index))
+    }
+
+    /// Requests of the last [`Vm::start`] / [`Vm::deliver`] whose arguments were over
+    /// [`crate::MAX_REQUEST_ARGUMENT_BYTES`] (or past [`crate::MAX_STEP_ARGUMENT_BYTES`] of their
+    /// step), as `(bridge id, message)`. They are in [`Vm::pending`] with `null` arguments; the
+    /// host must settle each with `Err(message)` instead of running it. Taking them empties the
+    /// list.
+    pub fn take_refusals(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.refusals)
     }
 
     fn step(
@@ -407,9 +480,16 @@ impl Vm {
             Err(e) => Err(e),
             Ok((_, bytes)) => {
                 if interrupted {
+                    // The interrupt ended the call, and the guest still reported: keep what it
+                    // wrote before the stop (its own cap on output held).
+                    if let Ok(report) = GuestReport::parse(&bytes) {
+                        if !report.output_overflow {
+                            self.output_at_stop = report.output;
+                        }
+                    }
                     Err(budget.stop_error())
                 } else {
-                    GuestReport::parse(&bytes).map_err(|e| match e {
+                    self.parse_report(&bytes).map_err(|e| match e {
                         ProtocolError::Rejected(m) => VmError::Protocol(m),
                         other => VmError::Protocol(other.to_string()),
                     })
@@ -459,6 +539,31 @@ impl Vm {
         Ok(report)
     }
 
+    /// Parses a report, refusing requests whose argument text is over the per-request or
+    /// per-step cap before their arguments become a value tree (their text is replaced by
+    /// `null` and they are recorded for [`Vm::take_refusals`]).
+    fn parse_report(&mut self, bytes: &[u8]) -> Result<GuestReport, ProtocolError> {
+        let mut raw: abi::Report =
+            serde_json::from_slice(bytes).map_err(|e| ProtocolError::Malformed(e.to_string()))?;
+        let mut step_bytes = 0usize;
+        for request in &mut raw.requests {
+            let bytes = request.args.len();
+            let refusal = if bytes > crate::limits::MAX_REQUEST_ARGUMENT_BYTES {
+                Some(crate::limits::argument_too_large(bytes))
+            } else if step_bytes + bytes > crate::limits::MAX_STEP_ARGUMENT_BYTES {
+                Some(crate::limits::step_arguments_too_large())
+            } else {
+                step_bytes += bytes;
+                None
+            };
+            if let Some(message) = refusal {
+                request.args = "null".to_string();
+                self.refusals.push((request.id.clone(), message));
+            }
+        }
+        GuestReport::from_wire(raw)
+    }
+
     fn arm(&mut self, budget: &LegBudget) {
         self.store.data_mut().deadline.arm(budget);
         self.store.set_epoch_deadline(1);
@@ -495,9 +600,10 @@ impl Vm {
                 .map_err(|e| VmError::Protocol(format!("guest returned a bad buffer: {e}")))?;
             ptr
         };
-        let status = func
-            .call(&mut self.store, (ptr, len))
-            .map_err(|e| self.trap_error(e))?;
+        self.store.data_mut().native_stack_entry = native_stack_position();
+        let status = func.call(&mut self.store, (ptr, len));
+        self.store.data_mut().native_stack_entry = 0;
+        let status = status.map_err(|e| self.trap_error(e))?;
         let rptr = self
             .exports
             .report_ptr
@@ -520,6 +626,23 @@ impl Vm {
     fn trap_error(&self, e: wasmtime::Error) -> VmError {
         VmError::from_trap(&e, self.store.data().deadline.aborted())
     }
+}
+
+/// Bytes of `value`'s compact JSON text, counted without building it.
+fn json_len(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// Takes the post-initialisation image: a VM initialised from scratch, captured once.

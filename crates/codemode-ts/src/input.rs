@@ -28,6 +28,9 @@ pub struct ExecInput {
 ///    [`Rejection::InvalidLanguage`];
 /// 4. `restartSafe` is present and not a boolean → [`Rejection::InvalidRestartSafe`].
 ///
+/// Right after rule 2, a source over [`crate::MAX_SOURCE_BYTES`] is
+/// [`Rejection::SourceTooLarge`] (before anything parses it).
+///
 /// "Present" means the key exists, so an explicit `null` is checked like any other value. An
 /// input that is not a JSON object has no source and fails rule 2. Unknown keys are ignored.
 pub fn parse_exec_input(input: &Value) -> Result<ExecInput, Rejection> {
@@ -48,6 +51,11 @@ pub fn parse_exec_input(input: &Value) -> Result<ExecInput, Rejection> {
     };
     if crate::scan::js_trim(source).is_empty() {
         return Err(Rejection::MissingSource);
+    }
+    if source.len() > crate::rejection::MAX_SOURCE_BYTES {
+        return Err(Rejection::SourceTooLarge {
+            bytes: source.len(),
+        });
     }
 
     let language = match field("language") {

@@ -34,6 +34,12 @@ pub const MODULE_ACCESS_DISABLED: &str = "code mode module access is disabled.";
 /// docs/contract/guest.md#s4-6: a shell command sent as code.
 pub const SHELL_SOURCE: &str = "code-mode exec runs JavaScript or TypeScript, not shell commands. Call shell, file, or other tools from guest JavaScript with tools.callValue and an exact tool id from ALL_TOOLS or tools.search. Do not retry the same shell command as code.";
 
+/// Largest source `exec` accepts, in UTF-8 bytes (1 MiB). Preparation parses the whole source
+/// (swc, not interruptible) before the deadline can be checked, so its size bounds the time
+/// preparation can take past `timeoutMs` (docs/threat-model.md, "Deadlines"). A larger source
+/// is [`Rejection::SourceTooLarge`].
+pub const MAX_SOURCE_BYTES: usize = 1024 * 1024;
+
 /// Why an `exec` input was refused before any VM started (docs/contract/surface.md#s2-2 and docs/contract/guest.md#s4-4).
 ///
 /// Every variant is reported as a `failed` result with `code` [`Rejection::code`]
@@ -71,6 +77,13 @@ pub enum Rejection {
     /// docs/contract/guest.md#s4-6: the shell-source message ([`SHELL_SOURCE`]).
     #[error("{}", SHELL_SOURCE)]
     ShellSource,
+    /// The source is over [`MAX_SOURCE_BYTES`] (this product's cap, docs/threat-model.md):
+    /// `code mode source is too large: <bytes> bytes (at most 1048576 bytes).`
+    #[error("code mode source is too large: {bytes} bytes (at most {MAX_SOURCE_BYTES} bytes).")]
+    SourceTooLarge {
+        /// The source's length in UTF-8 bytes.
+        bytes: usize,
+    },
 }
 
 impl Rejection {
