@@ -19,10 +19,7 @@ use tokio::task::JoinHandle;
 use crate::dispatch::{Counters, Dispatcher};
 use crate::pipeline::{RunApprovals, ToolPipeline};
 use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
-use crate::{
-    RunEnv, OUTPUT_LIMIT_EXCEEDED, PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE,
-    RESTART_SAFE_SIDE_EFFECTS, SNAPSHOT_LIMIT_EXCEEDED, TOO_MANY_PENDING,
-};
+use crate::{RunEnv, PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS};
 
 pub(crate) enum Readiness {
     Ready,
@@ -132,7 +129,13 @@ fn limits(env: &RunEnv) -> VmLimits {
 }
 
 /// The result code for a VM error; the message is always the error's `Display`.
-fn map_vm_error(e: &VmError) -> (ErrorCode, String) {
+fn map_vm_error(e: &VmError, config: &codemode_config::CodeModeConfig) -> (ErrorCode, String) {
+    if *e == VmError::Timeout {
+        return (
+            ErrorCode::Timeout,
+            crate::timeout_message(config.timeout_ms()),
+        );
+    }
     let code = match e {
         VmError::Timeout => ErrorCode::Timeout,
         VmError::Aborted => ErrorCode::Aborted,
@@ -204,7 +207,7 @@ pub(crate) async fn prepare(
 
 /// A failure for a VM error (its code and `Display`) with the env's telemetry and no run.
 pub(crate) fn vm_failure(env: &RunEnv, e: &VmError) -> CodeModeResult {
-    let (code, message) = map_vm_error(e);
+    let (code, message) = map_vm_error(e, &env.config);
     failure(env, code, &message, false)
 }
 
@@ -347,14 +350,22 @@ impl Run {
             match report {
                 Ok(report) => {
                     if report.request_overflow {
-                        self.error = Some((ErrorCode::InvalidInput, TOO_MANY_PENDING.into()));
+                        self.error = Some((
+                            ErrorCode::InvalidInput,
+                            crate::pending_limit_message(
+                                None,
+                                self.env.config.max_pending_tool_calls(),
+                            ),
+                        ));
                         self.vm = None;
                         return;
                     }
                     if report.output_overflow {
                         self.output.clear();
-                        self.error =
-                            Some((ErrorCode::OutputLimitExceeded, OUTPUT_LIMIT_EXCEEDED.into()));
+                        self.error = Some((
+                            ErrorCode::OutputLimitExceeded,
+                            crate::output_limit_message(None, self.env.config.max_output_bytes()),
+                        ));
                         self.vm = None;
                         return;
                     }
@@ -368,7 +379,7 @@ impl Run {
                     }
                 }
                 Err(e) => {
-                    self.error = Some(map_vm_error(&e));
+                    self.error = Some(map_vm_error(&e, &self.env.config));
                     self.vm = None;
                     return;
                 }
@@ -395,7 +406,11 @@ impl Run {
                 return Outcome::Done(self.finish());
             }
             if self.pending.len() as u64 > config.max_pending_tool_calls() {
-                return Outcome::Done(self.fail(ErrorCode::InvalidInput, TOO_MANY_PENDING));
+                let message = crate::pending_limit_message(
+                    Some(self.pending.len() as u64),
+                    config.max_pending_tool_calls(),
+                );
+                return Outcome::Done(self.fail(ErrorCode::InvalidInput, &message));
             }
             if self.pending.iter().any(|p| p.method == BridgeMethod::Yield) {
                 return Outcome::Park;
@@ -561,7 +576,7 @@ impl Run {
                 Ok(())
             }
             Ok(Err(e)) => {
-                let (code, message) = map_vm_error(&e);
+                let (code, message) = map_vm_error(&e, &self.env.config);
                 Err(Box::new(self.fail(code, &message)))
             }
             Err(panic) => Err(Box::new(
@@ -583,7 +598,7 @@ impl Run {
             (None, Some(vm)) => match vm.snapshot() {
                 Ok(s) => s,
                 Err(e) => {
-                    let (code, message) = map_vm_error(&e);
+                    let (code, message) = map_vm_error(&e, &self.env.config);
                     return Parking::Failed(self.fail(code, &message));
                 }
             },
@@ -594,9 +609,11 @@ impl Run {
             }
         };
         if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes() {
-            return Parking::Failed(
-                self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED),
+            let message = crate::snapshot_limit_message(
+                snapshot.stored_bytes() as u64,
+                self.env.config.max_snapshot_bytes(),
             );
+            return Parking::Failed(self.fail(ErrorCode::SnapshotLimitExceeded, &message));
         }
         if let Some(result) = self.output_limit_failure(None) {
             return Parking::Failed(result);
@@ -731,7 +748,11 @@ impl Run {
         }
         if measure > self.env.config.max_output_bytes() {
             self.output.clear();
-            return Some(self.fail(ErrorCode::OutputLimitExceeded, OUTPUT_LIMIT_EXCEEDED));
+            let message = crate::output_limit_message(
+                (measure != u64::MAX).then_some(measure),
+                self.env.config.max_output_bytes(),
+            );
+            return Some(self.fail(ErrorCode::OutputLimitExceeded, &message));
         }
         None
     }
@@ -749,9 +770,12 @@ impl Run {
                 self.snapshot = Some(s);
                 None
             }
-            Ok(_) => Some(self.fail(ErrorCode::SnapshotLimitExceeded, SNAPSHOT_LIMIT_EXCEEDED)),
+            Ok(s) => {
+                let message = crate::snapshot_limit_message(s.stored_bytes() as u64, max);
+                Some(self.fail(ErrorCode::SnapshotLimitExceeded, &message))
+            }
             Err(e) => {
-                let (code, message) = map_vm_error(&e);
+                let (code, message) = map_vm_error(&e, &self.env.config);
                 Some(self.fail(code, &message))
             }
         }
@@ -785,7 +809,7 @@ impl Run {
 
     /// A terminal failure for a VM error: its result code and its `Display` as the message.
     pub(crate) fn fail_vm(&mut self, e: &VmError) -> CodeModeResult {
-        let (code, message) = map_vm_error(e);
+        let (code, message) = map_vm_error(e, &self.env.config);
         self.fail(code, &message)
     }
 

@@ -196,7 +196,7 @@ async fn console_counts_against_max_output_bytes() {
     let r = h.exec(r#"console.log("x".repeat(2000)); return 1;"#).await;
     assert_eq!(
         summary(&r),
-        json!({"status": "failed", "error": "code mode output limit exceeded",
+        json!({"status": "failed", "error": "code mode output limit exceeded. The output grew past the limit; maxOutputBytes is 1,024 (tools.codeMode.maxOutputBytes). Return less: only the fields or entries the answer needs (to find tools, `tools.search(query)` rather than all of `ALL_TOOLS`).",
                "code": "output_limit_exceeded", "output": []})
     );
     let r = h.exec(r#"console.warn("x".repeat(900)); return 2;"#).await;
@@ -204,7 +204,7 @@ async fn console_counts_against_max_output_bytes() {
     assert_eq!(r.output().len(), 1);
     // The same text through text() fails at the same size.
     let r = h.exec(r#"text("x".repeat(2000)); return 1;"#).await;
-    assert_eq!(error(&r), "code mode output limit exceeded");
+    assert_eq!(error(&r), "code mode output limit exceeded. The output grew past the limit; maxOutputBytes is 1,024 (tools.codeMode.maxOutputBytes). Return less: only the fields or entries the answer needs (to find tools, `tools.search(query)` rather than all of `ALL_TOOLS`).");
 }
 
 // ---- line numbers (D13) ----

@@ -351,7 +351,10 @@ return out;"#,
         Case::new(
             "pending_cap_fails_before_dispatch",
             "return await Promise.all([1, 2, 3].map((n) => tools.callValue('slow', { n })));",
-            Failure("too many pending code mode tool calls", ErrorCode::InvalidInput),
+            Failure(
+                "too many pending code mode tool calls. The program started more tool calls at once than the limit; maxPendingToolCalls is 2 (tools.codeMode.maxPendingToolCalls). Start them in batches and await each batch before the next.",
+                ErrorCode::InvalidInput,
+            ),
         )
         .config(json!({"enabled": true, "maxPendingToolCalls": 2}))
         .calls(0),
@@ -410,14 +413,20 @@ return out;"#,
         Case::new(
             "output_limit_e41",
             "return 'x'.repeat(2048);",
-            Failure("code mode output limit exceeded", ErrorCode::OutputLimitExceeded),
+            Failure(
+                "code mode output limit exceeded. The result is 2,050 bytes; maxOutputBytes is 1,024 (tools.codeMode.maxOutputBytes). Return less: only the fields or entries the answer needs (to find tools, `tools.search(query)` rather than all of `ALL_TOOLS`).",
+                ErrorCode::OutputLimitExceeded,
+            ),
         )
         .config(json!({"enabled": true, "maxOutputBytes": 1024}))
         .output(json!([])),
         Case::new(
             "output_over_limit_stops_before_the_next_call",
             "text('x'.repeat(2000)); return await tools.callValue('fake_create_ticket', {});",
-            Failure("code mode output limit exceeded", ErrorCode::OutputLimitExceeded),
+            Failure(
+                "code mode output limit exceeded. The output grew past the limit; maxOutputBytes is 1,024 (tools.codeMode.maxOutputBytes). Return less: only the fields or entries the answer needs (to find tools, `tools.search(query)` rather than all of `ALL_TOOLS`).",
+                ErrorCode::OutputLimitExceeded,
+            ),
         )
         .config(json!({"enabled": true, "maxOutputBytes": 1024}))
         .output(json!([]))
@@ -787,7 +796,10 @@ async fn timeout_e43() {
     let r = h.exec("while (true) {}").await;
     assert_eq!(
         failure(&r),
-        ("code mode timeout exceeded", ErrorCode::Timeout)
+        (
+            "code mode timeout exceeded. The program computed without waiting on a tool until the call's budget ran out; timeoutMs is 100 (tools.codeMode.timeoutMs).",
+            ErrorCode::Timeout
+        )
     );
     assert!(
         started.elapsed() < Duration::from_millis(100 + 250 + 250),
@@ -1223,7 +1235,7 @@ async fn floods_fail_inside_the_guest_with_spec_codes() {
     assert_eq!(
         failure(&r),
         (
-            "code mode output limit exceeded",
+            "code mode output limit exceeded. The output grew past the limit; maxOutputBytes is 65,536 (tools.codeMode.maxOutputBytes). Return less: only the fields or entries the answer needs (to find tools, `tools.search(query)` rather than all of `ALL_TOOLS`).",
             ErrorCode::OutputLimitExceeded
         )
     );
@@ -1232,7 +1244,7 @@ async fn floods_fail_inside_the_guest_with_spec_codes() {
     assert_eq!(
         failure(&r),
         (
-            "too many pending code mode tool calls",
+            "too many pending code mode tool calls. The program started more tool calls at once than the limit; maxPendingToolCalls is 16 (tools.codeMode.maxPendingToolCalls). Start them in batches and await each batch before the next.",
             ErrorCode::InvalidInput
         )
     );
