@@ -24,16 +24,54 @@
   // redirected by user code (Symbol.hasInstance, prototype swaps).
   const isPromise = native.isPromise;
   const isError = native.isError;
+  // Nesting depth of a JSON text, and the count of allocations the heap limit refused so far.
+  const jsonDepth = native.jsonDepth;
+  const refusedAllocations = native.refusedAllocations;
+  const RangeErrorCtor = RangeError;
   const apply = Reflect.apply;
   const WeakMapCtor = WeakMap;
   const weakGet = WeakMap.prototype.get;
   const weakSet = WeakMap.prototype.set;
   const stringTrim = String.prototype.trim;
+  const stringEndsWith = String.prototype.endsWith;
+  const stringStartsWith = String.prototype.startsWith;
   const arrayJoin = Array.prototype.join;
+  const getPrototypeOf = Object.getPrototypeOf;
   const numberParse = Number.parseInt;
   const safeName = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
   const reserved = create(null);
   reserved.search = reserved.describe = reserved.call = reserved.callValue = true;
+  const PRELUDE_FILE = "codemode:prelude.js";
+
+  // Stack walking never hands out a bridge function (docs/contract/guest.md#s4-2): with
+  // `Error.prepareStackTrace` set, QuickJS passes CallSite objects whose `getFunction()`
+  // returns the function of every frame, the prelude's own included. It is replaced on the
+  // CallSite prototype (reached once, here, through a temporary prepareStackTrace) by one that
+  // answers `undefined` for frames of this script and for native frames (the `native` functions,
+  // built-ins), as V8 does for strict-mode frames; the user's own functions are still returned.
+  (function hideBridgeFrames() {
+    let proto;
+    Error.prepareStackTrace = (_e, sites) => {
+      proto = sites.length > 0 ? getPrototypeOf(sites[0]) : undefined;
+      return "";
+    };
+    try {
+      new ErrorCtor().stack;
+    } finally {
+      Error.prepareStackTrace = undefined;
+    }
+    if (proto === undefined || typeof proto.getFunction !== "function") return;
+    const getFunction = proto.getFunction;
+    const getFileName = proto.getFileName;
+    const isNative = proto.isNative;
+    const guarded = {
+      getFunction() {
+        if (apply(isNative, this, []) || apply(getFileName, this, []) === PRELUDE_FILE) return undefined;
+        return apply(getFunction, this, []);
+      },
+    }.getFunction;
+    defineProperty(proto, "getFunction", { value: guarded, writable: false, enumerable: false, configurable: false });
+  })();
 
   // Pending bridge requests: id -> {resolve, reject}. A null-prototype object, not a Map, so that
   // user code patching Map.prototype cannot reach it.
@@ -103,55 +141,88 @@
     };
   }
 
-  // The JSON adapter (docs/contract/json.md#s6): undefined -> null; otherwise a JSON round trip in
-  // which Promises and Errors anywhere are replaced first (D14); when stringifying throws, Errors
-  // become {name, message} and everything else String(v).
-  function safe(v) {
-    if (v === undefined) return null;
-    // Fast paths with the same result as the round trip.
+  // Values crossing the bridge nest at most this many arrays and objects deep: the host parses
+  // every report with serde_json (128 levels) and puts results inside envelopes of its own (the
+  // result object, an MCP message), so a deeper value is refused here with a RangeError naming
+  // its depth instead of failing in the host's parser or losing data (docs/guest-abi.md).
+  const MAX_JSON_DEPTH = 100;
+
+  // The fallback text of a value JSON.stringify threw on (a cycle, a BigInt, a throwing toJSON
+  // or getter): an Error's {name, message}, else the JSON text of String(v). `refused` is the
+  // allocation-refusal count before stringifying: once the heap limit refused an allocation the
+  // failure is running out of memory, which fails the call instead of changing the value.
+  function fallbackText(v, e, refused) {
+    if (refusedAllocations() !== refused) throw e;
+    if (isError(v)) {
+      let name = "Error";
+      let message = "";
+      try {
+        name = StringCtor(v.name);
+        message = StringCtor(v.message);
+      } catch (e2) {
+        if (refusedAllocations() !== refused) throw e2;
+        name = "Error";
+        message = "";
+      }
+      return '{"name":' + stringify(name) + ',"message":' + stringify(message) + "}";
+    }
+    if (typeof v !== "object" && typeof v !== "function" && typeof v !== "bigint") {
+      const t = stringify(v);
+      return t === undefined ? "null" : t;
+    }
+    try {
+      return stringify(StringCtor(v));
+    } catch (e2) {
+      if (refusedAllocations() !== refused) throw e2;
+      return "null";
+    }
+  }
+
+  // The JSON adapter (docs/contract/json.md#s6) as text, in one JSON.stringify pass:
+  // undefined -> null; Promises and Errors anywhere are replaced first (D14); when stringifying
+  // throws, Errors become {name, message} and everything else String(v) (`fallbackText`).
+  // Running out of memory is never a fallback: it fails the call (docs/contract/lifecycle.md#s5-7).
+  function adaptText(v) {
+    if (v === undefined) return "null";
     const type = typeof v;
-    if (type === "string" || type === "boolean" || v === null) return v;
-    if (type === "number") return v - v === 0 ? v : null;
+    if (type === "string" || type === "boolean" || v === null) return stringify(v);
+    if (type === "number") return v - v === 0 ? stringify(v) : "null";
+    const refused = refusedAllocations();
     let s;
     try {
       s = stringify(v, makeReplacer());
     } catch (e) {
-      if (isError(v)) {
-        try {
-          return { name: StringCtor(v.name), message: StringCtor(v.message) };
-        } catch (_) {
-          return { name: "Error", message: "" };
-        }
-      }
-      if (v === null || (typeof v !== "object" && typeof v !== "function" && typeof v !== "bigint")) return v;
-      try {
-        return StringCtor(v);
-      } catch (_) {
-        return null;
-      }
+      return fallbackText(v, e, refused);
     }
-    if (s === undefined) {
-      if (typeof v === "function") {
-        try {
-          return StringCtor(v);
-        } catch (_) {
-          return null;
-        }
-      }
-      return null;
+    if (s !== undefined) return s;
+    if (typeof v !== "function") return "null";
+    try {
+      return stringify(StringCtor(v));
+    } catch (e) {
+      if (refusedAllocations() !== refused) throw e;
+      return "null";
     }
-    return parse(s);
   }
 
-  // JSON text of the adapted value with lone-surrogate escapes (`\ud800`, which well-formed
-  // JSON.stringify emits only for lone surrogates) replaced by `\ufffd`, so the host always gets
-  // valid UTF-8 JSON. A plain scan, not a RegExp replace: `String.prototype.replace` would call a
-  // user's `RegExp.prototype[Symbol.replace]`.
+  // `text` checked for the bridge: nested at most MAX_JSON_DEPTH deep (else a RangeError naming
+  // the depth), and with lone-surrogate escapes (`\ud800`, which well-formed JSON.stringify
+  // emits only for lone surrogates) replaced by `\ufffd`, so the host always gets valid UTF-8
+  // JSON. A plain scan, not a RegExp replace: `String.prototype.replace` would call a user's
+  // `RegExp.prototype[Symbol.replace]`.
   const indexOf = String.prototype.indexOf;
   const slice = String.prototype.slice;
   const hexDigits = "0123456789abcdef";
-  function jsonText(v) {
-    const text = stringify(safe(v));
+  function checkedText(text) {
+    // Nesting N levels takes at least 2N characters.
+    if (text.length > 2 * MAX_JSON_DEPTH) {
+      const depth = jsonDepth(text);
+      if (depth > MAX_JSON_DEPTH) {
+        throw new RangeErrorCtor(
+          "value is nested " + depth + " levels deep; the code mode bridge takes at most " +
+            MAX_JSON_DEPTH + " levels of arrays and objects",
+        );
+      }
+    }
     if (apply(indexOf, text, ["\\ud"]) === -1) return text;
     let out = "";
     let last = 0;
@@ -170,26 +241,57 @@
     return out + apply(slice, text, [last]);
   }
 
+  // The bridge's JSON text of `v`: the adapted value, checked.
+  function jsonText(v) {
+    return checkedText(adaptText(v));
+  }
+
   // Bridge envelopes are built as text, so user `toJSON` on Object.prototype cannot rewrite them.
-  // `fields` is a list of [key, value] pairs; each value goes through the JSON adapter.
+  // `fields` is a list of [key, value] pairs; each value goes through the JSON adapter, except
+  // that a [key, text, true] triple carries JSON text built by the prelude itself.
   function envelope(fields) {
     let out = "{";
     for (let i = 0; i < fields.length; i++) {
       if (i > 0) out += ",";
-      out += stringify(fields[i][0]) + ":" + jsonText(fields[i][1]);
+      const field = fields[i];
+      out += stringify(field[0]) + ":" + (field[2] === true ? checkedText(field[1]) : jsonText(field[1]));
     }
     return out + "}";
   }
 
+  // While the result or an error text is being made (`finish`, `formatError`), user getters and
+  // `toJSON` run inside the report itself, after the host's table of outstanding requests was
+  // read: a tool call there can neither be reported nor settled. `request` refuses it with
+  // SERIALISING; `finish` then fails the result with the same error, so the refusal is never
+  // silent (docs/guest-abi.md, "Prelude").
+  const SERIALISING =
+    "tools cannot be called while the result is converted to JSON (from a getter or toJSON); call them before returning";
+  let serialising = false;
+  let refusedDuringSerialising = false;
+
   // Issues one bridge request; the promise settles with the host's value, passed through `map`
   // first when given (so no `then` of a user-patchable Promise.prototype is involved).
   function request(method, fields, map) {
+    if (serialising) {
+      refusedDuringSerialising = true;
+      throw new ErrorCtor(SERIALISING);
+    }
     const payload = envelope(fields);
     const id = requestNative(method, payload);
     return new PromiseCtor((resolve, rej) => {
       pending[id] = { resolve, reject: rej, map };
       outstanding++;
     });
+  }
+
+  // `request` as every bridge function uses it: failures (a refused method, a value too deep,
+  // out of memory, SERIALISING) reject the returned promise instead of throwing.
+  function requestOrReject(method, fields, map) {
+    try {
+      return request(method, fields, map);
+    } catch (e) {
+      return reject(e);
+    }
   }
 
   function deliver(id, ok, payload) {
@@ -218,7 +320,7 @@
   // The text of a non-string `text()` argument or `console` argument: the JSON text of the
   // adapted value (`null` for undefined in `text`).
   function textOf(value) {
-    return typeof value === "string" ? value : stringify(safe(value));
+    return typeof value === "string" ? value : adaptText(value);
   }
 
   function text(value) {
@@ -274,8 +376,15 @@
   }
 
   // "<Name>: <message>" plus QuickJS backtrace frames (docs/contract/lifecycle.md#s5-8). Never starts with "at ".
+  // Tool calls from getters that run meanwhile are refused (SERIALISING); the run fails anyway.
   function formatError(e) {
-    return clip(formatErrorText(e));
+    const outer = serialising;
+    serialising = true;
+    try {
+      return clip(formatErrorText(e));
+    } finally {
+      serialising = outer;
+    }
   }
 
   // Lines of the user's code in this run (set by `setup`); positions in the wrapped script are
@@ -331,14 +440,24 @@
         if (frames.length > 0) out += "\n" + apply(arrayJoin, frames, ["\n"]);
         return out;
       }
-      return "Uncaught " + stringify(safe(e));
+      return "Uncaught " + adaptText(e);
     } catch (_) {
       return "Error: (unprintable exception)";
     }
   }
 
+  // The JSON text of the main promise's value for the report. A tool call from a getter or
+  // `toJSON` meanwhile fails the result with SERIALISING, even when the getter caught it.
   function finish(value) {
-    return jsonText(value);
+    serialising = true;
+    refusedDuringSerialising = false;
+    try {
+      const text = jsonText(value);
+      if (refusedDuringSerialising) throw new ErrorCtor(SERIALISING);
+      return text;
+    } finally {
+      serialising = false;
+    }
   }
 
   function entryId(id, what) {
@@ -387,34 +506,46 @@
   }
 
   // The read-only `API` virtual files (docs/contract/mcp.md#s7-4): [{path, description, bytes, content}].
+  // Only captured intrinsics and `append`: a user's String/Array prototype changes cannot alter
+  // what `list` and `read` answer.
   function makeApi(files) {
     const list = function list(prefix) {
       return new PromiseCtor((resolve) => {
-        let p = typeof prefix === "string" ? prefix.trim() : "";
-        while (p.endsWith("/")) p = p.slice(0, -1);
+        let p = typeof prefix === "string" ? apply(stringTrim, prefix, []) : "";
+        while (apply(stringEndsWith, p, ["/"])) p = apply(slice, p, [0, -1]);
         const out = [];
         for (let i = 0; i < files.length; i++) {
           const f = files[i];
-          if (p === "" || f.path === p || f.path.startsWith(p + "/")) {
-            out.push({ path: f.path, description: f.description, bytes: f.bytes });
+          if (p === "" || f.path === p || apply(stringStartsWith, f.path, [p + "/"])) {
+            const entry = create(null);
+            entry.path = f.path;
+            entry.description = f.description;
+            entry.bytes = f.bytes;
+            append(out, toPlain(entry));
           }
         }
-        resolve({ files: out });
+        const answer = create(null);
+        answer.files = out;
+        resolve(toPlain(answer));
       });
     };
     const read = function read(path) {
       return new PromiseCtor((resolve, rej) => {
         let p = typeof path === "string" ? path : "";
-        if (p.startsWith("/")) p = p.slice(1);
-        const segments = p.split("/");
-        if (p === "" || segments.some((s) => s === "" || s === "." || s === "..")) {
+        if (apply(stringStartsWith, p, ["/"])) p = apply(slice, p, [1]);
+        if (p === "" || !validSegments(p)) {
           rej(new ErrorCtor("invalid API file path"));
           return;
         }
         for (let i = 0; i < files.length; i++) {
           const f = files[i];
           if (f.path === p) {
-            resolve({ path: f.path, content: f.content, description: f.description, bytes: f.bytes });
+            const entry = create(null);
+            entry.path = f.path;
+            entry.content = f.content;
+            entry.description = f.description;
+            entry.bytes = f.bytes;
+            resolve(toPlain(entry));
             return;
           }
         }
@@ -422,6 +553,31 @@
       });
     };
     return freeze({ list, read });
+  }
+
+  // Whether no "/"-separated segment of `p` is empty, "." or "..". A scan with the captured
+  // indexOf, not `split` (which would call a user's `String.prototype[Symbol.split]`).
+  function validSegments(p) {
+    let from = 0;
+    for (;;) {
+      let to = apply(indexOf, p, ["/", from]);
+      if (to === -1) to = p.length;
+      const segment = apply(slice, p, [from, to]);
+      if (segment === "" || segment === "." || segment === "..") return false;
+      if (to === p.length) return true;
+      from = to + 1;
+    }
+  }
+
+  // A null-prototype record as an ordinary object (its own enumerable properties defined, not
+  // set, so Object.prototype setters never run), for values handed to user code.
+  function toPlain(record) {
+    const out = {};
+    const ks = keys(record);
+    for (let i = 0; i < ks.length; i++) {
+      defineProperty(out, ks[i], { value: record[ks[i]], writable: true, enumerable: true, configurable: true });
+    }
+    return out;
   }
 
   // The `MCP` namespace (docs/contract/mcp.md#s7): frozen null-prototype scopes whose leaves issue
@@ -433,15 +589,20 @@
       while (count > 0 && args[count - 1] === undefined) count--;
       // Each argument goes through the JSON adapter on its own, so an argument that cannot be
       // stringified (a cycle, a BigInt) becomes its String() and fails the host's one-object
-      // check, instead of turning the whole list into one string.
-      const adapted = [];
-      for (let i = 0; i < count; i++) {
-        defineProperty(adapted, i, { value: safe(args[i]), enumerable: true, writable: true, configurable: true });
+      // check, instead of turning the whole list into one string. The list is built as text.
+      let list = "[";
+      try {
+        for (let i = 0; i < count; i++) {
+          if (i > 0) list += ",";
+          list += adaptText(args[i]);
+        }
+      } catch (e) {
+        return reject(e);
       }
-      return request("namespace", [
+      return requestOrReject("namespace", [
         ["namespace", "mcp"],
         ["path", path],
-        ["args", adapted],
+        ["args", list + "]", true],
       ]);
     };
   }
@@ -483,7 +644,7 @@
 
   function yieldControl(reason) {
     // Resolves with the bridge value {status: "yielded", reason} (docs/contract/lifecycle.md#s5-10).
-    return request("yield", [["reason", reason === undefined ? null : reason]]);
+    return requestOrReject("yield", [["reason", reason === undefined ? null : reason]]);
   }
 
   // `nodes` (docs/contract/nodes.md#s8): thin calls of the `nodes` bridge method. The host
@@ -502,7 +663,7 @@
     } catch (e) {
       return reject(e);
     }
-    return request("nodes", fields);
+    return requestOrReject("nodes", fields);
   }
 
   // The frozen handle of one paired node: {id, name, invoke} and, when the host reports that the
@@ -528,10 +689,10 @@
 
   function makeNodes() {
     const list = function list() {
-      return request("nodes", [["action", "list"]]);
+      return requestOrReject("nodes", [["action", "list"]]);
     };
     const get = function get(idOrName) {
-      return request("nodes", [["action", "get"], ["idOrName", idOrName === undefined ? null : idOrName]], nodeHandle);
+      return requestOrReject("nodes", [["action", "get"], ["idOrName", idOrName === undefined ? null : idOrName]], nodeHandle);
     };
     const n = {};
     defineProperty(n, "list", { value: list, enumerable: true });
@@ -554,25 +715,25 @@
       const limit = options !== null && typeof options === "object" ? options.limit : undefined;
       const fields = [["query", query === undefined ? null : query]];
       if (limit !== undefined) append(fields, ["limit", limit]);
-      return request("search", fields);
+      return requestOrReject("search", fields);
     };
     api.describe = function describe(id) {
       try {
-        return request("describe", [["id", entryId(id, "describe")]]);
+        return requestOrReject("describe", [["id", entryId(id, "describe")]]);
       } catch (e) {
         return reject(e);
       }
     };
     api.call = function call(id, input) {
       try {
-        return request("call", [["id", entryId(id, "call")], ["input", input === undefined ? {} : input]]);
+        return requestOrReject("call", [["id", entryId(id, "call")], ["input", input === undefined ? {} : input]]);
       } catch (e) {
         return reject(e);
       }
     };
     api.callValue = function callValue(id, input) {
       try {
-        return request("callValue", [
+        return requestOrReject("callValue", [
           ["id", entryId(id, "callValue")],
           ["input", input === undefined ? {} : input],
         ]);

@@ -379,6 +379,8 @@ impl Run {
                     }
                 }
                 Err(e) => {
+                    // Output written before a timeout or abort stays (docs/contract/lifecycle.md#s5-3).
+                    self.output.extend(vm.take_output_at_stop());
                     self.error = Some(map_vm_error(&e, &self.env.config));
                     self.vm = None;
                     return;

@@ -11,6 +11,21 @@
  * every libc header the QuickJS sources use (their include guards make the
  * later #includes no-ops), and undefines it before the QuickJS code starts.
  * See docs/guest-abi.md, "Deep recursion".
+ *
+ * The shadow-stack check alone misses recursion whose frames live only on the
+ * native wasm stack (JSON.parse of a million '[', the parser on 30,000 '('):
+ * those frames take no shadow stack, so wasmtime's native stack ran out first
+ * and the instance trapped. QuickJS reads the stack pointer in exactly one
+ * place, js_get_stack_pointer() (__builtin_frame_address(0)), so the macro
+ * below routes it through codemode_frame_address(): while the guest's
+ * codemode_stack_guard() (src/stack.rs) says the native stack is nearly used
+ * up it returns CODEMODE_STACK_EXHAUSTED, an address below QuickJS's stack
+ * limit, which every check reads as "overflow" (a catchable RangeError); the
+ * real shadow stack pointer otherwise. Not 0: checks subtract the bytes they
+ * are about to use (1000 in the tokenizer) and 0 would wrap around. The
+ * shadow stack is first in linear memory and the runtime's limit leaves its
+ * lowest 1 MiB unused, so the limit is above 1 MiB and 512 KiB is below it
+ * for every check of up to 512 KiB.
  */
 #ifndef CODEMODE_STACK_CHECK_H
 #define CODEMODE_STACK_CHECK_H
@@ -35,4 +50,18 @@
 #include <time.h>
 #include <unistd.h>
 #undef __wasi__
+
+/* src/stack.rs: non-zero while the native wasm stack is nearly exhausted. */
+int codemode_stack_guard(void);
+
+#define CODEMODE_STACK_EXHAUSTED (512 * 1024)
+
+static inline void *codemode_frame_address(void)
+{
+    if (codemode_stack_guard())
+        return (void *)CODEMODE_STACK_EXHAUSTED;
+    return __builtin_frame_address(0);
+}
+
+#define __builtin_frame_address(level) codemode_frame_address()
 #endif

@@ -27,6 +27,14 @@ thread_local! {
     static LIMIT: Cell<usize> = const { Cell::new(0) };
     /// An allocation failed over the limit and usage has not dropped back under it since.
     static OUT_OF_MEMORY: Cell<bool> = const { Cell::new(false) };
+    /// Allocations refused so far (never reset): the JSON adapter compares it before and after
+    /// stringifying, so an out-of-memory failure is never mistaken for an unstringifiable value.
+    static REFUSED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many allocations the limit has refused since the guest started (see [`REFUSED`]).
+pub(crate) fn refused_allocations() -> u64 {
+    REFUSED.with(Cell::get)
 }
 
 /// Sets the heap limit (`memoryLimitBytes`, bytes; 0 = none) for the allocations that follow.
@@ -43,7 +51,7 @@ fn admit(extra: usize) -> bool {
     }
     let after = USED.with(Cell::get).saturating_add(extra);
     OUT_OF_MEMORY.with(|oom| {
-        if after <= limit {
+        let admitted = if after <= limit {
             oom.set(false);
             true
         } else if oom.get() {
@@ -51,8 +59,17 @@ fn admit(extra: usize) -> bool {
         } else {
             oom.set(true);
             false
+        };
+        if !admitted {
+            count_refusal();
         }
+        admitted
     })
+}
+
+/// Counts one refused allocation (over the limit, or linear memory could not grow).
+fn count_refusal() {
+    REFUSED.with(|r| r.set(r.get().wrapping_add(1)));
 }
 
 fn add(bytes: usize) {
@@ -81,7 +98,9 @@ unsafe impl Allocator for HeapAllocator {
             return std::ptr::null_mut();
         }
         let ptr = RustAllocator.alloc(size);
-        if !ptr.is_null() {
+        if ptr.is_null() {
+            count_refusal();
+        } else {
             add(footprint(size));
         }
         ptr
@@ -95,7 +114,9 @@ unsafe impl Allocator for HeapAllocator {
             return std::ptr::null_mut();
         }
         let ptr = RustAllocator.calloc(count, size);
-        if !ptr.is_null() {
+        if ptr.is_null() {
+            count_refusal();
+        } else {
             add(footprint(total));
         }
         ptr
@@ -121,7 +142,9 @@ unsafe impl Allocator for HeapAllocator {
         }
         // SAFETY: as above; QuickJS uses only the returned pointer afterwards.
         let moved = unsafe { RustAllocator.realloc(ptr, new_size) };
-        if !moved.is_null() {
+        if moved.is_null() {
+            count_refusal();
+        } else {
             sub(old);
             add(new);
         }

@@ -9,6 +9,7 @@
 //! it later in a fresh instance.
 
 mod heap;
+mod stack;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,7 +22,7 @@ use codemode_bridge::{BridgeMethod, ProtocolError};
 use rquickjs::context::EvalOptions;
 use rquickjs::function::Func;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value};
+use rquickjs::{qjs, Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value};
 use serde_json::value::RawValue;
 
 #[link(wasm_import_module = "codemode")]
@@ -233,6 +234,12 @@ fn init(input: InitInput<'static>) -> Result<Guest, String> {
         native
             .set("isError", Func::from(native_is_error))
             .map_err(|e| e.to_string())?;
+        native
+            .set("jsonDepth", Func::from(native_json_depth))
+            .map_err(|e| e.to_string())?;
+        native
+            .set("refusedAllocations", Func::from(native_refused_allocations))
+            .map_err(|e| e.to_string())?;
         let mut opts = EvalOptions::default();
         opts.global = true;
         opts.strict = true;
@@ -291,6 +298,46 @@ fn native_is_promise(value: Value<'_>) -> bool {
 /// `Error` constructor, subclasses included.
 fn native_is_error(value: Value<'_>) -> bool {
     value.is_error()
+}
+
+/// `native.jsonDepth(text)`: how deeply arrays and objects nest in the JSON text `text` (a
+/// scalar is 0, `[1]` is 1), for the bridge's depth limit (docs/guest-abi.md, "Prelude").
+fn native_json_depth(text: String) -> u32 {
+    json_depth(text.as_bytes())
+}
+
+/// The nesting depth of arrays and objects in well-formed JSON text (brackets inside strings do
+/// not count).
+fn json_depth(text: &[u8]) -> u32 {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0u32, 0u32, false, false);
+    for &b in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// `native.refusedAllocations()`: allocations the heap limit (or linear memory) refused so
+/// far; the JSON adapter tells an out-of-memory failure from an unstringifiable value with it.
+fn native_refused_allocations() -> f64 {
+    heap::refused_allocations() as f64
 }
 
 /// `native.output(itemJson)`: buffers one output item (JSON text built by the prelude). Text that
@@ -376,12 +423,7 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
                     return Err(format!("setup: {}", describe_exception(&ctx, e)));
                 }
                 let wrapped = abi::wrap_user_code(&input.code);
-                let mut opts = EvalOptions::default();
-                opts.global = true;
-                opts.strict = false;
-                opts.backtrace_barrier = true;
-                opts.filename = Some(USER_SCRIPT_NAME.to_string());
-                match ctx.eval_with_options::<Value, _>(wrapped.into_bytes(), opts) {
+                match eval_user_script(&ctx, wrapped) {
                     Ok(v) => match v.into_promise() {
                         Some(p) => Ok(Ok(Persistent::save(&ctx, p))),
                         None => Err("wrapper did not produce a promise".to_string()),
@@ -403,6 +445,39 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
             }
         }
     })
+}
+
+/// Evaluates the wrapped user code as a global, sloppy-mode script named [`USER_SCRIPT_NAME`]
+/// with a backtrace barrier. `Ctx::eval_with_options` copies its source into a `CString` and so
+/// refused every NUL (`String contained internal null bytes`); a NUL is legal JavaScript inside
+/// strings, templates and comments (and a SyntaxError elsewhere, from the parser), so QuickJS
+/// gets the bytes and their length instead.
+fn eval_user_script<'js>(ctx: &Ctx<'js>, source: String) -> rquickjs::Result<Value<'js>> {
+    let name = std::ffi::CString::new(USER_SCRIPT_NAME)?;
+    let mut bytes = source.into_bytes();
+    let len = bytes.len();
+    // JS_Eval reads the byte at `len` (the tokenizer tells the end by a NUL at `buf_end`).
+    bytes.push(0);
+    let flags = (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_BACKTRACE_BARRIER) as i32;
+    // SAFETY: the context pointer is live for 'js; `bytes` holds `len` bytes plus the NUL
+    // QuickJS reads at `len`, and `name` is a NUL-terminated string; both outlive the call.
+    let raw = unsafe {
+        qjs::JS_Eval(
+            ctx.as_raw().as_ptr(),
+            bytes.as_ptr().cast(),
+            len as _,
+            name.as_ptr(),
+            flags,
+        )
+    };
+    // SAFETY: JS_Eval returns a value this context owns (or the exception marker), which the
+    // `Value` now owns and frees once.
+    let value = unsafe { Value::from_raw(ctx.clone(), raw) };
+    if value.is_exception() {
+        Err(rquickjs::Error::Exception)
+    } else {
+        Ok(value)
+    }
 }
 
 /// Settles one bridge request and drains the job queue.

@@ -210,7 +210,8 @@ fn a_result_too_big_for_the_heap_is_a_catchable_error() {
         try { for (;;) keep.push(await tools.callValue('openclaw:core:big', {})); } \
         catch (e) { const n = keep.length; keep.length = 0; return [String(e), n]; }";
     let ctx = r#"{"tools":[{"id":"openclaw:core:big","name":"big","description":"Big.","source":"openclaw","input":"unknown"}]}"#;
-    let big = json!("x".repeat(3 * 1024 * 1024));
+    // Under a quarter of the heap each (the host refuses larger deliveries outright).
+    let big = json!("x".repeat(1536 * 1024));
     let mut r = vm.start(code, ctx, &limits, &budget(20000)).unwrap();
     let mut n = 0;
     while r.state == GuestState::Pending {
@@ -469,4 +470,84 @@ fn a_full_pool_is_a_typed_error_with_its_wasmtime_source() {
         Err(VmError::Unavailable(m))
             if m.starts_with("code mode runtime is unavailable: cannot create a VM: ")
     ));
+}
+
+/// docs/contract/decisions.md#d7: recursion whose frames live only on the native wasm stack
+/// (JSON.parse, the parser) throws the catchable RangeError before wasmtime's stack runs out
+/// (the `codemode.native_stack_low` import, docs/guest-abi.md "Deep recursion"); the VM goes on.
+#[test]
+fn native_stack_recursion_is_a_catchable_range_error() {
+    let v = completed(
+        "const out = []; \
+         for (const src of ['['.repeat(1e6) + ']'.repeat(1e6), '{\"a\":'.repeat(1e6) + '1' + '}'.repeat(1e6)]) { \
+           try { JSON.parse(src); out.push('parsed'); } catch (e) { out.push([e.name, e.message]); } } \
+         try { eval('('.repeat(30000) + '1' + ')'.repeat(30000)); } catch (e) { out.push([e.name, e.message]); } \
+         out.push(eval('('.repeat(1000) + '7' + ')'.repeat(1000))); \
+         return out;",
+    );
+    let overflow = json!(["RangeError", "Maximum call stack size exceeded"]);
+    assert_eq!(v, json!([overflow, overflow, overflow, 7]));
+}
+
+/// A NUL is legal inside JavaScript strings and comments: the guest evaluates the source with
+/// its length instead of as a C string.
+#[test]
+fn nul_in_source_is_evaluated() {
+    assert_eq!(
+        completed("/* \0 */ return ['a\0b'.length, 'a\0b'.charCodeAt(1)];"),
+        json!([3, 0])
+    );
+}
+
+/// The output of a step the deadline stops stays readable (docs/contract/lifecycle.md#s5-3).
+#[test]
+fn output_of_a_stopped_step_is_kept() {
+    let rt = runtime();
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let r = vm.start(
+        "text('before'); json({n: 1}); while (true) {}",
+        r#"{"tools":[]}"#,
+        &limits,
+        &budget(100),
+    );
+    assert_eq!(r, Err(VmError::Timeout));
+    assert_eq!(
+        vm.take_output_at_stop(),
+        vec![
+            OutputItem::Text {
+                text: "before".into()
+            },
+            OutputItem::Json {
+                value: json!({"n": 1})
+            }
+        ]
+    );
+    assert_eq!(vm.take_output_at_stop(), vec![]);
+}
+
+/// `API.list` / `API.read` answer from captured intrinsics: replaced String and Array methods
+/// do not change what they return.
+#[test]
+fn api_files_ignore_replaced_built_ins() {
+    let limits = VmLimits::default();
+    let mut vm = runtime().fresh_vm(&limits).unwrap();
+    let ctx = r#"{"tools":[],"apiFiles":[{"path":"mcp/a.d.ts","description":"A.","bytes":3,"content":"a;\n"},{"path":"mcp/b/c.d.ts","description":"C.","bytes":2,"content":"c\n"}]}"#;
+    let code = "String.prototype.split = () => []; String.prototype.startsWith = () => false; \
+        String.prototype.endsWith = () => true; String.prototype.trim = () => ''; \
+        String.prototype.slice = () => ''; Array.prototype.push = () => 0; Array.prototype.some = () => false; \
+        const listed = await API.list('mcp/b/'); const read = await API.read('/mcp/a.d.ts'); \
+        let bad; try { await API.read('mcp/../a.d.ts'); } catch (e) { bad = e.message; } \
+        return [listed, read, bad];";
+    let r = vm.start(code, ctx, &limits, &budget(5000)).unwrap();
+    assert_eq!(
+        r.state,
+        GuestState::Completed {
+            value: json!([
+                {"files": [{"path": "mcp/b/c.d.ts", "description": "C.", "bytes": 2}]},
+                {"path": "mcp/a.d.ts", "content": "a;\n", "description": "A.", "bytes": 3},
+                "invalid API file path"
+            ])
+        }
+    );
 }

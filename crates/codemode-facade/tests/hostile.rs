@@ -1,0 +1,519 @@
+//! The hostile-program corpus of the guest layer (issue 15), over the real runtime with exact
+//! values: one test per class the guest and its bridge enforce (docs/guest-abi.md, "Threat
+//! model: the guest layer"). Host-side bounds (memory, deadlines outside the VM, the file
+//! oracle) have their own tests.
+
+use std::sync::{Arc, Mutex};
+
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
+use codemode_runtime::{AbortHandle, Runtime};
+use serde_json::{json, Value};
+
+/// Every tool answers `{"input": <input>}`; calls are recorded as `(tool name, input)`.
+struct Exec(Arc<Mutex<Vec<(String, Value)>>>);
+
+impl ToolExecutor for Exec {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        let calls = self.0.clone();
+        Box::pin(async move {
+            calls
+                .lock()
+                .unwrap()
+                .push((call.tool_name.clone(), call.input.clone()));
+            let details = json!({"input": call.input});
+            Ok(json!({"content": [{"type": "text", "text": "ok"}], "details": details}))
+        })
+    }
+}
+
+struct Harness {
+    cm: CodeMode,
+    env: RunEnv,
+    calls: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+/// A catalog of eight tools whose names and descriptions all match "fast" (`fast`, `fast1` …
+/// `fast7`), under `config`.
+fn harness_with(config: Value) -> Harness {
+    let specs = (0..8)
+        .map(|i| {
+            let name = if i == 0 {
+                "fast".to_string()
+            } else {
+                format!("fast{i}")
+            };
+            ToolSpec::core(&name, "Fast echo tool.")
+        })
+        .collect::<Vec<_>>();
+    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let env = RunEnv::new(
+        codemode_config::resolve(&config).config,
+        catalog,
+        Arc::new(Exec(calls.clone())),
+        RunScope::default(),
+    );
+    Harness {
+        cm: CodeMode::new(Runtime::global().unwrap()),
+        env,
+        calls,
+    }
+}
+
+fn harness() -> Harness {
+    harness_with(json!(true))
+}
+
+impl Harness {
+    async fn exec(&self, code: &str) -> CodeModeResult {
+        self.cm
+            .exec(&self.env, &json!({ "code": code }), &AbortHandle::new())
+            .await
+    }
+    fn calls(&self) -> Vec<(String, Value)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+/// `{status, value | error + code, output}` of a result, for exact comparison.
+fn summary(r: &CodeModeResult) -> Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    let map = v.as_object_mut().unwrap();
+    map.remove("telemetry");
+    map.remove("replaySafe");
+    v
+}
+
+fn value(r: &CodeModeResult) -> Value {
+    match r {
+        CodeModeResult::Completed { value, .. } => value.clone(),
+        other => panic!("expected completed, got {}", summary(other)),
+    }
+}
+
+// ---- item 2: bridge internals are unreachable through stack walking ----
+
+/// With `Error.prepareStackTrace` set, every frame's `getFunction()` is looked at while user
+/// getters run inside `text`, `json`, a tool call's argument adapter and the result's adapter:
+/// only the user's own functions come back, never a prelude function (nor a native one), so
+/// nothing user code holds can issue a bridge request or settle one.
+#[tokio::test]
+async fn call_sites_never_hand_out_bridge_functions() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"const seen = [];
+               let bridge = 0;
+               Error.prepareStackTrace = (e, sites) => {
+                 for (const s of sites) {
+                   const f = s.getFunction();
+                   if (typeof f === "function" && !seen.includes(f.name)) seen.push(f.name);
+                   if (typeof f === "function" && String(f).includes("requestNat" + "ive")) bridge++;
+                 }
+                 return "walked";
+               };
+               function walk() { return new Error("x").stack; }
+               const probe = { get a() { walk(); return 1; } };
+               text(probe);
+               json(probe);
+               console.log(probe);
+               await tools.fast(probe);
+               await tools.callValue(ALL_TOOLS[0].id, probe);
+               // The result's adapter runs last: its getter reports what every walk saw.
+               return { get b() { walk(); Error.captureStackTrace({}); return [seen, bridge, walk()]; } };"#,
+        )
+        .await;
+    assert_eq!(
+        value(&r),
+        json!({"b": [["walk", "get a", "", "<eval>", "get b"], 0, "walked"]})
+    );
+    assert_eq!(
+        h.calls(),
+        vec![
+            ("fast".to_string(), json!({"a": 1})),
+            ("fast".to_string(), json!({"a": 1}))
+        ]
+    );
+}
+
+/// `arguments.callee` and `Function.prototype.caller` do not reach prelude functions either:
+/// the prelude is strict code (`caller`/`arguments` throw on every function), and a user
+/// function called from the prelude sees only its own `arguments`.
+#[tokio::test]
+async fn callee_and_caller_do_not_reach_the_prelude() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"const out = [];
+               const probe = { get a() {
+                 try { out.push(typeof probe.__lookupGetter__("a").caller); } catch (e) { out.push(e.constructor.name); }
+                 try { out.push(typeof tools.fast.caller); } catch (e) { out.push(e.constructor.name); }
+                 try { out.push(typeof text.arguments); } catch (e) { out.push(e.constructor.name); }
+                 return 1; } };
+               text(probe);
+               function sloppy() { return arguments.callee === sloppy; }
+               out.push(sloppy());
+               return out;"#,
+        )
+        .await;
+    assert_eq!(
+        value(&r),
+        json!(["TypeError", "TypeError", "TypeError", true])
+    );
+}
+
+// ---- item 3: results and reports cannot be forged through built-ins ----
+
+#[tokio::test]
+async fn replaced_function_and_reflect_methods_do_not_change_the_result() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"Function.prototype.call = () => '{"injected":true}';
+               Function.prototype.apply = () => '{"injected":true}';
+               Function.prototype.bind = () => () => '{"injected":true}';
+               Reflect.apply = () => '{"injected":true}';
+               JSON.stringify = () => '{"injected":true}';
+               JSON.parse = () => ({injected: true});
+               Object.defineProperty = () => { throw new Error("injected"); };
+               Object.prototype.toJSON = undefined;
+               text({t: 1});
+               const echoed = await tools.fast({x: 1});
+               return {a: 1, echoed};"#,
+        )
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "completed", "value": {"a": 1, "echoed": {"input": {"x": 1}}},
+               "output": [{"type": "text", "text": "{\"t\":1}"}]})
+    );
+}
+
+/// Lone surrogates reach the host as U+FFFD whatever RegExp and String methods say; the
+/// encoding uses no RegExp at all.
+#[tokio::test]
+async fn replaced_regexp_methods_do_not_forge_or_break_the_encoding() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"RegExp.prototype[Symbol.replace] = () => "forged";
+               RegExp.prototype.exec = () => null;
+               RegExp.prototype.test = () => true;
+               String.prototype.replace = () => "forged";
+               String.prototype.replaceAll = () => "forged";
+               String.prototype.toWellFormed = () => "forged";
+               text("\ud800");
+               json({s: "a\udc00b"});
+               return ["\ud800", "x\udfffy", "\ud83d\ude00"];"#,
+        )
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "completed", "value": ["\u{fffd}", "x\u{fffd}y", "\u{1f600}"],
+               "output": [{"type": "text", "text": "\u{fffd}"},
+                          {"type": "json", "value": {"s": "a\u{fffd}b"}}]})
+    );
+}
+
+/// `Array.prototype.push` and friends do not change what `tools.search` sends: the limit of 1
+/// still gives one result out of the eight matches.
+#[tokio::test]
+async fn replaced_array_methods_do_not_change_bridge_requests() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"const all = (await tools.search("fast", {limit: 20})).length;
+               Array.prototype.push = () => 0;
+               Array.prototype.concat = () => [];
+               Object.defineProperty(Array.prototype, "1", {set() {}, get() { return ["limit", 99]; }, configurable: true});
+               const one = await tools.search("fast", {limit: 1});
+               return [all, one.length];"#,
+        )
+        .await;
+    assert_eq!(value(&r), json!([8, 1]));
+}
+
+/// String and Array methods replaced before a throw do not garble the error text nor let
+/// prelude frames through: the text is the message and the user's frame, exactly.
+#[tokio::test]
+async fn replaced_string_methods_do_not_garble_error_texts() {
+    let h = harness();
+    let r = h
+        .exec(
+            "Array.prototype.join = () => \"J\";\n\
+             String.prototype.split = () => [];\n\
+             String.prototype.indexOf = () => -1;\n\
+             String.prototype.slice = () => \"S\";\n\
+             String.prototype.trim = () => \"T\";\n\
+             Array.prototype.some = () => true;\n\
+             Array.prototype.push = () => 0;\n\
+             Number.parseInt = () => 7;\n\
+             throw new Error(\"boom\");",
+        )
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed",
+               "error": "Error: boom\n    at <anonymous> (openclaw-code-mode:user.js:9:11)",
+               "code": "internal_error", "output": []})
+    );
+}
+
+// ---- item 6: deep nesting throws a catchable RangeError ----
+
+/// Recursion whose frames live on the native wasm stack only (JSON.parse, the parser inside
+/// `eval`) throws `RangeError: Maximum call stack size exceeded` the program can catch,
+/// instead of ending the VM as `runtime_unavailable` (docs/contract/decisions.md#d7); the same
+/// VM goes on.
+#[tokio::test]
+async fn deep_nesting_is_a_catchable_range_error() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"const out = [];
+               for (const f of [
+                 () => JSON.parse("[".repeat(1e6) + "]".repeat(1e6)),
+                 () => JSON.parse('{"a":'.repeat(1e6) + "1" + "}".repeat(1e6)),
+                 () => eval("(".repeat(30000) + "1" + ")".repeat(30000)),
+                 () => eval("[".repeat(100000) + "]".repeat(100000)),
+               ]) {
+                 try { f(); out.push("no error"); } catch (e) { out.push([e instanceof RangeError, e.message]); }
+               }
+               out.push(JSON.parse("[".repeat(1000) + "]".repeat(1000)).length);
+               return out;"#,
+        )
+        .await;
+    let overflow = json!([true, "Maximum call stack size exceeded"]);
+    assert_eq!(
+        value(&r),
+        json!([overflow, overflow, overflow, overflow, 1])
+    );
+}
+
+/// A program whose own source nests 100,000 deep fails with the catchable-kind RangeError as its
+/// error text (the guest parses it), not `runtime_unavailable`; the next exec is healthy.
+#[tokio::test]
+async fn a_deeply_nested_program_fails_with_a_range_error() {
+    let h = harness();
+    let code = format!("return {}1{};", "(".repeat(100_000), ")".repeat(100_000));
+    let r = h.exec(&code).await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed",
+               "error": "RangeError: Maximum call stack size exceeded",
+               "code": "internal_error", "output": []})
+    );
+    assert_eq!(value(&h.exec("return 'healthy'").await), json!("healthy"));
+}
+
+// ---- item 7: the bridge's depth limit is an error naming the depth ----
+
+#[tokio::test]
+async fn values_nested_too_deep_fail_with_their_depth() {
+    let h = harness();
+    let deep = |n: usize| format!("let v = 1; for (let i = 0; i < {n}; i++) v = [v];");
+    // 100 levels cross both ways unchanged.
+    let r = h
+        .exec(&format!(
+            "{} const back = await tools.fast({{v}}); let d = 0; for (let x = back.input.v; Array.isArray(x); x = x[0]) d++; return [d, v];",
+            deep(99)
+        ))
+        .await;
+    let mut expected = json!(1);
+    for _ in 0..99 {
+        expected = json!([expected]);
+    }
+    assert_eq!(value(&r), json!([99, expected]));
+    // A 130-deep result fails, naming the depth.
+    let r = h.exec(&format!("{} return v;", deep(130))).await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed",
+               "error": "RangeError: value is nested 130 levels deep; the code mode bridge takes at most 100 levels of arrays and objects",
+               "code": "internal_error", "output": []})
+    );
+    // 200-deep tool arguments reject the call (the input object adds a level); nothing runs.
+    let before = h.calls().len();
+    let r = h
+        .exec(&format!(
+            "{} try {{ await tools.fast({{v}}); return 'sent'; }} catch (e) {{ return String(e); }}",
+            deep(200)
+        ))
+        .await;
+    assert_eq!(
+        value(&r),
+        json!("RangeError: value is nested 201 levels deep; the code mode bridge takes at most 100 levels of arrays and objects")
+    );
+    assert_eq!(h.calls().len(), before);
+    // Output items too.
+    let r = h
+        .exec(&format!(
+            "{} try {{ json(v); }} catch (e) {{ return e.message; }}",
+            deep(101)
+        ))
+        .await;
+    assert_eq!(
+        value(&r),
+        json!("value is nested 101 levels deep; the code mode bridge takes at most 100 levels of arrays and objects")
+    );
+}
+
+// ---- item 8: tool calls while the result is serialised ----
+
+#[tokio::test]
+async fn tool_calls_from_result_getters_are_refused_clearly() {
+    let h = harness();
+    let message = "Error: tools cannot be called while the result is converted to JSON (from a getter or toJSON); call them before returning";
+    let r = h
+        .exec(r#"return {get a() { tools.callValue(ALL_TOOLS[0].id, {}); return 1 }};"#)
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed", "error": message, "code": "internal_error", "output": []})
+    );
+    // Caught by the getter, the refusal still fails the result; a synchronous throw from
+    // `toJSON` gives the same text; nothing ran.
+    let r = h
+        .exec(r#"return {get a() { try { tools.fast({}).catch(() => {}); } catch (_) {} return 1 }};"#)
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed", "error": message, "code": "internal_error", "output": []})
+    );
+    let r = h
+        .exec(r#"return {toJSON() { yield_control("x"); return 1 }};"#)
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed", "error": message, "code": "internal_error", "output": []})
+    );
+    // A getter of a thrown value's message: the failure is the user's error, and no call runs.
+    let r = h
+        .exec(r#"throw {get message() { tools.fast({}); return "m"; }};"#)
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed", "error": "Error: m", "code": "internal_error", "output": []})
+    );
+    assert_eq!(h.calls(), vec![]);
+    // Calls made before returning still run.
+    let r = h
+        .exec(r#"const v = await tools.fast({k: 1}); return {get a() { return v; }};"#)
+        .await;
+    assert_eq!(value(&r), json!({"a": {"input": {"k": 1}}}));
+}
+
+// ---- item 9: out of memory while adapting fails the call ----
+
+#[tokio::test]
+async fn out_of_memory_while_adapting_fails_instead_of_changing_the_value() {
+    let h = harness();
+    let first_line = |r: &CodeModeResult| match r {
+        CodeModeResult::Failed { error, code, .. } => (
+            error.lines().next().unwrap_or("").to_string(),
+            serde_json::to_value(code).unwrap(),
+        ),
+        other => panic!("expected failed, got {}", summary(other)),
+    };
+    let oom = (
+        "InternalError: out of memory".to_string(),
+        json!("internal_error"),
+    );
+    assert_eq!(
+        first_line(&h.exec("text(new Array(6e6).fill(0)); return 1").await),
+        oom
+    );
+    assert_eq!(
+        first_line(&h.exec("return new Array(6e6).fill(0)").await),
+        oom
+    );
+    assert_eq!(
+        first_line(&h.exec("json(new Array(6e6).fill(0)); return 1").await),
+        oom
+    );
+    // Caught, it is the catchable QuickJS error, and the program goes on.
+    let r = h
+        .exec("let a = new Array(6e6).fill(0); try { text(a); } catch (e) { a = null; return [e instanceof InternalError, e.message]; }")
+        .await;
+    assert_eq!(value(&r), json!([true, "out of memory"]));
+    // A value that cannot be stringified for other reasons still falls back to String(v).
+    let r = h.exec("const c = {}; c.c = c; return [c, 10n];").await;
+    assert_eq!(value(&r), json!("[object Object],10"));
+}
+
+// ---- item 10: output before a timeout is kept ----
+
+/// The output of a `timeout` result (its message is the contract's text plus the host's advice).
+fn timed_out(r: &CodeModeResult) -> Value {
+    match r {
+        CodeModeResult::Failed {
+            error,
+            code,
+            output,
+            ..
+        } => {
+            assert!(
+                error.starts_with("code mode timeout exceeded"),
+                "{}",
+                summary(r)
+            );
+            assert_eq!(serde_json::to_value(code).unwrap(), json!("timeout"));
+            serde_json::to_value(output).unwrap()
+        }
+        other => panic!("expected failed, got {}", summary(other)),
+    }
+}
+
+#[tokio::test]
+async fn output_before_a_timeout_is_kept() {
+    let h = harness_with(json!({"timeoutMs": 200}));
+    let r = h
+        .exec(r#"text("before"); console.log("also"); while (true) {}"#)
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed", "error": "code mode timeout exceeded. The program computed without waiting on a tool until the call's budget ran out; timeoutMs is 200 (tools.codeMode.timeoutMs).", "code": "timeout",
+               "output": [{"type": "text", "text": "before"}, {"type": "text", "text": "also"}]})
+    );
+    // A resumed run (cm_deliver) keeps its output too: the exec's result carries "one", the
+    // wait's that times out carries "two".
+    let r = h
+        .exec(r#"text("one"); await yield_control("park"); text("two"); for (;;) {}"#)
+        .await;
+    let summary_exec = summary(&r);
+    let run_id = summary_exec["runId"].as_str().expect("waiting").to_string();
+    assert_eq!(
+        summary_exec["output"],
+        json!([{"type": "text", "text": "one"}])
+    );
+    let r =
+        h.cm.wait_with(&h.env, &json!({"runId": run_id}), &AbortHandle::new())
+            .await;
+    assert_eq!(timed_out(&r), json!([{"type": "text", "text": "two"}]));
+}
+
+// ---- item 11: NUL in source ----
+
+/// A NUL character is legal in JavaScript strings, templates and comments: such a program runs.
+/// Outside them it is the parser's SyntaxError, like any other stray character.
+#[tokio::test]
+async fn nul_characters_in_source_run() {
+    let h = harness();
+    let r = h
+        .exec("text(\"a\0b\"); /* \0 */ // \0\nreturn [\"x\0y\", `t\0`, \"\0\".length];")
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "completed", "value": ["x\u{0}y", "t\u{0}", 1],
+               "output": [{"type": "text", "text": "a\u{0}b"}]})
+    );
+    let r = h.exec("return 1 +\0 2;").await;
+    match &r {
+        CodeModeResult::Failed { error, .. } => {
+            assert!(error.starts_with("SyntaxError: "), "{}", summary(&r))
+        }
+        other => panic!("expected failed, got {}", summary(other)),
+    }
+}
