@@ -26,6 +26,8 @@
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
 //!   (`citations.rs`). The first of `test`'s lint gates.
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
+//!   `bench --peer [--bin PATH] [--iterations N] [--warmup N]`: OpenClaw's code mode side by side with
+//!   `codemode session` (`peer.rs`; installs the pinned peer into `target/peer`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -33,6 +35,7 @@ use std::process::{Command, ExitCode};
 mod citations;
 mod conformance;
 mod e2e;
+mod peer;
 
 fn main() -> ExitCode {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -42,6 +45,9 @@ fn main() -> ExitCode {
         "demo" => setup().and_then(|()| demo()),
         "test" => setup().and_then(|()| test(&rest)),
         "lint" => setup_guest().and_then(|()| lint()),
+        "bench" if rest.iter().any(|a| a == "--peer") => {
+            setup_guest().and_then(|()| peer::task(&rest))
+        }
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         "citations" => check_citations(&rest),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
