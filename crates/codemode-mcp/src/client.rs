@@ -313,13 +313,24 @@ impl ServerClient {
                     })?;
                     custom.insert(name, value);
                 }
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
-                let transport = Watched {
-                    inner: StreamableHttpClientTransport::from_config(config),
-                    broken: Arc::new(broken_tx),
-                };
-                handler.serve(transport).await.map_err(fail)?
+                config.retry_config = Arc::new(sse_retry());
+                let broken = Arc::new(broken_tx);
+                // OAuth (auth.rs) unless the config sends its own Authorization header.
+                if let Some(oauth) = crate::auth::client_for(&self.name, url, headers).await {
+                    let inner = StreamableHttpClientTransport::with_client(oauth, config);
+                    handler
+                        .serve(Watched { inner, broken })
+                        .await
+                        .map_err(fail)?
+                } else {
+                    let inner = StreamableHttpClientTransport::from_config(config);
+                    handler
+                        .serve(Watched { inner, broken })
+                        .await
+                        .map_err(fail)?
+                }
             }
         };
         let capabilities = service
@@ -394,6 +405,21 @@ impl ServerClient {
                     dropped: self.last_problem.lock().ok().and_then(|mut p| p.take()),
                 }),
                 Ok(Ok(value)) => Ok(value),
+                Ok(Err(ServiceError::McpError(source))) if dropped_reason(&source).is_some() => {
+                    Err(ClientError::ReplyDropped {
+                        server: self.name.clone(),
+                        request: request(),
+                        reason: dropped_reason(&source).unwrap_or_default(),
+                    })
+                }
+                Ok(Err(ServiceError::TransportClosed))
+                    if matches!(self.config, ServerConfig::Http { .. }) =>
+                {
+                    Err(ClientError::StreamClosed {
+                        server: self.name.clone(),
+                        request: request(),
+                    })
+                }
                 Ok(Err(ServiceError::McpError(source))) => Err(ClientError::Refused {
                     server: self.name.clone(),
                     request: request(),
@@ -748,4 +774,27 @@ async fn send_raw(
             Err(ServiceError::Timeout { timeout })
         }
     }
+}
+
+/// How often a streamable HTTP response stream that broke is resumed (SSE `Last-Event-ID`)
+/// before its request fails: 3 times, 250 ms, 500 ms, 1 s apart (a server's `retry:` field
+/// can change the delay). rmcp's default retries forever, so a request whose server died
+/// waited for its whole timeout (docs/mcp.md, "Client").
+fn sse_retry() -> rmcp::transport::common::client_side_sse::ExponentialBackoff {
+    let mut retry = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+    retry.max_times = Some(3);
+    retry.base_duration = Duration::from_millis(250);
+    retry.max_delay = Some(Duration::from_secs(1));
+    retry
+}
+
+/// The reason of a JSON-RPC error the stdout filter made up for a reply it dropped
+/// ([`stdio::DROPPED_REPLY_MARKER`]).
+fn dropped_reason(error: &rmcp::ErrorData) -> Option<String> {
+    error
+        .data
+        .as_ref()?
+        .get(stdio::DROPPED_REPLY_MARKER)?
+        .as_str()
+        .map(str::to_string)
 }

@@ -164,6 +164,27 @@ pub enum ClientError {
         #[source]
         source: Box<ServiceError>,
     },
+    /// The stdio server's reply to the request could not be passed on (over the 16 MiB limit
+    /// of one message, see `crate::stdio`); the call fails at once instead of at its timeout.
+    #[error("MCP server \"{server}\" sent a reply to {request} that was dropped: {reason}")]
+    ReplyDropped {
+        /// The configured server name.
+        server: String,
+        /// The request the reply answered.
+        request: McpRequest,
+        /// Why it was dropped, e.g. `it is over the 16777216-byte limit of one message`.
+        reason: String,
+    },
+    /// The streamable HTTP response of the request ended before its answer and reconnecting
+    /// to the stream failed: the server stopped or dropped the connection, or sent an event
+    /// over rmcp's 16 MiB limit (rmcp does not tell which).
+    #[error("MCP server \"{server}\" ended the HTTP response to {request} before answering (the server stopped or dropped the connection, or its reply was over the 16777216-byte limit of one message)")]
+    StreamClosed {
+        /// The configured server name.
+        server: String,
+        /// The request in flight.
+        request: McpRequest,
+    },
     /// Any other rmcp failure of the request.
     #[error("MCP server \"{server}\" failed {request}: {source}")]
     Failed {

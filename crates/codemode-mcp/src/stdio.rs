@@ -7,8 +7,12 @@
 //! - lone UTF-16 surrogate escapes (`"\ud800"`, which JavaScript's `JSON.stringify` emits for a
 //!   string cut in the middle of an emoji) become `\ufffd`, and invalid UTF-8 becomes U+FFFD;
 //! - a line that is still not JSON (a log line on stdout, nesting past serde_json's 128 levels)
-//!   or is longer than [`MAX_LINE_BYTES`] is dropped, and its description is kept for the
-//!   timeout message of the request it probably answered.
+//!   or is longer than [`MAX_LINE_BYTES`] is dropped. When the dropped line is a response (a
+//!   top-level `id` and no `method`, found by [`IdScanner`] while the bytes stream past, without
+//!   keeping them), the filter passes on a JSON-RPC error for that id instead
+//!   ([`dropped_reply`]), so the request fails at once with the reason rather than after its
+//!   timeout; otherwise the description is kept for the timeout message of the request it
+//!   probably answered.
 
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +24,157 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// What the filter last had to drop, for error messages.
 pub type LastProblem = Arc<Mutex<Option<String>>>;
+
+/// The `data` key that marks a JSON-RPC error the filter made up for a dropped reply
+/// ([`dropped_reply`]); its value is the reason.
+pub const DROPPED_REPLY_MARKER: &str = "codemodeDroppedReply";
+
+/// The JSON-RPC error line (without newline) that stands in for a dropped reply to request
+/// `id` (raw JSON: a number or a string): code -32603, message `reply dropped by codemode`,
+/// `data: {"codemodeDroppedReply": reason}`.
+pub fn dropped_reply(id: &serde_json::Value, reason: &str) -> Vec<u8> {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32603,
+            "message": "reply dropped by codemode",
+            "data": {DROPPED_REPLY_MARKER: reason}
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Finds the top-level `id` of a JSON-RPC message and whether it has a top-level `method`,
+/// fed byte by byte, in constant memory (the line may be far over the limit and is not kept).
+/// Strings and escapes are tracked, so an `"id"` inside the result does not count.
+#[derive(Debug, Default)]
+pub struct IdScanner {
+    depth: usize,
+    in_string: bool,
+    escape: bool,
+    in_key: bool,
+    expect_key: bool,
+    key: Vec<u8>,
+    key_overflow: bool,
+    value_of: Option<Key>,
+    value: Vec<u8>,
+    id: Option<Vec<u8>>,
+    method: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Id,
+    Method,
+}
+
+impl IdScanner {
+    /// Feeds the next bytes of the line.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.byte(b);
+        }
+    }
+
+    fn byte(&mut self, b: u8) {
+        let capturing = self.value_of == Some(Key::Id);
+        if capturing && self.value.len() < 256 {
+            self.value.push(b);
+        }
+        if self.in_string {
+            if self.escape {
+                self.escape = false;
+            } else if b == b'\\' {
+                self.escape = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                if self.in_key {
+                    self.in_key = false;
+                    let key = (!self.key_overflow).then_some(self.key.as_slice());
+                    self.value_of = match key {
+                        Some(b"id") => Some(Key::Id),
+                        Some(b"method") => Some(Key::Method),
+                        _ => None,
+                    };
+                    self.value.clear();
+                    return;
+                }
+            }
+            if self.in_key && !self.escape {
+                if self.key.len() < 8 {
+                    self.key.push(b);
+                } else {
+                    self.key_overflow = true;
+                }
+            }
+            return;
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.expect_key {
+                    self.in_key = true;
+                    self.expect_key = false;
+                    self.key.clear();
+                    self.key_overflow = false;
+                }
+            }
+            b'{' | b'[' => {
+                self.depth += 1;
+                if self.depth == 1 {
+                    self.expect_key = b == b'{';
+                }
+            }
+            b'}' | b']' => {
+                if self.depth == 1 {
+                    self.finish_value(true);
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            b',' if self.depth == 1 => {
+                self.finish_value(true);
+                self.expect_key = true;
+            }
+            b':' if self.depth == 1 => {
+                if let Some(Key::Id) = self.value_of {
+                    self.value.clear();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends the value of the current top-level key (`trim_last`: the byte just pushed, `,` or
+    /// `}`, is not part of it).
+    fn finish_value(&mut self, trim_last: bool) {
+        match self.value_of.take() {
+            Some(Key::Id) if self.id.is_none() => {
+                let mut value = std::mem::take(&mut self.value);
+                if trim_last {
+                    value.pop();
+                }
+                self.id = Some(value);
+            }
+            Some(Key::Method) => self.method = true,
+            _ => {}
+        }
+    }
+
+    /// The top-level `id` (a JSON number or string) of a message without a top-level `method`
+    /// (a response, not a request of the server's own); `None` otherwise.
+    pub fn response_id(&self) -> Option<serde_json::Value> {
+        if self.method {
+            return None;
+        }
+        let raw = self.id.as_ref()?;
+        match serde_json::from_slice::<serde_json::Value>(raw).ok()? {
+            id @ (serde_json::Value::Number(_) | serde_json::Value::String(_)) => Some(id),
+            _ => None,
+        }
+    }
+}
 
 /// Copies `stdout` to `out` line by line (see the module docs) until either side closes.
 pub async fn filter_stdout(
@@ -33,6 +188,7 @@ pub async fn filter_stdout(
         line.clear();
         let mut too_long = false;
         let mut eof = false;
+        let mut scanner = IdScanner::default();
         loop {
             let buf = match reader.fill_buf().await {
                 Ok(buf) => buf,
@@ -49,22 +205,38 @@ pub async fn filter_stdout(
             if !too_long {
                 if line.len() + take > MAX_LINE_BYTES {
                     too_long = true;
+                    scanner.feed(&line);
                     line = Vec::new();
                 } else {
                     line.extend_from_slice(&buf[..take]);
                 }
+            }
+            if too_long {
+                scanner.feed(&buf[..take]);
             }
             reader.consume(take);
             if found {
                 break;
             }
         }
-        if too_long {
-            record(
-                &problem,
-                format!("a message over {MAX_LINE_BYTES} bytes was dropped"),
-            );
-        } else if let Some(fixed) = usable(&line, &problem) {
+        let pass_on = if too_long {
+            match scanner.response_id() {
+                Some(id) => Some(dropped_reply(
+                    &id,
+                    &format!("it is over the {MAX_LINE_BYTES}-byte limit of one message"),
+                )),
+                None => {
+                    record(
+                        &problem,
+                        format!("a message over {MAX_LINE_BYTES} bytes was dropped"),
+                    );
+                    None
+                }
+            }
+        } else {
+            usable(&line, &problem)
+        };
+        if let Some(fixed) = pass_on {
             if out.write_all(&fixed).await.is_err() || out.write_all(b"\n").await.is_err() {
                 return;
             }
@@ -178,6 +350,45 @@ mod tests {
         );
         assert_eq!(replace_lone_surrogates(r#""\n\u0041""#), r#""\n\u0041""#);
         assert_eq!(replace_lone_surrogates("\"trailing \\"), "\"trailing \\");
+    }
+
+    fn scan(text: &str) -> Option<serde_json::Value> {
+        let mut scanner = IdScanner::default();
+        // Fed in odd pieces, as reads split the line.
+        for chunk in text.as_bytes().chunks(3) {
+            scanner.feed(chunk);
+        }
+        scanner.response_id()
+    }
+
+    #[test]
+    fn the_scanner_finds_the_top_level_id_of_responses_only() {
+        use serde_json::json;
+        assert_eq!(
+            scan(r#"{"jsonrpc":"2.0","id":7,"result":{"id":99}}"#),
+            Some(json!(7))
+        );
+        assert_eq!(
+            scan(
+                r#"{"result":{"content":[{"id":1,"text":"\"id\":5,"}]},"jsonrpc":"2.0","id": 42 }"#
+            ),
+            Some(json!(42))
+        );
+        assert_eq!(scan(r#"{"id":"a,}b","error":{}}"#), Some(json!("a,}b")));
+        assert_eq!(
+            scan(r#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage"}"#),
+            None
+        );
+        assert_eq!(scan(r#"{"method":"x","id":3}"#), None);
+        assert_eq!(scan(r#"{"jsonrpc":"2.0","result":{}}"#), None);
+        assert_eq!(scan(r#"{"id":{"x":1},"result":{}}"#), None);
+        assert_eq!(scan(r#"{"identity":1,"result":{}}"#), None);
+        assert_eq!(scan(r#"[{"id":1}]"#), None);
+        // A line cut short (too long) still yields an id seen before the cut.
+        assert_eq!(
+            scan(r#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"text":"xxxx"#),
+            Some(json!(12))
+        );
     }
 
     #[test]

@@ -241,3 +241,70 @@ async fn an_answered_call_is_not_cancelled() {
     hub.shutdown().await;
     assert!(!log.exists(), "{:?}", std::fs::read_to_string(&log));
 }
+
+/// Calls `tool` with a 60 s budget and returns its error and how long it took.
+async fn fails_fast(hub: &McpHub, tool: &str, input: Value) -> (String, Duration) {
+    let started = Instant::now();
+    let err = call(hub, tool, input).await.unwrap_err();
+    (err, started.elapsed())
+}
+
+/// A reply over the 16 MiB line limit fails its call at once with the reason, and the
+/// connection stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_reply_fails_the_call_at_once_over_stdio() {
+    let hub = connect(&stdio(&[], Some(Duration::from_secs(60)))).await;
+    let (err, took) = fails_fast(&hub, "big", json!({"bytes": 17 * 1024 * 1024})).await;
+    assert_eq!(
+        err,
+        "MCP server \"t\" sent a reply to tools/call \"big\" that was dropped: it is over the 16777216-byte limit of one message"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let ok = call(&hub, "big", json!({"bytes": 1000})).await.unwrap();
+    assert_eq!(text(&ok).len(), 1000);
+    hub.shutdown().await;
+}
+
+/// An HTTP server that dies in the middle of a call fails the call at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_http_server_fails_the_call_at_once() {
+    let server = HttpServer::start(&[]);
+    let hub = connect(&server.config(Some(Duration::from_secs(60)))).await;
+    let (err, took) = fails_fast(&hub, "crash", json!({})).await;
+    assert_eq!(
+        err,
+        "MCP server \"t\" ended the HTTP response to tools/call \"crash\" before answering (the server stopped or dropped the connection, or its reply was over the 16777216-byte limit of one message)"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    hub.shutdown().await;
+}
+
+/// An HTTP reply over rmcp's 16 MiB event limit fails its call at once too; the server is
+/// still there, so the next call works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_reply_fails_the_call_at_once_over_http() {
+    let server = HttpServer::start(&[]);
+    let hub = connect(&server.config(Some(Duration::from_secs(60)))).await;
+    let (err, took) = fails_fast(&hub, "big", json!({"bytes": 17 * 1024 * 1024})).await;
+    assert_eq!(
+        err,
+        "MCP server \"t\" ended the HTTP response to tools/call \"big\" before answering (the server stopped or dropped the connection, or its reply was over the 16777216-byte limit of one message)"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let ok = call(&hub, "big", json!({"bytes": 1000})).await.unwrap();
+    assert_eq!(text(&ok).len(), 1000);
+    hub.shutdown().await;
+}
+
+/// A stdio server that dies in the middle of a call fails the call at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_stdio_server_fails_the_call_at_once() {
+    let hub = connect(&stdio(&[], Some(Duration::from_secs(60)))).await;
+    let (err, took) = fails_fast(&hub, "crash", json!({})).await;
+    assert_eq!(
+        err,
+        "MCP server \"t\" closed the connection during tools/call \"crash\": Transport closed"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    hub.shutdown().await;
+}
