@@ -194,6 +194,8 @@ fn main() -> ExitCode {
             .init(),
         None => tracing_subscriber::fmt()
             .with_env_filter(filter)
+            // Colour only for a person at a terminal, never into a pipe or a log file.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .init(),
     }

@@ -299,3 +299,19 @@ async fn serve_answers_at_once_and_names_unavailable_servers() {
     assert!(!note.contains("slow"), "{note}");
     client.cancel().await.unwrap();
 }
+
+/// Issue 14 item 10: logs on a stderr that is not a terminal carry no ANSI colour codes.
+#[test]
+fn serve_logs_without_colour_into_a_pipe() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--timeout-ms", "1000"])
+        .env("CODEMODE_LOG", "debug")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("codemode MCP session starting"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}

@@ -45,6 +45,17 @@ use serde_json::{json, Value};
 
 use crate::elicit::{ElicitationApprover, PeerSlot};
 
+/// The `Origin`s [`CodeModeServer::serve_http`] accepts (every port): browser pages served from
+/// this machine's loopback names. Others get `403 Forbidden`.
+pub const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
 /// The `serverInfo.name` this server reports in its `initialize` answer.
 pub const SERVER_NAME: &str = "codemode";
 
@@ -377,7 +388,10 @@ impl CodeModeServer {
     /// scope; stateless requests (no `Mcp-Session-Id`) share one scope of this call, whose parked
     /// runs are dropped when it returns. rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
     /// `127.0.0.1` or `::1` are accepted (DNS-rebinding protection), request bodies are capped,
-    /// and sessions live in memory. Hosts should bind a loopback address (the CLI refuses
+    /// and sessions live in memory. A request whose `Origin` is not a loopback origin
+    /// ([`LOOPBACK_ORIGINS`]; any port) is refused with `403 Forbidden` (the MCP transport's
+    /// MUST); a request without `Origin` (not from a browser) is served. A session `DELETE` is
+    /// answered `204 No Content` (rmcp answers `202`). Hosts should bind a loopback address (the CLI refuses
     /// others); every path is served (clients use `/mcp`).
     ///
     /// Errors: [`ServeError::Io`] when accepting a connection fails.
@@ -392,6 +406,7 @@ impl CodeModeServer {
         };
         let mut config = StreamableHttpServerConfig::default();
         config.cancellation_token = shutdown.child_token();
+        config.allowed_origins = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
         let (code_mode, source, host) = (self.code_mode, self.source, self.host);
         // rmcp calls the factory once per stateful session (at `initialize`) and once per
         // stateless request; which one a call belongs to is decided per request (see
@@ -415,7 +430,18 @@ impl CodeModeServer {
                 accepted = listener.accept() => accepted.map_err(ServeError::Io)?,
                 () = shutdown.cancelled() => return Ok(()),
             };
-            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            let service = service.clone();
+            let service = hyper::service::service_fn(move |request: http::Request<_>| {
+                let service = service.clone();
+                async move {
+                    let delete = request.method() == http::Method::DELETE;
+                    let mut response = service.handle::<hyper::body::Incoming>(request).await;
+                    if delete && response.status() == http::StatusCode::ACCEPTED {
+                        *response.status_mut() = http::StatusCode::NO_CONTENT;
+                    }
+                    Ok::<_, std::convert::Infallible>(response)
+                }
+            });
             let shutdown = shutdown.clone();
             tokio::spawn(async move {
                 let connection = hyper::server::conn::http1::Builder::new()

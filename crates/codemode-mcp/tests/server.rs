@@ -725,3 +725,149 @@ async fn stateless_runs_are_out_of_a_sessions_reach_and_expire() {
     }
     assert_eq!(left, 0, "the server's end drops the stateless runs");
 }
+
+/// One raw HTTP/1.1 request to `url`'s host (`Connection: close`): the status code and the
+/// response headers (lower-case names).
+async fn raw_http(
+    url: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap();
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte))
+            .await
+            .expect("a response head within 10 s")
+            .unwrap();
+        assert_eq!(
+            n,
+            1,
+            "connection closed mid-head: {:?}",
+            String::from_utf8_lossy(&head)
+        );
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|line| line.split_once(": "))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_string()))
+        .collect();
+    (status, headers)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// Issue 14 item 10: a foreign `Origin` is refused with 403; none, or a loopback one, is served;
+/// a session `DELETE` is answered 204 and ends the session (its parked runs are dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_validates_origin_and_answers_delete_with_204() {
+    let f = fixture();
+    let (url, shutdown, serving) = serve_http(&f).await;
+    let post = |origin: Option<&'static str>| {
+        let url = url.clone();
+        async move {
+            let mut headers = vec![
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ];
+            if let Some(origin) = origin {
+                headers.push(("Origin", origin));
+            }
+            raw_http(&url, "POST", &headers, INITIALIZE).await
+        }
+    };
+    for origin in [
+        "https://evil.example",
+        "http://localhost.evil.example:8080",
+        "null",
+    ] {
+        let (status, _) = post(Some(origin)).await;
+        assert_eq!(status, 403, "Origin {origin}");
+    }
+    for origin in [
+        None,
+        Some("http://localhost:3000"),
+        Some("http://127.0.0.1:6274"),
+        Some("http://[::1]:5173"),
+        Some("https://localhost"),
+    ] {
+        let (status, headers) = post(origin).await;
+        assert_eq!(status, 200, "Origin {origin:?}");
+        assert!(
+            headers.iter().any(|(name, _)| name == "mcp-session-id"),
+            "{headers:?}"
+        );
+    }
+
+    // A real session parks a run; deleting the session answers 204 and drops the run.
+    let client = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url.clone(),
+        ))
+        .await
+        .expect("client handshake");
+    let parked = exec(&client, "await yield_control(); return 1;").await;
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    let (status, headers) = post(None).await;
+    assert_eq!(status, 200);
+    let session = headers
+        .iter()
+        .find(|(name, _)| name == "mcp-session-id")
+        .unwrap()
+        .1
+        .clone();
+    let (status, _) = raw_http(&url, "DELETE", &[("Mcp-Session-Id", &session)], "").await;
+    assert_eq!(status, 204);
+    let (status, _) = raw_http(
+        &url,
+        "DELETE",
+        &[
+            ("Mcp-Session-Id", &session),
+            ("Origin", "https://evil.example"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, 403, "DELETE checks the Origin too");
+    assert_eq!(f.code_mode.parked_runs(), 1);
+    // rmcp's client closes with DELETE as well, and takes the 204.
+    client.cancel().await.unwrap();
+    let mut left = f.code_mode.parked_runs();
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = f.code_mode.parked_runs();
+    }
+    assert_eq!(left, 0, "the deleted session's run is dropped");
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+}
