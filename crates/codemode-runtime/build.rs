@@ -3,6 +3,12 @@
 //!
 //! `CODEMODE_GUEST_WASM=/path/to/codemode_guest.wasm` skips the nested build and embeds a
 //! prebuilt guest instead. See docs/guest-abi.md, "Building".
+//!
+//! Everything this script writes goes under `OUT_DIR` (the guest's own target dir is
+//! `$OUT_DIR/codemode-guest-target`), so a project that depends on this crate never finds files
+//! written into the dependency's checkout. `CODEMODE_GUEST_TARGET_DIR` moves the guest's target
+//! dir elsewhere; this repository's `.cargo/config.toml` sets it to `target/codemode-guest`, so
+//! debug, release and CI builds share one guest build (and CI's build cache keeps it).
 
 use std::env;
 use std::fs;
@@ -32,7 +38,7 @@ fn main() {
                 panic!("CODEMODE_GUEST_WASM={}: cannot read: {e}", path.display())
             })
         }
-        None => build_guest(&guest_dir, &manifest_dir),
+        None => build_guest(&guest_dir, &out_dir),
     };
     if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
         panic!("the codemode guest is not a WebAssembly module");
@@ -43,7 +49,7 @@ fn main() {
     fs::write(out_dir.join("codemode_guest.sha256"), &hex).unwrap();
 }
 
-fn build_guest(guest_dir: &Path, manifest_dir: &Path) -> Vec<u8> {
+fn build_guest(guest_dir: &Path, out_dir: &Path) -> Vec<u8> {
     for rel in ["src", "c", "Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", guest_dir.join(rel).display());
     }
@@ -58,7 +64,7 @@ fn build_guest(guest_dir: &Path, manifest_dir: &Path) -> Vec<u8> {
     }
     let target_dir = env::var_os("CODEMODE_GUEST_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir.join("../../target/codemode-guest"));
+        .unwrap_or_else(|| out_dir.join("codemode-guest-target"));
     println!("cargo:rerun-if-env-changed=CODEMODE_GUEST_TARGET_DIR");
 
     if Command::new("clang-16").arg("--version").output().is_err() {

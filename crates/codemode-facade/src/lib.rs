@@ -53,6 +53,54 @@ pub use process_group::ProcessGroup;
 pub use result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
 pub use surface::*;
 
+/// The crates an embedding host may need beyond [`prelude`], re-exported so that one
+/// dependency on `codemode-facade` is enough.
+pub use codemode_bridge as bridge;
+/// See [`bridge`].
+pub use codemode_catalog as catalog;
+/// See [`bridge`].
+pub use codemode_config as config;
+/// See [`bridge`].
+pub use codemode_runtime as runtime;
+/// See [`bridge`].
+pub use codemode_telemetry as telemetry;
+
+/// What a Rust host embedding code mode needs, in one import (`crates/codemode-facade/examples/
+/// embed.rs` is a complete program):
+///
+/// - [`CodeMode`] runs `exec` / `wait` and keeps parked runs; [`CodeModeResult`] is their answer;
+/// - [`RunEnv`] is one run's environment (config, catalog, [`ToolExecutor`], owner scope);
+/// - [`ToolExecutor`] (with [`ToolCall`], [`ToolFuture`]) runs the nested tool calls;
+/// - [`AbortHandle`] cancels a run;
+/// - [`ToolSpec`] and [`Catalog::build`] (with [`SearchLimits`]) build the catalog;
+/// - [`CodeModeConfig`] (or [`resolve_config`] from the spec's JSON shape) is `tools.codeMode`;
+/// - [`surface_tools`] gives the `exec` and `wait` definitions to show the model.
+///
+/// ```
+/// use codemode_facade::prelude::*;
+///
+/// let catalog = Catalog::build(
+///     vec![ToolSpec::core("weather", "Current weather for a city.")],
+///     &SearchLimits::default(),
+/// )
+/// .unwrap();
+/// let [exec, wait] = surface_tools(&catalog);
+/// assert!(exec.description.contains("\"openclaw:core:weather\""));
+/// assert_eq!(wait.name, "wait");
+/// let config = resolve_config(&serde_json::json!({"timeoutMs": 5000})).config;
+/// assert_eq!(config.timeout_ms(), 5000);
+/// ```
+pub mod prelude {
+    pub use crate::{
+        surface_tools, ApprovalBroker, ApprovalDecision, CodeMode, CodeModeResult, ErrorCode,
+        HookChain, RunEnv, ToolDefinition,
+    };
+    pub use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+    pub use codemode_catalog::{Catalog, CatalogMode, SearchLimits, ToolOrigin, ToolSpec};
+    pub use codemode_config::{resolve as resolve_config, CodeModeConfig, ToolPolicy};
+    pub use codemode_runtime::AbortHandle;
+}
+
 use codemode_snapshot::SnapshotStore;
 use run::Run;
 
