@@ -534,8 +534,8 @@ impl Bench<'_> {
     ) -> Result<[Option<f64>; 3], String> {
         let mut samples: [Vec<f64>; 3] = Default::default();
         let rounds = self.options.warmup + self.options.iterations;
+        eprintln!("bench --peer: {label} ({rounds} rounds)");
         for round in 0..rounds {
-            eprint!("\r{label}: {}/{rounds}   ", round + 1);
             for k in 0..3 {
                 let system = (round + k) % 3;
                 if systems[system] {
@@ -546,7 +546,6 @@ impl Bench<'_> {
                 }
             }
         }
-        eprintln!();
         Ok(samples.map(|s| (!s.is_empty()).then(|| median(s))))
     }
 }
