@@ -1142,4 +1142,97 @@ mod tests {
         assert!(install(&dir, &npm).unwrap_err().contains("was not found"));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A stand-in for the OpenClaw package with the same export and shapes: the node executor
+    /// answers correctly, the quickjs one returns a wrong value for the trivial program.
+    const FAKE_SDK: &str = r#"
+export function createAgentHarnessToolSurfaceRuntime(params) {
+  const executor = params.config.tools.codeMode.executor;
+  return { codeModeControlsEnabled: params.modelToolsEnabled === true, cleanup() {},
+    compactTools(tools) {
+      const byName = new Map(tools.map((t) => [t.name, t]));
+      const exec = { name: "exec", async execute(id, { code }) {
+        if (code === "return 1+2") return { details: { status: "completed", value: executor === "node" ? 3 : 4 } };
+        if (code.includes("yield_control")) return { details: { status: "waiting", runId: "r1" } };
+        let n = 0;
+        for (let i = 0; i < 10; i++) if ((await byName.get("tool_0").execute("x", { i })).details.ok) n++;
+        return { details: { status: "completed", value: n } };
+      } };
+      const wait = { name: "wait", async execute(id, { runId }) {
+        return { details: { status: "completed", value: runId === "r1" ? 1 : 0 } };
+      } };
+      return { tools: [exec, wait] };
+    } };
+}
+"#;
+
+    fn fake_prefix() -> PathBuf {
+        let dir = scratch("fake-openclaw");
+        let pkg = dir.join("node_modules/openclaw");
+        std::fs::create_dir_all(pkg.join("dist")).unwrap();
+        std::fs::write(dir.join("package.json"), "{}").unwrap();
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name": "openclaw", "type": "module", "exports": {"./plugin-sdk/agent-harness-tool-runtime": {"default": "./dist/sdk.js"}}}"#,
+        )
+        .unwrap();
+        std::fs::write(pkg.join("dist/sdk.js"), FAKE_SDK).unwrap();
+        dir
+    }
+
+    fn driver_cmd(prefix: &Path) -> Command {
+        let mut cmd = Command::new("node");
+        cmd.arg(crate::root().join("xtask/peer/driver.mjs"))
+            .arg("--prefix")
+            .arg(prefix);
+        cmd
+    }
+
+    #[test]
+    fn driver_serves_samples_and_checks_results() {
+        let prefix = fake_prefix();
+        let mut driver = Driver(Pipe::spawn("driver", driver_cmd(&prefix).arg("serve")).unwrap());
+        let mut ask = |v: Value| driver.request(v);
+        for program in ["trivial", "calls10", "yield"] {
+            let ms =
+                ask(json!({"op": "sample", "executor": "node", "program": program, "tools": 1}))
+                    .unwrap();
+            assert!(ms >= 0.0, "{program}: {ms}");
+        }
+        assert!(
+            ask(json!({"op": "burst", "executor": "node", "count": 3, "tools": 10})).unwrap()
+                >= 0.0
+        );
+        let wrong =
+            ask(json!({"op": "sample", "executor": "quickjs", "program": "trivial"})).unwrap_err();
+        assert!(
+            wrong.starts_with(r#"OpenClaw driver: Error: expected completed with 3, got {"status":"completed","value":4}"#),
+            "{wrong}"
+        );
+        assert!(
+            ask(json!({"op": "sample", "executor": "v8", "program": "trivial"}))
+                .unwrap_err()
+                .starts_with(r#"OpenClaw driver: Error: unknown executor "v8""#)
+        );
+        assert!(
+            ask(json!({"op": "sample", "executor": "node", "program": "loop"}))
+                .unwrap_err()
+                .starts_with(r#"OpenClaw driver: Error: unknown program "loop""#)
+        );
+        drop(driver);
+        let ok = driver_cmd(&prefix).args(["cold", "node"]).output().unwrap();
+        assert!(ok.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&ok.stdout),
+            "{\"ok\":true,\"value\":3}\n"
+        );
+        let bad = driver_cmd(&prefix)
+            .args(["cold", "quickjs"])
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&bad.stderr)
+            .starts_with("driver: Error: expected completed with 3, got"));
+        let _ = std::fs::remove_dir_all(&prefix);
+    }
 }
