@@ -50,6 +50,9 @@ pub(crate) struct Run {
     tasks: HashMap<String, JoinHandle<()>>,
     /// Settled requests not yet delivered, in the order they settled.
     arrived: Vec<Delivery>,
+    /// The deadline of the current `exec` / `wait` (set by [`Run::settle`]); parking must
+    /// finish its snapshot by it plus [`SNAPSHOT_GRACE`].
+    deadline: Option<Instant>,
     /// Requests the runtime refused for the size of their arguments (bridge id → message):
     /// settled with the message instead of being dispatched (docs/threat-model.md).
     refused: HashMap<String, String>,
@@ -160,6 +163,11 @@ fn telemetry(env: &RunEnv, counters: &Counters) -> Telemetry {
 pub(crate) fn refusal(env: &RunEnv, message: String) -> CodeModeResult {
     failure(env, ErrorCode::InvalidInput, &message, false)
 }
+
+/// How long after the deadline a parking snapshot may still take (docs/contract/decisions.md#d6's
+/// bound on the hard deadline); past it the result is `timeout` (docs/threat-model.md,
+/// "Deadlines": a 900 MB heap took 3 s past the deadline to compress).
+const SNAPSHOT_GRACE: Duration = Duration::from_millis(250);
 
 /// Sources longer than this many bytes are prepared on a blocking thread under the deadline;
 /// shorter ones inline (a thread hop would cost the fast path more than their parse).
@@ -291,6 +299,7 @@ impl Run {
             tasks: HashMap::new(),
             arrived: Vec::new(),
             refused: HashMap::new(),
+            deadline: None,
             pending: Vec::new(),
             main: None,
             output: Vec::new(),
@@ -399,6 +408,7 @@ impl Run {
 
     /// Settle loop (docs/contract/lifecycle.md#s5-2) over the live VM.
     pub(crate) async fn settle(&mut self, deadline: Instant, abort: &AbortHandle) -> Outcome {
+        self.deadline = Some(deadline);
         let config = self.env.config.clone();
         loop {
             if let Some((code, message)) = self.error.take() {
@@ -597,8 +607,16 @@ impl Run {
         }
         let snapshot = match (self.snapshot.take(), self.vm.as_mut()) {
             (Some(s), _) => s,
-            (None, Some(vm)) => match vm.snapshot() {
-                Ok(s) => s,
+            (None, Some(vm)) => match vm.snapshot_bounded(
+                u64::MAX,
+                self.deadline.unwrap_or_else(Instant::now) + SNAPSHOT_GRACE,
+            ) {
+                Ok(Some(s)) => s,
+                Ok(None) => {
+                    return Parking::Failed(
+                        self.fail(ErrorCode::InternalError, "code mode snapshot is missing"),
+                    )
+                }
                 Err(e) => {
                     let (code, message) = map_vm_error(&e, &self.env.config);
                     return Parking::Failed(self.fail(code, &message));

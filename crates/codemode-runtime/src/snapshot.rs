@@ -5,6 +5,7 @@
 //! Works on plain byte slices; [`crate::Vm`] hands it the memory and applies the result.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use codemode_bridge::{BridgeMethod, BridgeRequest};
 use serde::{Deserialize, Serialize};
@@ -86,6 +87,46 @@ fn xor_with_image(data: &mut [u8], image: &[u8]) {
     }
 }
 
+/// Bytes of memory XORed and compressed per step of [`compress_delta`].
+const CHUNK_BYTES: usize = 1024 * 1024;
+
+/// Compresses `data` XOR `image` (zstd level 1, content checksum and size) one
+/// [`CHUNK_BYTES`] chunk at a time. `Ok(None)` once the output passes `max_compressed`;
+/// [`VmError::Timeout`] once `until` passes; [`VmError::Protocol`] when zstd fails.
+fn compress_delta(
+    data: &[u8],
+    image: &[u8],
+    max_compressed: usize,
+    until: Option<Instant>,
+) -> Result<Option<Vec<u8>>, VmError> {
+    use std::io::Write;
+    let fail = |e: std::io::Error| VmError::Protocol(format!("cannot compress snapshot: {e}"));
+    let mut encoder = zstd::stream::Encoder::new(Vec::new(), 1).map_err(fail)?;
+    encoder.include_checksum(true).map_err(fail)?;
+    encoder
+        .set_pledged_src_size(Some(data.len() as u64))
+        .map_err(fail)?;
+    let mut chunk = vec![0u8; CHUNK_BYTES.min(data.len())];
+    for (i, part) in data.chunks(CHUNK_BYTES).enumerate() {
+        let buf = &mut chunk[..part.len()];
+        buf.copy_from_slice(part);
+        let start = i * CHUNK_BYTES;
+        if start < image.len() {
+            let end = (start + part.len()).min(image.len());
+            xor_with_image(buf, &image[start..end]);
+        }
+        encoder.write_all(buf).map_err(fail)?;
+        if encoder.get_ref().len() > max_compressed {
+            return Ok(None);
+        }
+        if until.is_some_and(|u| Instant::now() >= u) {
+            return Err(VmError::Timeout);
+        }
+    }
+    let out = encoder.finish().map_err(fail)?;
+    Ok((out.len() <= max_compressed).then_some(out))
+}
+
 impl Image {
     /// The image of memory at rest, padded with zeros to the whole region a restore overwrites
     /// (`pages` × 64 KiB less `base`).
@@ -114,25 +155,58 @@ impl Snapshot {
         pending: Vec<BridgeRequest>,
         counters: BTreeMap<BridgeMethod, u64>,
     ) -> Result<Snapshot, VmError> {
-        let mut delta = memory.data.to_vec();
-        xor_with_image(&mut delta, &image.data);
-        let compressed = zstd::bulk::Compressor::new(1)
-            .and_then(|mut c| {
-                c.include_checksum(true)?;
-                c.compress(&delta)
-            })
-            .map_err(|e| VmError::Protocol(format!("cannot compress snapshot: {e}")))?;
-        Ok(Snapshot {
+        let Some(compressed) = compress_delta(memory.data, &image.data, usize::MAX, None)? else {
+            return Err(VmError::Protocol("cannot compress snapshot".into()));
+        };
+        Ok(Snapshot::assemble(
+            guest_sha256,
+            image,
+            memory,
+            compressed,
+            pending,
+            counters,
+        ))
+    }
+
+    /// [`Snapshot::capture`] within bounds: `Ok(None)` as soon as the compressed memory passes
+    /// `max_compressed` bytes (the rest is not compressed), [`VmError::Timeout`] once `until`
+    /// passes. Memory is XORed and compressed 1 MiB at a time, so the host holds no second copy
+    /// of it and a 900 MB heap costs at most one chunk past either bound
+    /// (docs/threat-model.md, "Deadlines").
+    pub(crate) fn capture_bounded(
+        guest_sha256: [u8; 32],
+        image: &Image,
+        memory: MemoryAtRest<'_>,
+        pending: Vec<BridgeRequest>,
+        counters: BTreeMap<BridgeMethod, u64>,
+        max_compressed: usize,
+        until: Instant,
+    ) -> Result<Option<Snapshot>, VmError> {
+        let compressed = compress_delta(memory.data, &image.data, max_compressed, Some(until))?;
+        Ok(compressed
+            .map(|c| Snapshot::assemble(guest_sha256, image, memory, c, pending, counters)))
+    }
+
+    fn assemble(
+        guest_sha256: [u8; 32],
+        image: &Image,
+        memory: MemoryAtRest<'_>,
+        compressed: Vec<u8>,
+        pending: Vec<BridgeRequest>,
+        counters: BTreeMap<BridgeMethod, u64>,
+    ) -> Snapshot {
+        let delta_len = memory.data.len();
+        Snapshot {
             guest_sha256,
             image_sha256: image.sha256,
             stack_pointer: memory.stack_pointer,
             base: memory.base,
             pages: memory.pages,
-            data_len: delta.len() as u64,
+            data_len: delta_len as u64,
             compressed,
             pending,
             counters,
-        })
+        }
     }
 
     /// Checks that this process can restore the snapshot: the same guest module

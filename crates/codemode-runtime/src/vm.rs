@@ -359,6 +359,37 @@ impl Vm {
         Snapshot::capture(guest_sha256, &image, memory, pending, counters)
     }
 
+    /// [`Vm::snapshot`] within bounds: `Ok(None)` once the stored size would pass
+    /// `max_stored_bytes` (compression stops there), [`VmError::Timeout`] once `until` passes
+    /// (checked after every 1 MiB of memory). Parking uses it so a huge heap at the deadline can
+    /// neither hold the answer past `until` nor make the host compress it all only to refuse it
+    /// (docs/contract/lifecycle.md#s5-6, docs/threat-model.md "Deadlines").
+    pub fn snapshot_bounded(
+        &mut self,
+        max_stored_bytes: u64,
+        until: std::time::Instant,
+    ) -> Result<Option<Snapshot>, VmError> {
+        if let Some(p) = &self.poisoned {
+            return Err(VmError::Poisoned(p.clone()));
+        }
+        let guest_sha256 = self.guest_sha256;
+        let image = self.image.clone();
+        let pending = self.pending.clone();
+        let counters = self.counters.clone();
+        let memory = self.at_rest()?;
+        let max = usize::try_from(max_stored_bytes).unwrap_or(usize::MAX);
+        let snapshot = Snapshot::capture_bounded(
+            guest_sha256,
+            &image,
+            memory,
+            pending,
+            counters,
+            max,
+            until,
+        )?;
+        Ok(snapshot.filter(|s| s.stored_bytes() as u64 <= max_stored_bytes))
+    }
+
     /// An upper bound in bytes on [`Snapshot::stored_bytes`] were a snapshot taken now: memory in
     /// use at zstd's worst-case expansion plus the header and pending table. Lets callers skip
     /// compressing when the bound is already under a limit.
