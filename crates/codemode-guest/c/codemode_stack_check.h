@@ -17,9 +17,10 @@
  * those frames take no shadow stack, so wasmtime's native stack ran out first
  * and the instance trapped. QuickJS reads the stack pointer in exactly one
  * place, js_get_stack_pointer() (__builtin_frame_address(0)), so the macro
- * below routes it through codemode_frame_address(): while the guest's
- * codemode_stack_guard() (src/stack.rs) says the native stack is nearly used
- * up it returns CODEMODE_STACK_EXHAUSTED, an address below QuickJS's stack
+ * below routes it through codemode_frame_address(): while the host's
+ * codemode.native_stack_low import (asked every CODEMODE_STACK_SAMPLE-th check,
+ * and every check while it says yes) says the native stack is nearly used up,
+ * it returns CODEMODE_STACK_EXHAUSTED, an address below QuickJS's stack
  * limit, which every check reads as "overflow" (a catchable RangeError); the
  * real shadow stack pointer otherwise. Not 0: checks subtract the bytes they
  * are about to use (1000 in the tokenizer) and 0 would wrap around. The
@@ -51,14 +52,27 @@
 #include <unistd.h>
 #undef __wasi__
 
-/* src/stack.rs: non-zero while the native wasm stack is nearly exhausted. */
-int codemode_stack_guard(void);
+/* The host's answer to "is the native wasm stack of this call nearly used up?"
+ * (docs/guest-abi.md, "Imports"). */
+__attribute__((import_module("codemode"), import_name("native_stack_low")))
+int codemode_native_stack_low(void);
 
 #define CODEMODE_STACK_EXHAUSTED (512 * 1024)
+/* Stack checks between two questions to the host while the answer is "no"
+ * (a power of two). Between two samples QuickJS runs at most this many
+ * checks' worth of frames (about 150 KiB in the parser, at 2.4 KiB per level),
+ * far less than the host's 4 MiB headroom. */
+#define CODEMODE_STACK_SAMPLE 64
 
 static inline void *codemode_frame_address(void)
 {
-    if (codemode_stack_guard())
+    /* One copy per translation unit; quickjs.c holds every check. They live in
+     * linear memory, so snapshots carry them. */
+    static unsigned ticks;
+    static int low;
+    if (low || (++ticks & (CODEMODE_STACK_SAMPLE - 1)) == 0)
+        low = codemode_native_stack_low();
+    if (low)
         return (void *)CODEMODE_STACK_EXHAUSTED;
     return __builtin_frame_address(0);
 }

@@ -9,7 +9,6 @@
 //! it later in a fresh instance.
 
 mod heap;
-mod stack;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
