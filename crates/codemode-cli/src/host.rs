@@ -58,7 +58,10 @@ pub(crate) struct HostArgs {
     pub trajectory: Option<PathBuf>,
 }
 
-/// Loads a config file (JSON or JSON5), or the default `{"tools": {"codeMode": true}}`.
+/// Loads a config file (JSON or JSON5), or without one the spec's defaults, the config `{}`:
+/// `enabled` is then `"auto"` (docs/contract/decisions.md#d8), exactly what `--config` with `{}`
+/// gives. The CLI runs code mode for every `enabled` but `false`: a command line has no model
+/// whose preference `"auto"` would wait for.
 pub(crate) fn load_config(
     path: Option<&Path>,
     agent: Option<&str>,
@@ -66,10 +69,7 @@ pub(crate) fn load_config(
     match path {
         Some(path) => codemode_config::load_config_file(path, agent)
             .map_err(|e| Failure::Usage(e.to_string())),
-        None => Ok(ConfigReport::from_root(
-            &json!({"tools": {"codeMode": true}}),
-            agent,
-        )),
+        None => Ok(ConfigReport::from_root(&json!({}), agent)),
     }
 }
 

@@ -16,14 +16,17 @@
 //! - `codemode serve [--mcp-config FILE]` serves code mode as an MCP server over stdio: exactly
 //!   two tools, `exec` and `wait`, over the tools of the configured MCP servers. Logs go to
 //!   stderr (or `--log-file`), never stdout.
-//! - `codemode config [--config FILE] [--agent ID]` prints the resolved `tools.codeMode` and the
-//!   warnings for every ignored or clamped value.
+//! - `codemode config [--config FILE] [--agent ID]` prints the resolved `tools.codeMode`, the
+//!   warnings for every ignored or clamped value, and `source`: the file, or the spec's defaults
+//!   (no file is the config `{}`: `enabled` `"auto"`, as `--config` with `{}` gives).
 //! - `codemode catalog [--tools FILE | --root DIR] [--mcp-config FILE] …` shows what the model
 //!   and the guest would see of the catalog `exec` runs against: `ALL_TOOLS`, the quick index,
 //!   search hits, a described entry, or (`--surface`) the provider-facing `exec`/`wait`
 //!   definitions.
 //! - `codemode agent --script FILE …` runs one agent turn with a scripted model and prints its
 //!   envelope `{payload, transcript, trajectory?, meta, …}` (`agent.rs`).
+//!
+//! - `codemode completions bash|zsh|fish|elvish|powershell` prints a shell completion script.
 //!
 //! Exit status: 0 completed (or a successful inspection), 1 failed, 2 bad usage, 141 (128 +
 //! SIGPIPE, as a shell reports a Unix tool killed by a closed pipe) when the reader of standard
@@ -87,6 +90,15 @@ enum Command {
     Catalog(CatalogArgs),
     /// Run one agent turn with a scripted model and print its JSON envelope.
     Agent(agent::AgentArgs),
+    /// Print a shell completion script (e.g. `codemode completions bash > ~/.local/share/bash-completion/completions/codemode`).
+    Completions(CompletionsArgs),
+}
+
+#[derive(Args)]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
 }
 
 #[derive(Args)]
@@ -101,8 +113,9 @@ struct ExecArgs {
         conflicts_with = "file"
     )]
     code: Option<String>,
-    /// Source language: javascript (default) or typescript.
-    #[arg(long)]
+    /// Source language (default: typescript for a .ts/.mts FILE, else javascript); anything
+    /// else is a usage error, as the exec tool's schema allows only these two.
+    #[arg(long, value_parser = ["javascript", "typescript"])]
     language: Option<String>,
     /// Stop following a waiting run after this many ms in total.
     #[arg(long, value_name = "N", default_value_t = 60_000)]
@@ -206,6 +219,7 @@ fn main() -> ExitCode {
         Command::Config(args) => config(args),
         Command::Catalog(args) => catalog(args),
         Command::Agent(args) => agent::run(args),
+        Command::Completions(args) => completions(args),
     };
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return ExitCode::from(EXIT_STDOUT_CLOSED);
@@ -257,9 +271,28 @@ enum Failure {
     Run(String),
 }
 
+/// `codemode completions SHELL`: the completion script clap_complete generates for this CLI.
+fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "codemode", &mut script);
+    let text = String::from_utf8_lossy(&script);
+    print_line(text.trim_end_matches('\n'))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `codemode config`'s `source` without `--config` (docs/contract/decisions.md#d8).
+const DEFAULTS_SOURCE: &str = "defaults: no --config file, so the config {}: enabled defaults to \"auto\" (the CLI runs code mode unless enabled is false)";
+
 fn config(args: ConfigArgs) -> Result<ExitCode, Failure> {
     let report = host::load_config(args.config.as_deref(), args.agent.as_deref())?;
-    print_line(&report.to_json_pretty())?;
+    let mut printed = serde_json::to_value(&report).unwrap_or_default();
+    // Where the values came from: the file, or the spec's defaults (the config `{}`).
+    printed["source"] = match &args.config {
+        Some(path) => json!(path.display().to_string()),
+        None => json!(DEFAULTS_SOURCE),
+    };
+    print_line(&serde_json::to_string_pretty(&printed).unwrap_or_default())?;
     Ok(ExitCode::SUCCESS)
 }
 

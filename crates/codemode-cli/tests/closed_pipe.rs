@@ -50,7 +50,11 @@ fn config_and_catalog_exit_quietly_on_a_closed_stdout() {
     assert_quiet_141(&run_with_closed_stdout(&["config"], ""));
     let dir = tempfile::tempdir().unwrap();
     let tools = dir.path().join("tools.json");
-    std::fs::write(&tools, r#"[{"name": "a", "description": "A tool.", "result": 1}]"#).unwrap();
+    std::fs::write(
+        &tools,
+        r#"[{"name": "a", "description": "A tool.", "result": 1}]"#,
+    )
+    .unwrap();
     let tools = tools.to_str().unwrap();
     assert_quiet_141(&run_with_closed_stdout(
         &["catalog", "--tools", tools, "--json"],

@@ -275,18 +275,29 @@ fn catalog_reads_the_file_exec_runs() {
         r#"[{"name": "a", "descripton": "A.", "result": 1}]"#,
     );
     let typo = typo.to_str().unwrap();
-    let expected = "tool #0 (\"a\"): unknown field `descripton`, expected one of `name`, `label`, `description`, `parameters`, `outputSchema`, `origin`, `catalogMode`, `allowed`, `control`, `channel`, or one of `result`, `error`, `echo`, `resultByAction`, `delayMs`";
     let out = codemode(&["catalog", "--tools", typo], "");
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        format!("codemode: --tools {typo}: tools file: {expected}\n")
-    );
+    let catalog_err = String::from_utf8(out.stderr).unwrap();
     let out = codemode(&["exec", "--tools", typo, "-e", "return 1"], "");
     assert_eq!(out.status.code(), Some(2));
+    let exec_err = String::from_utf8(out.stderr).unwrap();
+    // The spec fields are ToolSpec's own list; both commands give the same message.
+    let message = exec_err
+        .strip_prefix(&format!("codemode: --tools {typo}: "))
+        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        format!("codemode: --tools {typo}: {expected}\n")
+        catalog_err,
+        format!("codemode: --tools {typo}: tools file: {message}")
+    );
+    assert!(
+        message.starts_with(
+            "tool #0 (\"a\"): unknown field `descripton`, expected one of `name`, `label`, `description`, `parameters`,"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(", or one of `result`, `error`, `echo`, `resultByAction`, `delayMs`\n"),
+        "{message}"
     );
 }
 

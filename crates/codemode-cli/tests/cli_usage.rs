@@ -1,0 +1,82 @@
+//! Small things a first hour meets (issue 16 items 5 and 9): `--language` outside the schema is
+//! a usage error, `codemode config` says where its values came from and agrees with
+//! `--config {}`, and `codemode completions SHELL` prints a completion script.
+
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+fn codemode(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .env_remove("CODEMODE_LOG")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_unknown_language_is_a_usage_error() {
+    let out = codemode(&["exec", "--language", "ts", "-e", "return 1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "error: invalid value 'ts' for '--language <LANGUAGE>'\n  [possible values: javascript, typescript]\n"
+        ),
+        "{stderr}"
+    );
+    let out = codemode(&[
+        "exec",
+        "--language",
+        "typescript",
+        "-e",
+        "const n: number = 1; return n",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["value"], 1);
+}
+
+#[test]
+fn config_defaults_are_the_empty_config_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "{}").unwrap();
+    let defaults: Value = serde_json::from_slice(&codemode(&["config"]).stdout).unwrap();
+    let from_file: Value =
+        serde_json::from_slice(&codemode(&["config", "--config", empty.to_str().unwrap()]).stdout)
+            .unwrap();
+    assert_eq!(defaults["config"]["enabled"], "auto");
+    assert_eq!(defaults["config"], from_file["config"]);
+    assert_eq!(
+        defaults["source"],
+        "defaults: no --config file, so the config {}: enabled defaults to \"auto\" (the CLI runs code mode unless enabled is false)"
+    );
+    assert_eq!(from_file["source"], json!(empty.to_str().unwrap()));
+    // "auto" runs in the CLI: only enabled false disables code mode.
+    let out = codemode(&["exec", "-e", "return 'runs'"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["value"],
+        "runs"
+    );
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for (shell, marker) in [
+        ("bash", "_codemode()"),
+        ("zsh", "#compdef codemode"),
+        ("fish", "complete -c codemode"),
+    ] {
+        let out = codemode(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(script.contains(marker), "{shell}: {script}");
+        for word in ["exec", "session", "catalog", "--surface", "completions"] {
+            assert!(script.contains(word), "{shell} completes {word}");
+        }
+    }
+    let out = codemode(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
