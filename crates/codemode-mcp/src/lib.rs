@@ -10,6 +10,7 @@
 //!   of the session's client by MCP elicitation ([`ElicitationApprover`]), and a [`ServeHost`]
 //!   gives the policy, hooks and trajectory of its runs.
 
+pub mod auth;
 pub mod client;
 pub mod config;
 mod error;

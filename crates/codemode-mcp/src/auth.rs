@@ -1,0 +1,655 @@
+//! OAuth 2.1 for streamable HTTP MCP servers (MCP authorization, rmcp's `auth` feature).
+//!
+//! Every HTTP server connects through an [`OAuthHttpClient`]: requests go out without a token
+//! until the server answers 401 with a `WWW-Authenticate` challenge (or 403
+//! `insufficient_scope`); then the client discovers the authorization server from the challenge
+//! (protected resource metadata, RFC 9728, then RFC 8414 / OpenID discovery), registers itself
+//! (dynamic client registration, RFC 7591) with a loopback redirect URI, and prints the
+//! authorization URL on stderr:
+//!
+//! ```text
+//! codemode: MCP server "notes" needs authorization; open this URL in a browser: https://…
+//! ```
+//!
+//! The browser's redirect lands on a one-shot listener on `127.0.0.1` (RFC 8252 §7.3), the code
+//! is exchanged for tokens (PKCE S256, the `resource` indicator of RFC 8707), and the request
+//! that was refused is sent again with the token. Nothing opens a browser: the flow works the
+//! same over SSH or in a container, where the user opens the URL wherever they like, as long as
+//! the redirect can reach this machine's loopback (a browser on the same machine).
+//!
+//! Tokens are kept in a [`FileCredentialStore`] under the user's config directory, one file per
+//! server URL, so the next run reuses (and refreshes) them without asking again. Servers that
+//! never answer 401 are unaffected: no token is sent and nothing is stored.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, CredentialStore,
+    StoredCredentials,
+};
+use rmcp::transport::streamable_http_client::SseError;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+
+/// How long one authorization waits for the browser's redirect, in ms (the connect and call
+/// timeouts of [`crate::ClientOptions`] may end it sooner). 300,000.
+pub const AUTHORIZATION_WAIT: Duration = Duration::from_millis(300_000);
+
+/// Most authorizations one connection runs (the first login plus scope step-ups) before it
+/// gives up, so a server that keeps refusing every token cannot loop forever. 3.
+pub const MAX_AUTHORIZATIONS: u32 = 3;
+
+/// The line printed on stderr before the URL.
+const URL_MARKER: &str = "open this URL in a browser: ";
+
+/// The client name sent in dynamic client registration.
+const CLIENT_NAME: &str = "codemode";
+
+/// The directory of the token files: `$XDG_CONFIG_HOME/codemode/oauth` when `XDG_CONFIG_HOME`
+/// is an absolute path, else `$HOME/.config/codemode/oauth`; `None` without either.
+pub fn token_dir() -> Option<PathBuf> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|home| home.join(".config"))
+        })?;
+    Some(config.join("codemode").join("oauth"))
+}
+
+/// The token file name for a server URL: its `[A-Za-z0-9.-]` characters (others become `_`, at
+/// most 64 kept) and a 64-bit FNV-1a hash of the whole URL in hex, so two URLs never share a
+/// file by accident and the name still says which server it is.
+pub fn token_file_name(url: &str) -> String {
+    let readable: String = url
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in url.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{readable}-{hash:016x}.json")
+}
+
+/// One server's OAuth credentials (client id, tokens, granted scopes) in one JSON file
+/// `{"url": …, "credentials": {…}}` inside [`token_dir`]. The directory is created with mode
+/// 0700 and files are written 0600 (a temporary file renamed over the old one). A directory or
+/// file that group or others can write (or, for files, read), or that is a symbolic link, is
+/// refused with a [`AuthError::CredentialStoreError`] naming it and its mode, never used.
+#[derive(Debug, Clone)]
+pub struct FileCredentialStore {
+    dir: PathBuf,
+    file: PathBuf,
+    url: String,
+}
+
+impl FileCredentialStore {
+    /// The store of `url`'s credentials in `dir` (nothing is touched until the first load or
+    /// save).
+    pub fn new(dir: &Path, url: &str) -> Self {
+        FileCredentialStore {
+            dir: dir.to_path_buf(),
+            file: dir.join(token_file_name(url)),
+            url: url.to_owned(),
+        }
+    }
+
+    /// The token file's path.
+    pub fn path(&self) -> &Path {
+        &self.file
+    }
+
+    fn error(&self, what: impl std::fmt::Display) -> AuthError {
+        AuthError::CredentialStoreError(what.to_string())
+    }
+
+    /// Refuses `path` when it is a symbolic link or its mode has any bit of `forbidden`.
+    fn check(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        forbidden: u32,
+    ) -> Result<(), AuthError> {
+        if meta.file_type().is_symlink() {
+            return Err(self.error(format!(
+                "refusing to use the OAuth token store {}: it is a symbolic link",
+                path.display()
+            )));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & forbidden != 0 {
+                return Err(self.error(format!(
+                    "refusing to use the OAuth token store {}: its mode is {mode:04o} and others can {} it; chmod {} it",
+                    path.display(),
+                    if forbidden == 0o022 { "write" } else { "read or write" },
+                    if meta.is_dir() { "700" } else { "600" }
+                )));
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = forbidden;
+        Ok(())
+    }
+
+    fn check_dir(&self) -> Result<bool, AuthError> {
+        match std::fs::symlink_metadata(&self.dir) {
+            Ok(meta) => {
+                self.check(&self.dir, &meta, 0o022)?;
+                if !meta.is_dir() {
+                    return Err(self.error(format!(
+                        "the OAuth token store {} is not a directory",
+                        self.dir.display()
+                    )));
+                }
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.error(format!("{}: {e}", self.dir.display()))),
+        }
+    }
+
+    fn load_sync(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        if !self.check_dir()? {
+            return Ok(None);
+        }
+        let meta = match std::fs::symlink_metadata(&self.file) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.error(format!("{}: {e}", self.file.display()))),
+        };
+        self.check(&self.file, &meta, 0o077)?;
+        let text = std::fs::read_to_string(&self.file)
+            .map_err(|e| self.error(format!("{}: {e}", self.file.display())))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| self.error(format!("{}: not a token file: {e}", self.file.display())))?;
+        if value.get("url").and_then(|u| u.as_str()) != Some(self.url.as_str()) {
+            // Another URL whose name hashed the same: not ours.
+            return Ok(None);
+        }
+        let credentials = serde_json::from_value(value["credentials"].clone())
+            .map_err(|e| self.error(format!("{}: not a token file: {e}", self.file.display())))?;
+        Ok(Some(credentials))
+    }
+
+    fn save_sync(&self, credentials: &StoredCredentials) -> Result<(), AuthError> {
+        if !self.check_dir()? {
+            if let Some(parent) = self.dir.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| self.error(format!("{}: {e}", parent.display())))?;
+            }
+            let mut builder = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                builder.mode(0o700);
+            }
+            match builder.create(&self.dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(self.error(format!("{}: {e}", self.dir.display()))),
+            }
+            self.check_dir()?;
+        }
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "url": self.url,
+            "credentials": credentials,
+        }))
+        .map_err(|e| self.error(e))?;
+        let tmp = self.dir.join(format!(
+            ".{}.{}.tmp",
+            token_file_name(&self.url),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let written = options.open(&tmp).and_then(|mut file| {
+            use std::io::Write;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()
+        });
+        let renamed = written.and_then(|()| std::fs::rename(&tmp, &self.file));
+        if let Err(e) = renamed {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(self.error(format!("{}: {e}", self.file.display())));
+        }
+        Ok(())
+    }
+
+    fn clear_sync(&self) -> Result<(), AuthError> {
+        match std::fs::remove_file(&self.file) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(self.error(format!("{}: {e}", self.file.display()))),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for FileCredentialStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.load_sync()
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.save_sync(&credentials)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.clear_sync()
+    }
+}
+
+/// Why the server refused a request: the `WWW-Authenticate` header of a 401, or of a 403 with
+/// `insufficient_scope` and the scope it asked for.
+#[derive(Debug, Clone)]
+enum Challenge {
+    Unauthorized(String),
+    InsufficientScope(String, Option<String>),
+}
+
+struct Inner {
+    server: String,
+    auth: AuthClient<reqwest::Client>,
+    /// One authorization at a time; requests refused meanwhile wait for it.
+    authorizing: tokio::sync::Mutex<()>,
+    /// Authorizations completed (a request refused before one finished retries after it).
+    generation: AtomicU32,
+    /// Authorizations started.
+    attempts: AtomicU32,
+}
+
+/// The streamable HTTP client of every HTTP MCP server: rmcp's [`AuthClient`] (a stored token
+/// is sent, refreshed when it expires) plus the interactive authorization described in the
+/// module docs when the server refuses a request. Cheap to clone (one shared state).
+#[derive(Clone)]
+pub struct OAuthHttpClient {
+    inner: Arc<Inner>,
+}
+
+/// The client [`crate::ServerClient`] connects to the HTTP server `server` at `url` through:
+/// `None` (plain HTTP, no OAuth) when the configured `headers` carry an `Authorization` header
+/// of their own, or when `url` is not a URL rmcp's auth manager takes (the plain transport then
+/// reports it).
+pub async fn client_for(
+    server: &str,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Option<OAuthHttpClient> {
+    if headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        return None;
+    }
+    match OAuthHttpClient::new(server, url).await {
+        Ok(client) => Some(client),
+        Err(error) => {
+            tracing::warn!(server, %error, "no OAuth for this server");
+            None
+        }
+    }
+}
+
+impl OAuthHttpClient {
+    /// The client of server `server` (its configured name, for messages) at `url`, with tokens in
+    /// [`token_dir`] (kept in memory only when there is no config directory). Reads stored
+    /// credentials; a store that cannot be read (a refused mode, a broken file) is logged and
+    /// costs only the stored tokens.
+    ///
+    /// # Errors
+    /// [`AuthError`] when `url` is not a URL.
+    pub async fn new(server: &str, url: &str) -> Result<Self, AuthError> {
+        let mut manager = AuthorizationManager::new(url).await?;
+        if let Some(dir) = token_dir() {
+            let store = FileCredentialStore::new(&dir, url);
+            let readable = store.load_sync();
+            match readable {
+                Ok(Some(_)) => {
+                    manager.set_credential_store(store);
+                    if let Err(error) = manager.initialize_from_store().await {
+                        tracing::warn!(server, %error, "stored OAuth credentials not usable");
+                    }
+                }
+                Ok(None) => manager.set_credential_store(store),
+                Err(error) => {
+                    tracing::warn!(server, %error, "OAuth token store refused; tokens stay in memory");
+                    eprintln!("codemode: MCP server {server:?}: {error}");
+                }
+            }
+        }
+        Ok(OAuthHttpClient {
+            inner: Arc::new(Inner {
+                server: server.to_owned(),
+                auth: AuthClient::new(reqwest::Client::default(), manager),
+                authorizing: tokio::sync::Mutex::new(()),
+                generation: AtomicU32::new(0),
+                attempts: AtomicU32::new(0),
+            }),
+        })
+    }
+
+    /// Runs `call`; when the server refuses it (401, or 403 `insufficient_scope`), authorizes
+    /// and runs it once more with the new token.
+    async fn with_authorization<T, F, Fut>(
+        &self,
+        auth_header: Option<String>,
+        call: F,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+    {
+        let generation = self.inner.generation.load(Ordering::Acquire);
+        let challenge = match call(auth_header.clone()).await {
+            Err(StreamableHttpError::AuthRequired(e)) => {
+                Challenge::Unauthorized(e.www_authenticate_header)
+            }
+            Err(StreamableHttpError::InsufficientScope(e)) => {
+                Challenge::InsufficientScope(e.www_authenticate_header, e.required_scope)
+            }
+            other => return other,
+        };
+        // A static Authorization header from the config is the user's choice: no OAuth.
+        if auth_header.is_some() {
+            return Err(match challenge {
+                Challenge::Unauthorized(h) => StreamableHttpError::AuthRequired(
+                    rmcp::transport::streamable_http_client::AuthRequiredError::new(h),
+                ),
+                Challenge::InsufficientScope(h, s) => StreamableHttpError::InsufficientScope(
+                    rmcp::transport::streamable_http_client::InsufficientScopeError::new(h, s),
+                ),
+            });
+        }
+        self.authorize(generation, challenge).await?;
+        call(None).await
+    }
+
+    /// One authorization (unless another finished since `generation`): discovery, registration,
+    /// the URL on stderr, the redirect, the token exchange.
+    async fn authorize(&self, generation: u32, challenge: Challenge) -> Result<(), AuthError> {
+        let _one = self.inner.authorizing.lock().await;
+        if self.inner.generation.load(Ordering::Acquire) != generation {
+            return Ok(());
+        }
+        let attempt = self.inner.attempts.fetch_add(1, Ordering::AcqRel) + 1;
+        let server = &self.inner.server;
+        if attempt > MAX_AUTHORIZATIONS {
+            return Err(AuthError::AuthorizationFailed(format!(
+                "MCP server {server:?} refused the token of {MAX_AUTHORIZATIONS} authorizations in a row; giving up"
+            )));
+        }
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| AuthError::InternalError(format!("cannot listen on 127.0.0.1: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| AuthError::InternalError(e.to_string()))?
+            .port();
+        let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+        let mut manager = self.inner.auth.auth_manager.lock().await;
+        let (header, required_scope) = match &challenge {
+            Challenge::Unauthorized(h) => (h.as_str(), None),
+            Challenge::InsufficientScope(h, s) => (h.as_str(), s.as_deref()),
+        };
+        let resolution = manager
+            .resolve_metadata_from_challenge(Some(header))
+            .await?;
+        manager.set_metadata(resolution.metadata);
+        let scopes = match required_scope {
+            None if attempt == 1 => manager.select_initial_scopes(&[]).await,
+            scope => manager.select_scopes(scope, &[]),
+        };
+        let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let config = manager
+            .register_client(CLIENT_NAME, &redirect_uri, &scope_refs)
+            .await?;
+        manager.configure_client(config)?;
+        let url = manager.get_authorization_url(&scope_refs).await?;
+        eprintln!(
+            "codemode: MCP server {server:?} needs authorization; {URL_MARKER}{url}\ncodemode: waiting up to {} s for the browser to return to {redirect_uri}",
+            AUTHORIZATION_WAIT.as_secs()
+        );
+        let callback = tokio::time::timeout(AUTHORIZATION_WAIT, wait_for_callback(listener, port))
+            .await
+            .map_err(|_| {
+                AuthError::AuthorizationFailed(format!(
+                    "nobody completed the authorization of MCP server {server:?} within {} s",
+                    AUTHORIZATION_WAIT.as_secs()
+                ))
+            })??;
+        manager
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.csrf_token,
+                callback.issuer.as_deref(),
+            )
+            .await?;
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        eprintln!("codemode: MCP server {server:?} authorized");
+        Ok(())
+    }
+}
+
+/// Serves `http://127.0.0.1:<port>/callback` until a redirect with `code` and `state` (or an
+/// OAuth `error`) arrives; other paths get 404. The browser sees a one-line page.
+async fn wait_for_callback(
+    listener: tokio::net::TcpListener,
+    port: u16,
+) -> Result<AuthorizationCallback, AuthError> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<AuthorizationCallback, AuthError>>(1);
+    loop {
+        tokio::select! {
+            result = rx.recv() => {
+                return result.unwrap_or_else(|| Err(AuthError::InternalError("callback listener closed".into())));
+            }
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                        let tx = tx.clone();
+                        async move {
+                            let uri = request.uri();
+                            if uri.path() != "/callback" {
+                                return Ok::<_, std::convert::Infallible>(page(404, "not found"));
+                            }
+                            let full = format!("http://127.0.0.1:{port}{uri}");
+                            let denied = url_error(&full);
+                            let result = match denied {
+                                Some(error) => Err(AuthError::AuthorizationFailed(format!("the authorization server answered {error}"))),
+                                None => AuthorizationCallback::from_redirect_url(&full),
+                            };
+                            let ok = result.is_ok();
+                            let _ = tx.try_send(result);
+                            Ok(if ok {
+                                page(200, "codemode: authorization received; you can close this page.")
+                            } else {
+                                page(400, "codemode: the authorization failed; see the terminal.")
+                            })
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+/// The `error` (and `error_description`) of an OAuth error redirect, if it is one.
+fn url_error(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let pairs: HashMap<_, _> = parsed.query_pairs().collect();
+    let error = pairs.get("error")?;
+    Some(match pairs.get("error_description") {
+        Some(description) => format!("{error}: {description}"),
+        None => error.to_string(),
+    })
+}
+
+fn page(status: u16, text: &str) -> hyper::Response<String> {
+    let mut response = hyper::Response::new(format!("{text}\n"));
+    *response.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+impl StreamableHttpClient for OAuthHttpClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.with_authorization(auth_header, |token| {
+            self.inner.auth.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.with_authorization(auth_header, |token| {
+            self.inner.auth.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.with_authorization(auth_header, |token| {
+            self.inner.auth.post_message_with_response_limits(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                limits,
+            )
+        })
+        .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        // Never authorize just to end a session.
+        self.inner
+            .auth
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.with_authorization(auth_header, |token| {
+            self.inner.auth.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.with_authorization(auth_header, |token| {
+            self.inner.auth.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+}
