@@ -81,7 +81,8 @@ return {{files: listing.content[0].text, todo: todo.content[0].text.trim(),
         json!({"files": "[FILE] todo.txt", "todo": "ship code mode",
                "memory": ["todo.txt: ship code mode"], "created": false})
     );
-    assert_eq!(structured["telemetry"]["callCount"], 4);
+    assert!(structured.get("telemetry").is_none(), "{structured}");
+    assert_eq!(result["_meta"]["codemode/telemetry"]["callCount"], 4);
     assert_eq!(
         serde_json::from_str::<Value>(result["content"][0]["text"].as_str().unwrap()).unwrap(),
         *structured
@@ -283,6 +284,12 @@ async fn serve_answers_at_once_and_names_unavailable_servers() {
     assert!(note.starts_with(prefix), "{note}");
     assert!(note.contains("; \"slow\": still connecting ("), "{note}");
     assert!(note.ends_with(" ms so far)."), "{note}");
+    let meta = &first["_meta"]["codemode/unavailableServers"];
+    assert_eq!(meta[0]["server"], "dead", "{first}");
+    assert_eq!(meta[1]["server"], "slow");
+    assert_eq!(meta.as_array().unwrap().len(), 2);
+    assert!(first["structuredContent"].get("telemetry").is_none());
+    assert_eq!(first["_meta"]["codemode/telemetry"]["callCount"], 0);
 
     std::fs::write(&gate, "").unwrap();
     // The next exec waits (inside its budget) for `slow` to finish connecting.

@@ -9,8 +9,9 @@
 //!   [`exec_tool`] (built from the current catalog and its MCP namespace prompt, docs/contract/surface.md#s2-4, docs/contract/mcp.md#s7-5) and
 //!   [`wait_tool`].
 //! - `tools/call` runs [`CodeMode::exec`] / [`CodeMode::wait`] and answers the result
-//!   (docs/contract/lifecycle.md#s5-1) as one text block holding its compact JSON plus the same object as
-//!   `structuredContent`; `isError` is `true` exactly when `status` is `"failed"`.
+//!   (docs/contract/lifecycle.md#s5-1) without its `telemetry` as one text block holding its
+//!   compact JSON plus the same object as `structuredContent`; `isError` is `true` exactly when
+//!   `status` is `"failed"`; the telemetry goes to `_meta` (`codemode/telemetry`).
 //! - A `notifications/cancelled` for a running call, or the end of the session, aborts the run
 //!   (`failed` / `aborted`, docs/contract/lifecycle.md#s5-9).
 //! - When the session ends (the client closes stdio, deletes its HTTP session, or the server
@@ -293,19 +294,46 @@ fn mcp_tool(definition: ToolDefinition) -> Tool {
     Tool::new(definition.name, definition.description, Arc::new(schema))
 }
 
-/// The MCP answer for one code-mode result (`structured` is its JSON, docs/contract/lifecycle.md#s5-1);
-/// a second text block names the MCP servers the run could not reach ([`unavailable_note`]).
-fn call_result(structured: Value, unavailable: &[crate::hub::Unavailable]) -> CallToolResult {
-    let failed = structured.get("status").and_then(Value::as_str) == Some("failed");
-    let text = serde_json::to_string(&structured).unwrap_or_default();
+/// The `_meta` key of a result's telemetry (`{catalogSize, sources, searchCount, …}`,
+/// docs/contract/lifecycle.md#s5-1), which the model-visible text leaves out.
+pub const META_TELEMETRY: &str = "codemode/telemetry";
+
+/// The `_meta` key of the servers an `exec` could not reach: `[{server, reason}]`.
+pub const META_UNAVAILABLE: &str = "codemode/unavailableServers";
+
+/// The MCP answer for one code-mode result (`result` is its JSON, docs/contract/lifecycle.md#s5-1):
+/// the result without its `telemetry` as one text block of compact JSON and as
+/// `structuredContent`, `isError` exactly when `status` is `failed`, and the telemetry in
+/// `_meta` under [`META_TELEMETRY`], where clients and logs see it and the model does not pay
+/// for it. A second text block names the MCP servers the run could not reach
+/// ([`unavailable_note`]; also in `_meta` under [`META_UNAVAILABLE`]).
+fn call_result(mut result: Value, unavailable: &[crate::hub::Unavailable]) -> CallToolResult {
+    let failed = result.get("status").and_then(Value::as_str) == Some("failed");
+    let telemetry = result
+        .as_object_mut()
+        .and_then(|object| object.remove("telemetry"));
+    let text = serde_json::to_string(&result).unwrap_or_default();
     let mut content = vec![ContentBlock::text(text)];
     if let Some(note) = unavailable_note(unavailable) {
         content.push(ContentBlock::text(note));
     }
-    let mut result = CallToolResult::success(content);
-    result.structured_content = Some(structured);
-    result.is_error = Some(failed);
-    result
+    let mut meta = JsonObject::new();
+    if let Some(telemetry) = telemetry {
+        meta.insert(META_TELEMETRY.to_string(), telemetry);
+    }
+    if !unavailable.is_empty() {
+        meta.insert(
+            META_UNAVAILABLE.to_string(),
+            serde_json::to_value(unavailable).unwrap_or(Value::Null),
+        );
+    }
+    let mut answer = CallToolResult::success(content);
+    answer.structured_content = Some(result);
+    answer.is_error = Some(failed);
+    if !meta.is_empty() {
+        answer.meta = Some(meta.into());
+    }
+    answer
 }
 
 /// Runs `run` with an [`AbortHandle`] that fires when `cancelled` resolves (the request's

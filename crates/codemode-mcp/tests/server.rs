@@ -160,7 +160,18 @@ fn structured(result: &CallToolResult) -> Value {
     assert_eq!(text, &serde_json::to_string(&value).unwrap());
     let failed = value["status"] == "failed";
     assert_eq!(result.is_error, Some(failed));
+    // Telemetry is for clients and logs, in `_meta`, never in what the model reads.
+    assert!(value.get("telemetry").is_none(), "{value}");
+    if value.get("status").is_some() && value != disabled_result() {
+        let meta = result.meta.as_ref().expect("_meta");
+        assert!(meta.get("codemode/telemetry").is_some(), "{meta:?}");
+    }
     value
+}
+
+/// The `_meta` telemetry of a result (`codemode/telemetry`).
+fn telemetry(result: &CallToolResult) -> Value {
+    result.meta.as_ref().expect("_meta")["codemode/telemetry"].clone()
 }
 
 async fn exec(client: &Client, code: &str) -> Value {
@@ -233,28 +244,39 @@ async fn exec_description_carries_the_mcp_namespace_prompt() {
 async fn exec_completes_with_the_result_as_structured_content() {
     let f = fixture();
     let (client, _serving) = connect(&f.server).await;
-    let result = exec(&client, "return 1 + 1").await;
-    assert_eq!(result["status"], "completed");
-    assert_eq!(result["value"], 2);
-    assert_eq!(result["output"], json!([]));
-    assert_eq!(result["replaySafe"], false);
-    assert_eq!(result["telemetry"]["visibleTools"], json!(["exec", "wait"]));
-    assert_eq!(result["telemetry"]["catalogSize"], 3);
+    let answer = call(&client, "exec", json!({"code": "return 1 + 1"})).await;
+    let result = structured(&answer);
+    assert_eq!(
+        result,
+        json!({"status": "completed", "value": 2, "output": [], "replaySafe": false})
+    );
+    assert_eq!(
+        answer.content[0].as_text().unwrap().text,
+        r#"{"status":"completed","value":2,"output":[],"replaySafe":false}"#
+    );
+    assert_eq!(
+        telemetry(&answer),
+        json!({"catalogSize": 3, "sources": {"openclaw": 3, "mcp": 0, "client": 0},
+               "searchCount": 0, "describeCount": 0, "callCount": 0,
+               "visibleTools": ["exec", "wait"]})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_calls_catalog_tools() {
     let f = fixture();
     let (client, _serving) = connect(&f.server).await;
-    let result = exec(
+    let answer = call(
         &client,
-        "text('hi'); const r = await tools.callValue('openclaw:core:echo', {x: 1}); return [r, (await tools.echo({y: 2}))];",
+        "exec",
+        json!({"code": "text('hi'); const r = await tools.callValue('openclaw:core:echo', {x: 1}); return [r, (await tools.echo({y: 2}))];"}),
     )
     .await;
+    let result = structured(&answer);
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(result["value"], json!([{"x": 1}, {"y": 2}]));
     assert_eq!(result["output"], json!([{"type": "text", "text": "hi"}]));
-    assert_eq!(result["telemetry"]["callCount"], 2);
+    assert_eq!(telemetry(&answer)["callCount"], 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
