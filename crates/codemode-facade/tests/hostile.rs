@@ -261,6 +261,29 @@ async fn replaced_string_methods_do_not_garble_error_texts() {
     );
 }
 
+/// An error made in a getter the prelude's adapter runs has prelude frames on its stack: they
+/// are dropped with the captured methods, whatever the user replaced.
+#[tokio::test]
+async fn errors_from_inside_the_adapter_show_only_user_frames() {
+    let h = harness();
+    let r = h
+        .exec(
+            "String.prototype.indexOf = () => -1;\n\
+             String.prototype.includes = () => false;\n\
+             Array.prototype.filter = () => [];\n\
+             let saved;\n\
+             text({get a() { saved = new TypeError(\"g\"); return 1; }});\n\
+             throw saved;",
+        )
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "failed",
+               "error": "TypeError: g\n    at get a (openclaw-code-mode:user.js:5:29)\n    at stringify (native)\n    at <anonymous> (openclaw-code-mode:user.js:5:1)",
+               "code": "internal_error", "output": [{"type": "text", "text": "{\"a\":1}"}]})
+    );
+}
+
 // ---- item 6: deep nesting throws a catchable RangeError ----
 
 /// Recursion whose frames live on the native wasm stack only (JSON.parse, the parser inside
