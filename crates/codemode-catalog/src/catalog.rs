@@ -160,6 +160,7 @@ pub struct Entry {
     output_schema: Option<Value>,
     origin: ToolOrigin,
     channel: bool,
+    mcp_docs: Option<crate::mcp::McpToolDocs>,
     spec_index: usize,
     group: CatalogGroup,
     contract: OutputContract,
@@ -222,6 +223,12 @@ impl Entry {
     /// dropped).
     pub fn output_schema(&self) -> Option<&Value> {
         self.output_schema.as_ref()
+    }
+
+    /// What an MCP server declared about the tool (untrusted documentation, see
+    /// [`ToolSpec::mcp_docs`](crate::ToolSpec::mcp_docs)).
+    pub fn mcp_docs(&self) -> Option<&crate::mcp::McpToolDocs> {
+        self.mcp_docs.as_ref()
     }
 
     /// The compiled output contract.
@@ -843,6 +850,7 @@ impl Entry {
             output_schema,
             origin: spec.origin,
             channel: spec.channel,
+            mcp_docs: spec.mcp_docs,
             spec_index,
             group: placement.group,
             contract,

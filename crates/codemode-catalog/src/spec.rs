@@ -43,6 +43,11 @@ pub struct ToolSpec {
     /// A channel tool (docs/contract/catalog.md#s3-6): never replay-safe.
     #[serde(default, skip_serializing_if = "is_false")]
     pub channel: bool,
+    /// What an MCP server declared about the tool beyond its input schema (annotations, an
+    /// `outputSchema`, task support). Untrusted documentation for the `MCP` namespace's
+    /// `.d.ts` and `$api` only; never compiled, enforced or shown in the quick index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_docs: Option<crate::mcp::McpToolDocs>,
 }
 
 fn default_true() -> bool {
@@ -71,6 +76,7 @@ impl ToolSpec {
             allowed: true,
             control: None,
             channel: false,
+            mcp_docs: None,
         }
     }
 
@@ -170,6 +176,12 @@ impl ToolSpec {
     /// Sets `parameters`.
     pub fn with_parameters(mut self, parameters: Value) -> Self {
         self.parameters = Some(parameters);
+        self
+    }
+
+    /// Sets the MCP server's declarations about the tool ([`ToolSpec::mcp_docs`]).
+    pub fn with_mcp_docs(mut self, docs: crate::mcp::McpToolDocs) -> Self {
+        self.mcp_docs = Some(docs);
         self
     }
 

@@ -932,3 +932,136 @@ mod props {
         }
     }
 }
+
+/// Annotations and a declared `outputSchema` are documentation in the `.d.ts` and `$api`
+/// (escaped, bounded), never quick-index hints; a tool that needs MCP tasks is left out with a
+/// reason.
+fn declared_specs() -> Vec<ToolSpec> {
+    use codemode_catalog::McpToolDocs;
+    vec![
+        ToolSpec::mcp_tool("fs", "read_file", "Read a file.")
+            .with_parameters(json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"]
+            }))
+            .with_mcp_docs(
+                McpToolDocs::from_tool(&json!({
+                    "annotations": {"readOnlyHint": true, "idempotentHint": true, "destructiveHint": "yes"},
+                    "outputSchema": {
+                        "type": "object",
+                        "properties": {"text": {"type": "string"}, "*/evil": {"type": "number"}},
+                        "required": ["text"]
+                    }
+                }))
+                .unwrap(),
+            ),
+        ToolSpec::mcp_tool("fs", "delete_file", "Delete a file.").with_mcp_docs(
+            McpToolDocs::from_tool(&json!({"annotations": {"destructiveHint": true, "readOnlyHint": false}}))
+                .unwrap(),
+        ),
+        ToolSpec::mcp_tool("fs", "index_all\n*/ x", "Index everything as a task.").with_mcp_docs(
+            McpToolDocs::from_tool(&json!({"execution": {"taskSupport": "required"}})).unwrap(),
+        ),
+        ToolSpec::mcp_tool("fs", "maybe_task", "Optional tasks are fine.").with_mcp_docs(
+            McpToolDocs::from_tool(&json!({"execution": {"taskSupport": "optional"}}))
+                .unwrap_or_default(),
+        ),
+    ]
+}
+
+#[test]
+fn declarations_render_hints_output_schemas_and_left_out_tools() {
+    let catalog = build(declared_specs());
+    let ns = McpNamespace::build(&catalog);
+    let fs = ns.server("fs").unwrap();
+    assert_eq!(
+        fs.methods
+            .iter()
+            .map(|m| m.method.as_str())
+            .collect::<Vec<_>>(),
+        ["deleteFile", "maybeTask", "readFile"]
+    );
+    assert!(call(&ns, "fs.indexAll", &[]).is_err());
+    let files = ns.api_files();
+    let dts = &api_read(&files, "mcp/fs.d.ts").unwrap().content;
+    let body = dts.split_once("declare namespace").unwrap().1;
+    assert_eq!(
+        body,
+        r#" MCP.fs {
+  /** Return this TypeScript-style API header. */
+  function $api(toolName?: string, options?: { schema?: boolean }): Promise<McpApiHeader>;
+
+  /**
+   * Delete a file.
+   * Server hints (unverified): readOnlyHint: false, destructiveHint: true.
+   */
+  function deleteFile(
+    input?: Record<string, never>
+  ): Promise<McpToolResult>;
+
+  /**
+   * Optional tasks are fine.
+   */
+  function maybeTask(
+    input?: Record<string, never>
+  ): Promise<McpToolResult>;
+
+  /**
+   * Read a file.
+   * Server hints (unverified): readOnlyHint: true, idempotentHint: true.
+   * Declared structuredContent (unverified): { text: string; "*\/evil"?: number }
+   */
+  function readFile(
+    input: {
+      path: string;
+    }
+  ): Promise<McpToolResult>;
+
+  // Left out: "index_all\n*/ x": the server runs it only as an MCP task (execution.taskSupport "required"), which codemode does not support.
+}"#
+    );
+    let api = ns
+        .request(
+            "mcp",
+            &path("fs.$api"),
+            &[json!("readFile"), json!({"schema": true})],
+        )
+        .unwrap();
+    let NamespaceAction::Api(api) = api else {
+        panic!("{api:?}")
+    };
+    assert_eq!(
+        api["tools"],
+        json!([{
+            "method": "readFile", "path": ["readFile"], "mcpTool": "read_file", "operation": "tool",
+            "description": "Read a file.",
+            "annotations": {"readOnlyHint": true, "idempotentHint": true}
+        }])
+    );
+    assert_eq!(
+        api["outputSchemas"],
+        json!({"readFile": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "*/evil": {"type": "number"}},
+            "required": ["text"]
+        }})
+    );
+    assert_eq!(api.get("leftOut"), None);
+    let NamespaceAction::Api(all) = ns.request("mcp", &path("fs.$api"), &[]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        all["leftOut"],
+        json!([{"mcpTool": "index_all\n*/ x", "reason": "the server runs it only as an MCP task (execution.taskSupport \"required\"), which codemode does not support"}])
+    );
+    // Documentation only: the quick index of an MCP entry stays `unknown` in and out.
+    let entry = catalog
+        .entries()
+        .iter()
+        .find(|e| e.id() == "mcp:fs:fs__read_file")
+        .unwrap();
+    assert_eq!(entry.compact().input, "unknown");
+    assert_eq!(entry.compact().output, None);
+    assert_eq!(entry.output_schema(), None);
+}

@@ -559,6 +559,9 @@ fn server_specs(
         if let Some(title) = tool.get("title").and_then(Value::as_str) {
             spec = spec.with_label(title);
         }
+        if let Some(docs) = codemode_catalog::McpToolDocs::from_tool(tool) {
+            spec = spec.with_mcp_docs(docs);
+        }
         if names.insert(spec.name.clone()) {
             specs.push((with_server_name(spec), McpOperation::Tool, name.to_string()));
         }

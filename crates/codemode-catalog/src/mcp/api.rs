@@ -170,13 +170,18 @@ pub fn api_server(server: &McpServer, selector: Option<&Value>, options: Option<
             selected
                 .iter()
                 .map(|m| {
-                    json!({
+                    let mut tool = json!({
                         "method": m.method,
                         "path": m.path,
                         "mcpTool": m.mcp_tool,
                         "operation": m.operation.as_str(),
                         "description": cut_utf16(&m.description, MAX_API_DESCRIPTION_CHARS),
-                    })
+                    });
+                    let hints = m.docs.as_ref().map(|d| d.hints()).unwrap_or_default();
+                    if !hints.is_empty() {
+                        tool["annotations"] = Value::Object(hints);
+                    }
+                    tool
                 })
                 .collect(),
         ),
@@ -196,6 +201,37 @@ pub fn api_server(server: &McpServer, selector: Option<&Value>, options: Option<
             })
             .collect();
         out.insert("schemas".into(), Value::Object(schemas));
+        let outputs: Map<String, Value> = selected
+            .iter()
+            .filter_map(|m| {
+                let schema = m.docs.as_ref()?.output_schema.clone()?;
+                let bytes = serde_json::to_string(&schema).map_or(0, |t| t.len());
+                let schema = if bytes > MAX_API_SCHEMA_BYTES {
+                    json!({"omitted": format!("schema of {bytes} bytes is over the {MAX_API_SCHEMA_BYTES}-byte limit of $api")})
+                } else {
+                    schema
+                };
+                Some((m.method.clone(), schema))
+            })
+            .collect();
+        if !outputs.is_empty() {
+            out.insert("outputSchemas".into(), Value::Object(outputs));
+        }
+    }
+    if selector.is_empty() && !server.left_out.is_empty() {
+        out.insert(
+            "leftOut".into(),
+            Value::Array(
+                server
+                    .left_out
+                    .iter()
+                    .take(super::dts::MAX_PARAMS)
+                    .map(|(tool, reason)| {
+                        json!({"mcpTool": cut_utf16(tool, super::dts::MAX_NAME_CHARS), "reason": reason})
+                    })
+                    .collect(),
+            ),
+        );
     }
     out.insert(
         "note".into(),

@@ -116,6 +116,22 @@ pub fn server_declaration(server: &McpServer, methods: &[&McpMethod]) -> String 
         out.push('\n');
         push_block(&mut out, server, m, "  ");
     }
+    // The whole server (the file, `$api()` without a selector) also says what is left out.
+    if methods.len() == server.methods.len() && !server.left_out.is_empty() {
+        out.push('\n');
+        for (tool, reason) in server.left_out.iter().take(MAX_PARAMS) {
+            out.push_str(&format!(
+                "  // Left out: {}: {reason}.\n",
+                line_comment_safe(&json_string(&cut_utf16(tool, MAX_NAME_CHARS)))
+            ));
+        }
+        if server.left_out.len() > MAX_PARAMS {
+            out.push_str(&format!(
+                "  // Left out: {} more tools.\n",
+                server.left_out.len() - MAX_PARAMS
+            ));
+        }
+    }
     for group in ["prompts", "resources"] {
         let nested: Vec<&&McpMethod> = methods
             .iter()
@@ -159,6 +175,36 @@ fn fallback_block(server: &McpServer, m: &McpMethod) -> String {
         json_string(&m.method),
         m.operation.result_type()
     )
+}
+
+/// A JSON string literal made safe for a `//` comment: JSON escapes `\n` and `\r`, but
+/// JavaScript also ends a line at U+2028 and U+2029.
+fn line_comment_safe(s: &str) -> String {
+    s.replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// The documentation lines of a tool's declarations (hints, declared output), unescaped.
+fn docs_lines(m: &McpMethod) -> Vec<String> {
+    let Some(docs) = &m.docs else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    let hints = docs.hints();
+    if !hints.is_empty() {
+        let hints: Vec<String> = hints.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        lines.push(format!("Server hints (unverified): {}.", hints.join(", ")));
+    }
+    if let Some(schema) = &docs.output_schema {
+        let ty = render(schema, 1, usize::MAX, &DECLARATION_RULES).text();
+        let ty = if utf16_len(&ty) > MAX_TYPE_CHARS {
+            "too large to show; MCP.$api shows it with { schema: true }".to_string()
+        } else {
+            ty
+        };
+        lines.push(format!("Declared structuredContent (unverified): {ty}"));
+    }
+    lines
 }
 
 /// Escapes a comment line: `*/` becomes `*\/` so untrusted text cannot close the comment.
@@ -253,7 +299,8 @@ fn tool_block(m: &McpMethod) -> String {
     params.sort_by_key(|p| !p.required);
 
     let mut lines: Vec<String> = Vec::new();
-    let summary = doc_lines(&m.description, MAX_DOC_LINES);
+    let mut summary = doc_lines(&m.description, MAX_DOC_LINES);
+    summary.extend(docs_lines(m));
     let described: Vec<&Param> = params
         .iter()
         .filter(|p| !p.description.is_empty())

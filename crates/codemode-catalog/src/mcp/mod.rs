@@ -66,6 +66,75 @@ pub use ident::{
 pub use prompt::namespace_prompt;
 pub use route::{map_input, NamespaceError, MCP_NAMESPACE_ID, ONE_OBJECT_ARGUMENT};
 
+/// What an MCP server declared about one of its tools beyond the input schema: the
+/// `annotations` hints, the `outputSchema`, and whether `execution.taskSupport` is
+/// `"required"`. Untrusted: rendered as documentation in `mcp/<server>.d.ts` and `$api`
+/// (escaped and bounded like descriptions), never compiled, enforced or put in the quick index
+/// (docs/mcp.md, "Declarations").
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpToolDocs {
+    /// `annotations.readOnlyHint`: the tool does not modify its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// `annotations.destructiveHint`: the tool may perform destructive updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// `annotations.idempotentHint`: calling it again with the same input has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// `annotations.openWorldHint`: the tool talks to an open world (the web, other people).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+    /// The declared `outputSchema` (a JSON Schema object of `structuredContent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// `execution.taskSupport` is `"required"`: the tool can only run as an MCP task, which
+    /// codemode does not support, so it is left out of the namespace with a reason comment.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task_required: bool,
+}
+
+impl McpToolDocs {
+    /// Reads the declarations of an MCP tool (`{annotations?, outputSchema?, execution?}`
+    /// JSON); `None` when it declares none of them. Non-boolean hints and a non-object
+    /// `outputSchema` are ignored.
+    pub fn from_tool(tool: &Value) -> Option<McpToolDocs> {
+        let hint = |key: &str| tool.get("annotations")?.get(key)?.as_bool();
+        let docs = McpToolDocs {
+            read_only_hint: hint("readOnlyHint"),
+            destructive_hint: hint("destructiveHint"),
+            idempotent_hint: hint("idempotentHint"),
+            open_world_hint: hint("openWorldHint"),
+            output_schema: tool.get("outputSchema").filter(|s| s.is_object()).cloned(),
+            task_required: tool
+                .get("execution")
+                .and_then(|e| e.get("taskSupport"))
+                .and_then(Value::as_str)
+                == Some("required"),
+        };
+        (docs != McpToolDocs::default()).then_some(docs)
+    }
+
+    /// The hints that are set, as `{readOnlyHint?, destructiveHint?, idempotentHint?,
+    /// openWorldHint?}` (empty when none is).
+    pub fn hints(&self) -> Map<String, Value> {
+        [
+            ("readOnlyHint", self.read_only_hint),
+            ("destructiveHint", self.destructive_hint),
+            ("idempotentHint", self.idempotent_hint),
+            ("openWorldHint", self.open_world_hint),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), Value::Bool(v?))))
+        .collect()
+    }
+}
+
+/// Why a tool whose `execution.taskSupport` is `"required"` is not in the namespace; the
+/// `.d.ts` comment and `$api`'s `leftOut` say it.
+pub const TASK_REQUIRED_REASON: &str = "the server runs it only as an MCP task (execution.taskSupport \"required\"), which codemode does not support";
+
 /// One callable MCP method of a server (docs/contract/mcp.md#s7-2 path table).
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpMethod {
@@ -83,6 +152,8 @@ pub struct McpMethod {
     pub description: String,
     /// The entry's input schema, if any.
     pub parameters: Option<Value>,
+    /// The server's declarations about the tool (untrusted documentation), if any.
+    pub docs: Option<McpToolDocs>,
 }
 
 /// One server object `MCP.<identifier>` (docs/contract/mcp.md#s7-1-servers "Servers").
@@ -96,6 +167,9 @@ pub struct McpServer {
     pub safe_server_name: String,
     /// Methods sorted by `method` (UTF-16 code-unit order).
     pub methods: Vec<McpMethod>,
+    /// Tools of the server that are not in the namespace, with why: `(raw MCP tool name,
+    /// reason)`, in id order.
+    pub left_out: Vec<(String, String)>,
 }
 
 /// The whole `MCP` namespace of one run (docs/contract/mcp.md#s7-1 to #s7-4).

@@ -13,7 +13,7 @@ use super::ident::{
 };
 use super::{
     mcp_meta, schema_properties, schema_required, Callable, McpMeta, McpMethod, McpNamespace,
-    McpServer, NamespaceAction,
+    McpServer, NamespaceAction, TASK_REQUIRED_REASON,
 };
 use crate::catalog::{Catalog, Entry};
 use crate::js::cmp_utf16;
@@ -76,6 +76,7 @@ impl McpNamespace {
                 server_name: String::new(),
                 safe_server_name: (*safe).to_string(),
                 methods: Vec::new(),
+                left_out: Vec::new(),
             })
             .collect();
         let index_of: HashMap<&str, usize> =
@@ -95,6 +96,13 @@ impl McpNamespace {
             if !seen_names[si] {
                 servers[si].server_name = meta.server_name.to_string();
                 seen_names[si] = true;
+            }
+            let docs = entry.mcp_docs().cloned();
+            if docs.as_ref().is_some_and(|d| d.task_required) {
+                servers[si]
+                    .left_out
+                    .push((meta.tool_name.to_string(), TASK_REQUIRED_REASON.to_string()));
+                continue;
             }
             let path: Vec<String> = match meta.operation.fixed_path() {
                 Some(fixed) => {
@@ -117,6 +125,7 @@ impl McpNamespace {
                 id: entry.id().to_string(),
                 description: entry.compact().description.clone(),
                 parameters: entry.parameters().cloned(),
+                docs,
             });
         }
         servers.sort_by(|a, b| cmp_utf16(&a.identifier, &b.identifier));

@@ -1,0 +1,96 @@
+//! What a server declares beyond input schemas reaches the `MCP` namespace's declarations as
+//! documentation: tool annotations, `outputSchema` and resource templates. The server is a raw
+//! JSON-RPC server in Node.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use codemode_catalog::{api_read, Catalog, McpNamespace, SearchLimits};
+use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
+
+const SERVER: &str = r#"
+const rl = require("readline").createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+rl.on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === "initialize") {
+    send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion,
+      capabilities: { tools: {}, resources: {} }, serverInfo: { name: "declared", version: "1" } } });
+  } else if (m.method === "tools/list") {
+    send({ jsonrpc: "2.0", id: m.id, result: { tools: [
+      { name: "read_file", description: "Read a file.",
+        inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+        annotations: { readOnlyHint: true, openWorldHint: false },
+        outputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] } },
+    ] } });
+  } else if (m.method === "resources/templates/list") {
+    send({ jsonrpc: "2.0", id: m.id, result: { resourceTemplates: [
+      { uriTemplate: "file:///{path}", name: "file" } ] } });
+  } else {
+    send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no " + m.method } });
+  }
+});
+"#;
+
+async fn hub(dir: &std::path::Path) -> McpHub {
+    let script = dir.join("declared.js");
+    std::fs::write(&script, SERVER).unwrap();
+    let config = McpServersConfig {
+        servers: BTreeMap::from([(
+            "fs".to_string(),
+            ServerConfig::Stdio {
+                command: "node".into(),
+                args: vec![script.to_string_lossy().into_owned()],
+                env: BTreeMap::new(),
+                cwd: None,
+                timeout: Some(Duration::from_secs(10)),
+            },
+        )]),
+    };
+    let hub = McpHub::connect(&config, ClientOptions::default()).await;
+    assert!(hub.status()[0].connected, "{:?}", hub.status());
+    hub
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotations_and_output_schema_reach_the_declarations() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(dir.path()).await;
+    let catalog = Catalog::build(hub.specs(), &SearchLimits::default()).unwrap();
+    let ns = McpNamespace::build(&catalog);
+    let files = ns.api_files();
+    let dts = &api_read(&files, "mcp/fs.d.ts").unwrap().content;
+    let read_file = dts
+        .split("\n\n")
+        .find(|block| block.contains("function readFile("))
+        .unwrap();
+    assert_eq!(
+        read_file,
+        "  /**
+   * Read a file.
+   * Server hints (unverified): readOnlyHint: true, openWorldHint: false.
+   * Declared structuredContent (unverified): { text: string }
+   */
+  function readFile(
+    input: {
+      path: string;
+    }
+  ): Promise<McpToolResult>;"
+    );
+    // `$api` carries the hints and, with `{schema: true}`, the declared output schema.
+    let api = codemode_catalog::mcp::api_server(
+        ns.server("fs").unwrap(),
+        Some(&serde_json::json!("readFile")),
+        Some(&serde_json::json!({"schema": true})),
+    );
+    assert_eq!(
+        api["tools"][0]["annotations"],
+        serde_json::json!({"readOnlyHint": true, "openWorldHint": false})
+    );
+    assert_eq!(
+        api["outputSchemas"]["readFile"],
+        serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    );
+    hub.shutdown().await;
+}
