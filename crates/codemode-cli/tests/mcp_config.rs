@@ -62,6 +62,36 @@ fn bad_mcp_config_is_a_usage_error() {
     assert!(out.stdout.is_empty());
 }
 
+/// An unset `${VAR}` without a default is a usage error naming the server, field and variable;
+/// a set one is expanded from `codemode`'s environment.
+#[test]
+fn an_unset_config_variable_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "vars.json",
+        r#"{"mcpServers": {"gh": {"command": "${CODEMODE_TEST_BIN:-npx}", "env": {"GITHUB_TOKEN": "${CODEMODE_TEST_UNSET_TOKEN}"}}}}"#,
+    );
+    let out = codemode(
+        &[
+            "exec",
+            "--mcp-config",
+            file.to_str().unwrap(),
+            "-e",
+            "return 1",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "codemode: --mcp-config {}: MCP server \"gh\": \"env.GITHUB_TOKEN\" uses ${{CODEMODE_TEST_UNSET_TOKEN}}, but CODEMODE_TEST_UNSET_TOKEN is not set (set it, or give a default: ${{CODEMODE_TEST_UNSET_TOKEN:-default}})\n",
+            file.display()
+        )
+    );
+}
+
 #[test]
 fn a_server_that_cannot_start_is_reported_and_left_out() {
     let dir = tempfile::tempdir().unwrap();
