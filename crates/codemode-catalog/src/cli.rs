@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{Catalog, CatalogError, SearchLimits};
+use crate::catalog::{Catalog, CatalogError, Entry, SearchLimits};
+use crate::contract::OutputContract;
+use crate::entry::Source;
 use crate::spec::ToolSpec;
 
 /// The keys a tools-file element may carry for `codemode exec --tools` / `session --tools`
@@ -37,6 +39,9 @@ pub enum CatalogView {
     Json,
     /// `--index`: the quick index of the `exec` description (empty when there is none).
     Index,
+    /// `--index --explain`: the quick index, then for every core or plugin tool whose output
+    /// hint is `?` the rule that made it unknown ([`unknown_output_reason`]).
+    IndexExplained,
     /// `--search QUERY [--limit N]`: `tools.search(QUERY, {limit: N})` as pretty JSON. `N` is
     /// read as JSON (so `--limit 2.5` or `--limit 0` shows the guest's error, and a non-number
     /// falls back to the default limit, as in the guest).
@@ -142,6 +147,50 @@ pub fn render_index(catalog: &Catalog) -> String {
     catalog.quick_index().unwrap_or_default().to_string()
 }
 
+/// Why `entry`'s output hint is `?` (docs/contract/catalog.md#s3-2), or `None` when it has one:
+///
+/// - an MCP or client tool: `its output schema is not trusted (MCP and client tools never get
+///   output hints)`;
+/// - no schema: `it declares no outputSchema`;
+/// - a schema that does not compile: `its outputSchema is not valid JSON Schema (the tool cannot
+///   be called until it is fixed)`;
+/// - a schema without a complete compact form: `its outputSchema has no complete compact form:
+///   …` listing the rules of [`crate::output_hint`] (an open object, an unsupported keyword, a
+///   mixed union, the hint bounds).
+pub fn unknown_output_reason(entry: &Entry) -> Option<&'static str> {
+    if entry.compact().output.is_some() {
+        return None;
+    }
+    Some(if entry.source() != Source::Openclaw {
+        "its output schema is not trusted (MCP and client tools never get output hints)"
+    } else if entry.output_schema().is_none() {
+        "it declares no outputSchema"
+    } else if matches!(entry.contract(), OutputContract::Invalid) {
+        "its outputSchema is not valid JSON Schema (the tool cannot be called until it is fixed)"
+    } else {
+        "its outputSchema has no complete compact form: an object without \"additionalProperties\": false, an unsupported keyword ($ref, allOf, patternProperties, if, prefixItems, ...), a union mixed with a base shape, or more depth, properties, literal values or characters than a hint may show"
+    })
+}
+
+/// The quick index followed by `\n\nWhy \`-> ?\`:\n- "<id>": <reason>` for every core or plugin
+/// tool whose output is unknown, in index order (the index alone when every output is known).
+pub fn render_index_explained(catalog: &Catalog) -> String {
+    let mut text = render_index(catalog);
+    let mut reasons: Vec<(&str, &str)> = catalog
+        .guest_entries()
+        .filter(|entry| entry.source() == Source::Openclaw)
+        .filter_map(|entry| Some((entry.id(), unknown_output_reason(entry)?)))
+        .collect();
+    reasons.sort_by(|a, b| a.0.cmp(b.0));
+    if !reasons.is_empty() {
+        text.push_str("\n\nWhy `-> ?`:");
+        for (id, reason) in reasons {
+            text.push_str(&format!("\n- {}: {reason}", serde_json::Value::from(id)));
+        }
+    }
+    text
+}
+
 /// Search hits as pretty JSON, or the guest's exact error message.
 pub fn render_search(
     catalog: &Catalog,
@@ -170,6 +219,7 @@ pub fn render_view(catalog: &Catalog, view: &CatalogView) -> Result<String, Stri
     match view {
         CatalogView::Json => Ok(render_entries_json(catalog)),
         CatalogView::Index => Ok(render_index(catalog)),
+        CatalogView::IndexExplained => Ok(render_index_explained(catalog)),
         CatalogView::Search { query, limit } => render_search(catalog, query, limit.as_deref()),
         CatalogView::Describe { id } => render_describe(catalog, id),
     }

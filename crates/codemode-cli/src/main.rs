@@ -155,6 +155,9 @@ struct CatalogArgs {
     /// Print the exec description's quick index.
     #[arg(long, group = "view")]
     index: bool,
+    /// With --index: after the index, say for each `-> ?` which rule made the output unknown.
+    #[arg(long, requires = "index")]
+    explain: bool,
     /// Print the provider-facing exec and wait definitions (name, description with the quick
     /// index, parameters) as a JSON array: what a host shows its model.
     #[arg(long, group = "view")]
@@ -315,6 +318,8 @@ fn catalog(args: CatalogArgs) -> Result<ExitCode, Failure> {
         }
     } else if let Some(id) = args.describe {
         CatalogView::Describe { id }
+    } else if args.index && args.explain {
+        CatalogView::IndexExplained
     } else if args.index {
         CatalogView::Index
     } else if args.surface {

@@ -80,3 +80,36 @@ fn completions_for_bash_zsh_and_fish() {
     let out = codemode(&["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn index_explain_says_why_an_output_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"name": "plain", "description": "No schema.", "result": 1},
+ {"name": "open", "description": "Open.", "outputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}, "result": {"a": "x"}},
+ {"name": "closed", "description": "Closed.", "outputSchema": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}, "result": {"a": "x"}},
+ {"name": "broken", "description": "Broken.", "outputSchema": {"type": 5}, "result": 1}]"#,
+    )
+    .unwrap();
+    let tools = tools.to_str().unwrap();
+    let index = codemode(&["catalog", "--tools", tools, "--index"]);
+    let explained = codemode(&["catalog", "--tools", tools, "--index", "--explain"]);
+    assert_eq!(explained.status.code(), Some(0));
+    let index = String::from_utf8(index.stdout).unwrap();
+    let explained = String::from_utf8(explained.stdout).unwrap();
+    assert_eq!(
+        explained,
+        format!(
+            "{}\n\nWhy `-> ?`:\n\
+             - \"openclaw:core:broken\": its outputSchema is not valid JSON Schema (the tool cannot be called until it is fixed)\n\
+             - \"openclaw:core:open\": its outputSchema has no complete compact form: an object without \"additionalProperties\": false, an unsupported keyword ($ref, allOf, patternProperties, if, prefixItems, ...), a union mixed with a base shape, or more depth, properties, literal values or characters than a hint may show\n\
+             - \"openclaw:core:plain\": it declares no outputSchema\n",
+            index.trim_end_matches('\n')
+        )
+    );
+    assert!(index.contains("- \"openclaw:core:closed\" unknown -> { a: string }\n"));
+    let out = codemode(&["catalog", "--explain"]);
+    assert_eq!(out.status.code(), Some(2));
+}
