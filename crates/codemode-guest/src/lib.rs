@@ -479,6 +479,39 @@ fn eval_user_script<'js>(ctx: &Ctx<'js>, source: String) -> rquickjs::Result<Val
     }
 }
 
+/// After a call the host ended by trapping the instance (the epoch backstop of a deadline or an
+/// abort), leaves a `failed` report carrying the output items that call had buffered, so the
+/// host keeps output produced before the stop (docs/contract/lifecycle.md#s5-3). Touches only
+/// the outbox and the report buffer, never QuickJS, whose state the trap left mid-operation;
+/// the host resets `__stack_pointer` first and discards the instance afterwards. Returns 2
+/// (`failed`), or -1 when the outbox or the report buffer was in use at the trap.
+#[no_mangle]
+pub extern "C" fn cm_take_output() -> i32 {
+    let taken = OUTBOX.with(|o| {
+        let mut o = o.try_borrow_mut().ok()?;
+        let output = std::mem::take(&mut o.output);
+        let overflow = o.output_overflow;
+        Some((output, overflow))
+    });
+    let Some((output, output_overflow)) = taken else {
+        return -1;
+    };
+    let report = Report {
+        error: Some("InternalError: interrupted".to_string()),
+        output,
+        output_overflow,
+        ..Report::new(ReportStatus::Failed)
+    };
+    let bytes = serde_json::to_vec(&report).unwrap_or_default();
+    REPORT.with(|r| match r.try_borrow_mut() {
+        Ok(mut r) => {
+            *r = bytes;
+            report.status.code()
+        }
+        Err(_) => -1,
+    })
+}
+
 /// Settles one bridge request and drains the job queue.
 /// Input: [`DeliverInput`]. Returns the report's status code (see docs).
 ///

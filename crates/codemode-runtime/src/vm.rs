@@ -14,7 +14,7 @@ use codemode_bridge::{
 };
 use wasmtime::{
     Caller, Engine, Global, InstancePre, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder,
-    TypedFunc, UpdateDeadline,
+    TypedFunc, UpdateDeadline, Val,
 };
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -106,6 +106,8 @@ struct Exports {
     report_ptr: TypedFunc<(), u32>,
     report_len: TypedFunc<(), u32>,
     initialize: TypedFunc<(), ()>,
+    /// `cm_take_output`: the output of a call the epoch backstop trapped (docs/guest-abi.md).
+    take_output: TypedFunc<(), i32>,
 }
 
 /// One guest instance. Not shared between threads at once; move it into a leg thread
@@ -198,6 +200,7 @@ impl Vm {
                 report_ptr: instance.get_typed_func(&mut store, "cm_report_ptr")?,
                 report_len: instance.get_typed_func(&mut store, "cm_report_len")?,
                 initialize: instance.get_typed_func(&mut store, "_initialize")?,
+                take_output: instance.get_typed_func(&mut store, "cm_take_output")?,
             })
         })()
         .map_err(|e| RuntimeError::instantiate("looking up the guest's exports", e))?;
@@ -378,15 +381,8 @@ impl Vm {
         let counters = self.counters.clone();
         let memory = self.at_rest()?;
         let max = usize::try_from(max_stored_bytes).unwrap_or(usize::MAX);
-        let snapshot = Snapshot::capture_bounded(
-            guest_sha256,
-            &image,
-            memory,
-            pending,
-            counters,
-            max,
-            until,
-        )?;
+        let snapshot =
+            Snapshot::capture_bounded(guest_sha256, &image, memory, pending, counters, max, until)?;
         Ok(snapshot.filter(|s| s.stored_bytes() as u64 <= max_stored_bytes))
     }
 
@@ -417,8 +413,8 @@ impl Vm {
     /// The output items (`text`, `json`, `console`) of the step that a deadline or the abort
     /// handle stopped, produced before the stop; empty otherwise, and after the first call.
     /// docs/contract/lifecycle.md#s5-3 keeps output produced before a failure. (The interrupt
-    /// ends the guest's call with a report; a stop by the epoch backstop leaves none, and this
-    /// is empty.)
+    /// ends the guest's call with a report that carries it; after a stop by the epoch backstop
+    /// the host asks the guest for it with `cm_take_output`.)
     pub fn take_output_at_stop(&mut self) -> Vec<OutputItem> {
         std::mem::take(&mut self.output_at_stop)
     }
@@ -503,8 +499,14 @@ impl Vm {
             return Err(VmError::Poisoned(p.clone()));
         }
         self.arm(budget);
-        let result = crate::worker::on_leg_stack(|| self.call_raw(func, input))
-            .unwrap_or_else(|p| Err(VmError::Trap(p.to_string())));
+        let result = crate::worker::on_leg_stack(|| {
+            let result = self.call_raw(func, input);
+            if matches!(result, Err(VmError::Timeout | VmError::Aborted)) {
+                self.salvage_output();
+            }
+            result
+        })
+        .unwrap_or_else(|p| Err(VmError::Trap(p.to_string())));
         let interrupted = self.store.data().deadline.interrupted();
         self.disarm();
         let outcome = match result {
@@ -593,6 +595,48 @@ impl Vm {
             }
         }
         GuestReport::from_wire(raw)
+    }
+
+    /// After the epoch backstop trapped a call (deadline or abort), asks the guest for the output
+    /// that call had buffered (`cm_take_output`, which touches only the guest's outbox) and keeps
+    /// it for [`Vm::take_output_at_stop`]. The shadow stack pointer is reset first: the trap left
+    /// it inside the abandoned frames, and the deadline is disarmed (it would trap this call
+    /// too). The VM is poisoned by the caller either way; any failure here just leaves the
+    /// output empty.
+    fn salvage_output(&mut self) {
+        // The deadline that trapped the call would trap this one too.
+        self.disarm();
+        if self
+            .exports
+            .stack_pointer
+            .set(&mut self.store, Val::I32(self.base as i32))
+            .is_err()
+        {
+            return;
+        }
+        let take = self.exports.take_output.clone();
+        match take.call(&mut self.store, ()) {
+            Ok(status) if status >= 0 => {}
+            _ => return,
+        }
+        let (Ok(ptr), Ok(len)) = (
+            self.exports.report_ptr.call(&mut self.store, ()),
+            self.exports.report_len.call(&mut self.store, ()),
+        ) else {
+            return;
+        };
+        let data = self.exports.memory.data(&self.store);
+        let Some(bytes) = (ptr as usize)
+            .checked_add(len as usize)
+            .and_then(|end| data.get(ptr as usize..end))
+        else {
+            return;
+        };
+        if let Ok(report) = GuestReport::parse(bytes) {
+            if !report.output_overflow {
+                self.output_at_stop = report.output;
+            }
+        }
     }
 
     fn arm(&mut self, budget: &LegBudget) {

@@ -551,3 +551,34 @@ fn api_files_ignore_replaced_built_ins() {
         }
     );
 }
+
+/// A native operation that never polls the interrupt handler (a default `sort` of a million
+/// numbers) is stopped by the epoch backstop; the output written before it in that step is
+/// still kept (`cm_take_output`, docs/guest-abi.md).
+#[test]
+fn output_before_an_epoch_trap_is_kept() {
+    let limits = VmLimits::default();
+    let mut vm = runtime().fresh_vm(&limits).unwrap();
+    let r = vm
+        .start(
+            "const a = []; for (let i = 0; i < 1e6; i++) a.push(i); \
+             await tools.call('x', {}); text('before'); a.sort(); return 1;",
+            r#"{"tools":[]}"#,
+            &limits,
+            &budget(20000),
+        )
+        .unwrap();
+    assert_eq!(r.state, GuestState::Pending);
+    let delivery = Delivery {
+        id: "bridge:call:1".into(),
+        outcome: Ok(json!(1)),
+    };
+    assert_eq!(vm.deliver(&delivery, &budget(50)), Err(VmError::Timeout));
+    assert!(vm.is_poisoned());
+    assert_eq!(
+        vm.take_output_at_stop(),
+        vec![OutputItem::Text {
+            text: "before".into()
+        }]
+    );
+}
