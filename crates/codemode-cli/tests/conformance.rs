@@ -312,3 +312,77 @@ fn client_scenarios_against_codemode_exec_mcp_config() {
         ],
     );
 }
+
+/// The token of one authorization is stored (0600 file in a 0700 directory under
+/// `XDG_CONFIG_HOME`) and the next run uses it: the suite's `auth/metadata-default` scenario
+/// with the client run twice sees one authorization URL, every check passes (the second run's
+/// requests carry the stored bearer token) and the client exits 0 both times.
+#[test]
+fn oauth_token_is_stored_and_reused_by_the_next_run() {
+    let Some((node, entry)) = suite() else {
+        return;
+    };
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/client.sh")
+        .canonicalize()
+        .unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let log = config.path().join("authorization-urls.log");
+    let output = Command::new(node)
+        .arg(entry)
+        .args(["client", "--command"])
+        .arg(&driver)
+        .args(["--scenario", "auth/metadata-default"])
+        .current_dir(config.path())
+        .env("NO_COLOR", "1")
+        .env("CODEMODE_BIN", env!("CARGO_BIN_EXE_codemode"))
+        .env("XDG_CONFIG_HOME", config.path())
+        .env("CODEMODE_CONFORMANCE_RUNS", "2")
+        .env("CODEMODE_CONFORMANCE_LOG", &log)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stderr.contains("OVERALL: PASSED"),
+        "{}\n{stderr}",
+        output.status
+    );
+    let urls = std::fs::read_to_string(&log).unwrap();
+    let urls: Vec<&str> = urls.lines().collect();
+    assert_eq!(urls.len(), 1, "one authorization for two runs: {urls:?}");
+    assert!(
+        urls[0].starts_with("http://localhost:")
+            && urls[0].contains("/authorize?")
+            && urls[0].contains("code_challenge_method=S256")
+            && urls[0].contains("redirect_uri=http%3A%2F%2F127.0.0.1%3A"),
+        "{}",
+        urls[0]
+    );
+    let dir = config.path().join("codemode/oauth");
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&files[0]), 0o600);
+    }
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let url = stored["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("http://localhost:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    assert_eq!(
+        stored["credentials"]["token_response"]["token_type"],
+        "bearer"
+    );
+    assert!(stored["credentials"]["token_response"]["access_token"]
+        .as_str()
+        .is_some_and(|t| !t.is_empty()));
+}

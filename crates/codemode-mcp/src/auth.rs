@@ -438,7 +438,7 @@ impl OAuthHttpClient {
         manager.configure_client(config)?;
         let url = manager.get_authorization_url(&scope_refs).await?;
         eprintln!(
-            "codemode: MCP server {server:?} needs authorization; {URL_MARKER}{url}\ncodemode: waiting up to {} s for the browser to return to {redirect_uri}",
+            "codemode: MCP server {server:?} needs authorization; {URL_MARKER}{url}\ncodemode: waiting for the browser to return to {redirect_uri} (at most {} s, and no longer than the request's own timeout)",
             AUTHORIZATION_WAIT.as_secs()
         );
         let callback = tokio::time::timeout(AUTHORIZATION_WAIT, wait_for_callback(listener, port))

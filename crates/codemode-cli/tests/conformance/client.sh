@@ -25,13 +25,24 @@ auth/*) program='return await MCP.conformance.testTool({});' ;;
 	;;
 esac
 marker='open this URL in a browser: '
-"$CODEMODE_BIN" exec --mcp-config "$dir/servers.json" --mcp-timeout-ms 20000 -e "$program" \
-	2> >(while IFS= read -r line; do
-		printf '%s\n' "$line" >&2
-		case "$line" in
-		*"$marker"*) curl -sS -L -o /dev/null "${line#*"$marker"}" >&2 ;;
-		esac
-	done)
-status=$?
-wait
+# CODEMODE_CONFORMANCE_RUNS=N runs the client N times in a row (a second run must reuse the
+# stored token); CODEMODE_CONFORMANCE_LOG, when set, gets one line per authorization URL seen.
+status=0
+for _ in $(seq "${CODEMODE_CONFORMANCE_RUNS:-1}"); do
+	"$CODEMODE_BIN" exec --mcp-config "$dir/servers.json" --mcp-timeout-ms 20000 -e "$program" \
+		2> >(while IFS= read -r line; do
+			printf '%s\n' "$line" >&2
+			case "$line" in
+			*"$marker"*)
+				if [ -n "${CODEMODE_CONFORMANCE_LOG:-}" ]; then
+					printf '%s\n' "${line#*"$marker"}" >>"$CODEMODE_CONFORMANCE_LOG"
+				fi
+				curl -sS -L -o /dev/null "${line#*"$marker"}" >&2
+				;;
+			esac
+		done)
+	status=$?
+	wait
+	[ "$status" -eq 0 ] || break
+done
 exit "$status"
