@@ -25,7 +25,9 @@ pub(crate) struct ServeArgs {
 }
 
 /// `codemode serve`: one MCP session over stdin/stdout until the client closes it, or, with
-/// `--http ADDR`, any number of streamable HTTP sessions on a loopback address until SIGINT.
+/// `--http ADDR`, any number of streamable HTTP sessions on a loopback address; either way
+/// until SIGINT or SIGTERM. Then parked runs are dropped and every MCP server child is stopped
+/// (stdin closed, 3 s, then SIGKILL to its process group), so none outlives `serve`.
 pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() {
@@ -40,6 +42,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         );
     }
     let runtime = host::async_runtime()?;
+    // Registered before any child starts, so a signal during startup is not lost either.
+    let stop = {
+        let _entered = runtime.enter();
+        stop_signal().map_err(|e| Failure::Run(format!("cannot handle signals: {e}")))?
+    };
     // MCP servers connect in the background: `initialize` is answered at once, and each `exec`
     // waits for servers still connecting inside its own budget (docs/mcp.md).
     let host = host::host_with(&args.host, &runtime, false, true)?.map(Arc::new);
@@ -50,7 +57,15 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
     let server = CodeModeServer::new(code_mode.clone(), source);
     let served = match args.http {
-        None => runtime.block_on(server.serve_stdio()),
+        None => runtime.block_on(async move {
+            tokio::select! {
+                served = server.serve_stdio() => served,
+                signal = stop => {
+                    tracing::info!("{signal}: stopping");
+                    Ok(())
+                }
+            }
+        }),
         Some(addr) => runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
@@ -60,10 +75,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
                 .map_err(codemode_mcp::server::ServeError::Io)?;
             eprintln!("codemode: serving MCP over streamable HTTP at http://{local}/mcp");
             let shutdown = tokio_util::sync::CancellationToken::new();
-            let stop = shutdown.clone();
+            let stopping = shutdown.clone();
             tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                stop.cancel();
+                let signal = stop.await;
+                tracing::info!("{signal}: stopping");
+                stopping.cancel();
             });
             server.serve_http(listener, shutdown).await
         }),
@@ -106,5 +122,31 @@ impl EnvSource for ServeSource {
                 None
             }
         }
+    }
+}
+
+/// A future that resolves with the name of the first SIGINT or SIGTERM (on Windows: Ctrl-C)
+/// received after this call. Must be called inside the tokio runtime. Errors: the `io::Error` of
+/// registering a handler.
+fn stop_signal(
+) -> std::io::Result<std::pin::Pin<Box<dyn std::future::Future<Output = &'static str> + Send>>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        Ok(Box::pin(async move {
+            tokio::select! {
+                _ = terminate.recv() => "SIGTERM",
+                _ = interrupt.recv() => "SIGINT",
+            }
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(Box::pin(async {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }))
     }
 }

@@ -322,3 +322,186 @@ fn serve_logs_without_colour_into_a_pipe() {
     assert!(stderr.contains("codemode MCP session starting"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 }
+
+/// Whether process `pid` still runs (a zombie, killed but not reaped yet, counts as gone).
+#[cfg(unix)]
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+    }
+}
+
+/// The pid written to `path` by a test server, waiting up to 10 s for it.
+#[cfg(unix)]
+async fn pid_in(path: &std::path::Path) -> i32 {
+    for _ in 0..200 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(pid) = text.trim().parse() {
+                return pid;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no pid in {}", path.display());
+}
+
+/// Waits up to 10 s for `pid` to be gone.
+#[cfg(unix)]
+async fn gone(pid: i32) -> bool {
+    for _ in 0..200 {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// `codemode serve` over stdio as a child with piped stdin/stdout, and rmcp's client on them.
+#[cfg(unix)]
+async fn serve_child(
+    config: &std::path::Path,
+) -> (
+    tokio::process::Child,
+    rmcp::service::RunningService<rmcp::RoleClient, ()>,
+) {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--mcp-config"])
+        .arg(config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let client = ().serve((stdout, stdin)).await.unwrap();
+    (child, client)
+}
+
+/// Issue 14 item 5: on SIGTERM or SIGINT, stdio `serve` stops and takes its servers with it:
+/// a child that ignores the end of its stdin (here `exec sleep` after the MCP server) and a
+/// grandchild in its process group are gone afterwards.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stops_its_servers_on_sigterm_and_sigint() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (leader, grandchild) = (root.join("leader.pid"), root.join("grandchild.pid"));
+        let script = format!(
+            "sleep 1000 & echo $! > '{}'; echo $$ > '{}'; '{}'; exec sleep 1000",
+            grandchild.display(),
+            leader.display(),
+            npm_server("mcp-server-memory").display()
+        );
+        let config = root.join("servers.json");
+        std::fs::write(
+            &config,
+            json!({"mcpServers": {"keep": {"command": "sh", "args": ["-c", script],
+                "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}}}})
+            .to_string(),
+        )
+        .unwrap();
+        let (mut child, client) = serve_child(&config).await;
+        let up = exec_json(&client, "return Object.keys(MCP);").await;
+        assert_eq!(
+            up["structuredContent"]["value"],
+            json!(["keep", "$api"]),
+            "{up}"
+        );
+        let (leader, grandchild) = (pid_in(&leader).await, pid_in(&grandchild).await);
+        assert!(alive(leader) && alive(grandchild));
+
+        let pid = child.id().unwrap() as i32;
+        // SAFETY: kill(2) takes plain integers; `pid` is our own child, not reaped yet.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("serve ignored signal {signal}"))
+            .unwrap();
+        assert!(status.success(), "signal {signal}: {status}");
+        assert!(
+            gone(leader).await,
+            "signal {signal}: the server {leader} outlived serve"
+        );
+        assert!(
+            gone(grandchild).await,
+            "signal {signal}: the server's child {grandchild} outlived serve"
+        );
+        drop(client);
+    }
+}
+
+/// Issue 14 item 5: when stdin closes while a reconnect is under way (the server died and its
+/// restart hangs), `serve` exits without waiting out the 30 s connect timeout, and the hanging
+/// restart is killed.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exits_during_a_reconnect_when_stdin_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (flag, first, hung) = (
+        root.join("started"),
+        root.join("first.pid"),
+        root.join("hung.pid"),
+    );
+    let script = format!(
+        "if [ -e '{flag}' ]; then echo $$ > '{hung}'; exec sleep 1000; fi; touch '{flag}'; echo $$ > '{first}'; exec '{memory}'",
+        flag = flag.display(),
+        hung = hung.display(),
+        first = first.display(),
+        memory = npm_server("mcp-server-memory").display()
+    );
+    let config = root.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"flaky": {"command": "sh", "args": ["-c", script],
+            "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (mut child, client) = serve_child(&config).await;
+    let up = exec_json(&client, "return Object.keys(MCP);").await;
+    assert_eq!(
+        up["structuredContent"]["value"],
+        json!(["flaky", "$api"]),
+        "{up}"
+    );
+    let first = pid_in(&first).await;
+    // SAFETY: kill(2) takes plain integers; `first` is the test server, still running.
+    assert_eq!(unsafe { libc::kill(first, libc::SIGKILL) }, 0);
+    assert!(gone(first).await);
+
+    // The next call reconnects; the restarted server never answers `initialize`.
+    let peer = client.peer().clone();
+    let call = tokio::spawn(async move {
+        peer.call_tool(CallToolRequestParams::new("exec").with_arguments(arguments(
+            json!({"code": "return await MCP.flaky.readGraph({});"}),
+        )))
+        .await
+    });
+    let hung = pid_in(&hung).await;
+    assert!(alive(hung));
+    let closed = std::time::Instant::now();
+    client.cancel().await.unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(25), child.wait())
+        .await
+        .expect("serve exits before the 30 s connect timeout")
+        .unwrap();
+    let took = closed.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "serve took {took:?} to exit after stdin closed"
+    );
+    assert!(
+        gone(hung).await,
+        "the hanging restart {hung} outlived serve"
+    );
+    call.abort();
+}

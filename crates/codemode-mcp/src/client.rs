@@ -170,6 +170,9 @@ pub struct ServerClient {
     connects: AtomicU64,
     listings: AtomicU64,
     last_problem: stdio::LastProblem,
+    /// Cancelled by [`ServerClient::shutdown`]: a connect under way stops (its child is killed)
+    /// instead of holding the connection lock for up to the connect timeout.
+    closing: tokio_util::sync::CancellationToken,
 }
 
 impl ServerClient {
@@ -195,6 +198,7 @@ impl ServerClient {
             connects: AtomicU64::new(0),
             listings: AtomicU64::new(0),
             last_problem: stdio::LastProblem::default(),
+            closing: tokio_util::sync::CancellationToken::new(),
         }
     }
 
@@ -233,13 +237,22 @@ impl ServerClient {
                 });
             }
         }
-        let connection = tokio::time::timeout(self.options.connect_timeout, self.connect())
-            .await
-            .map_err(|_| ClientError::ConnectTimeout {
-                server: self.name.clone(),
-                timeout: self.options.connect_timeout,
-                stderr: self.stderr.quote(),
-            })??;
+        let shutting_down = || ClientError::ShuttingDown {
+            server: self.name.clone(),
+        };
+        if self.closing.is_cancelled() {
+            return Err(shutting_down());
+        }
+        let connection = tokio::select! {
+            connected = tokio::time::timeout(self.options.connect_timeout, self.connect()) => connected,
+            // Dropping the connect future kills a child it started (kill on drop, process group).
+            () = self.closing.cancelled() => return Err(shutting_down()),
+        }
+        .map_err(|_| ClientError::ConnectTimeout {
+            server: self.name.clone(),
+            timeout: self.options.connect_timeout,
+            stderr: self.stderr.quote(),
+        })??;
         self.connects.fetch_add(1, Ordering::Relaxed);
         let live = Live::of(&connection);
         *slot = Some(connection);
@@ -654,8 +667,10 @@ impl ServerClient {
 
     /// Closes the connection: a stdio child gets its stdin closed, up to 3 s to exit, then SIGKILL
     /// and reaping, and whatever is left in its process group gets SIGKILL too (Unix); HTTP
-    /// sessions are dropped.
+    /// sessions are dropped. A connect under way is given up at once (its child killed) rather
+    /// than waited for, and later requests fail with [`ClientError::ShuttingDown`].
     pub async fn shutdown(&self) {
+        self.closing.cancel();
         let connection = self.connection.lock().await.take();
         if let Some(connection) = connection {
             // Cancelling closes the transport, so the child reads end of input on stdin.

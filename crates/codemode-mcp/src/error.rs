@@ -211,6 +211,13 @@ pub enum ClientError {
         #[source]
         source: serde_json::Error,
     },
+    /// The client is shutting down ([`crate::ServerClient::shutdown`]): a connect under way was
+    /// given up and no new one is made.
+    #[error("MCP server \"{server}\": codemode is shutting down")]
+    ShuttingDown {
+        /// The configured server name.
+        server: String,
+    },
     /// The hub's first listing of the server has not finished yet ([`crate::McpHub::status`]
     /// right after a connect that ran out of time).
     #[error("not connected yet")]
