@@ -140,7 +140,10 @@ impl TerminalApprover {
                     if answer.is_closed() {
                         continue;
                     }
+                    // The status line steps aside while the question is on the terminal.
+                    crate::progress::pause();
                     let decision = ask(&request, &mut stdin.lock(), &mut stderr.lock());
+                    crate::progress::resume();
                     let _ = answer.send(decision);
                 }
             });

@@ -21,7 +21,7 @@ use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use codemode_telemetry::{FanOut, JsonLinesSink, TracingSink, Trajectory};
 use serde_json::{json, Value};
 
-use crate::{static_tools, tools, Failure};
+use crate::{progress, static_tools, tools, Failure};
 
 /// Options that decide the tools, config and scope of the runs.
 #[derive(Args)]
@@ -208,8 +208,22 @@ fn build(
             connect_timeout: defaults.connect_timeout.min(call_timeout),
             ..defaults
         };
+        let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();
+        tracing::info!(
+            "connecting to {} MCP server(s): {}",
+            names.len(),
+            names.join(", ")
+        );
         let report = |hub: &McpHub| {
             for status in hub.status() {
+                match &status.error {
+                    None => tracing::info!(
+                        "MCP server {}: connected, {} tool(s)",
+                        status.name,
+                        status.tools
+                    ),
+                    Some(_) => tracing::info!("MCP server {}: not connected", status.name),
+                }
                 if let Some(error) = &status.error {
                     eprintln!("codemode: {error}");
                 }
@@ -231,7 +245,12 @@ fn build(
             });
             hub
         } else {
+            let status = progress::Status::start(format!(
+                "connecting to MCP server(s) {}",
+                names.join(", ")
+            ));
             let hub = runtime.block_on(McpHub::connect(&config, options));
+            status.finish();
             report(&hub);
             hub
         }
@@ -254,7 +273,15 @@ fn build(
         agent: args.agent.clone(),
         cache: Mutex::new(None),
     };
-    host.catalog()?; // report a catalog that cannot be built now, not at the first exec
+    let catalog = host.catalog()?; // report a catalog that cannot be built now, not at the first exec
+    let counts = catalog.source_counts();
+    tracing::info!(
+        "catalog: {} tool(s) ({} core/plugin, {} MCP, {} client)",
+        catalog.len(),
+        counts.openclaw,
+        counts.mcp,
+        counts.client
+    );
     Ok(Some(host))
 }
 

@@ -45,6 +45,7 @@ macro_rules! eprintln {
 mod agent;
 mod approve;
 mod host;
+mod progress;
 mod serve;
 mod session;
 mod static_tools;
@@ -395,6 +396,8 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         .with_tool_call_id("call_1");
     let input = json!({"code": code, "language": language});
     let wall_clock = Duration::from_millis(args.wall_clock_ms);
+    tracing::info!("exec: running a {}-byte {language} program", code.len());
+    let status = progress::Status::start(format!("running the {language} program"));
     let result = runtime.block_on(async move {
         let code_mode = CodeMode::with_global_runtime().map_err(|e| Failure::Run(e.to_string()))?;
         let abort = AbortHandle::new();
@@ -413,8 +416,16 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
                 .await;
             output.extend(result.output().iter().cloned());
         }
+        tracing::info!(
+            "exec: {} after {} ms ({} exec/wait call(s), {} nested tool call(s))",
+            result.to_json()["status"].as_str().unwrap_or("?"),
+            started.elapsed().as_millis(),
+            calls,
+            result.telemetry().call_count
+        );
         Ok::<_, Failure>((result, output))
     });
+    status.finish();
     approvals.deny_all(None);
     host.shutdown(&runtime);
     let (result, output) = result?;

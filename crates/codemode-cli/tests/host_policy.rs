@@ -855,6 +855,17 @@ fn exec_asks_on_a_terminal() {
         let prompt = seen_rx
             .recv_timeout(std::time::Duration::from_secs(60))
             .expect("no approval prompt on the terminal");
+        // A status line drawn before the question (src/progress.rs) was erased for it.
+        let prompt = match prompt.rsplit_once("\r\x1b[2K") {
+            Some((before, question)) => {
+                assert!(
+                    before.starts_with("\r\x1b[2Kcodemode: running the javascript program… "),
+                    "{before:?}"
+                );
+                question.to_string()
+            }
+            None => prompt,
+        };
         assert_eq!(
             prompt,
             "codemode: approve tool openclaw:core:publish with input {\"x\":1}? [y/N] "
