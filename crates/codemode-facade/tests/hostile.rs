@@ -515,6 +515,12 @@ async fn output_before_a_timeout_is_kept() {
         h.cm.wait_with(&h.env, &json!({"runId": run_id}), &AbortHandle::new())
             .await;
     assert_eq!(timed_out(&r), json!([{"type": "text", "text": "two"}]));
+    // A native operation that never polls the interrupt (a huge BigInt power) is stopped by
+    // the epoch backstop: its step's output is kept as well (cm_take_output).
+    let r = h
+        .exec(r#"text("before"); const x = 7n ** 5000000n; return 1;"#)
+        .await;
+    assert_eq!(timed_out(&r), json!([{"type": "text", "text": "before"}]));
 }
 
 // ---- item 11: NUL in source ----
