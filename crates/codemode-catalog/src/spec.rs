@@ -313,7 +313,7 @@ impl<'de> Deserialize<'de> for ToolOrigin {
 
 /// What an MCP catalog entry does on its server (docs/contract/mcp.md#s7-1), and so where it appears in
 /// the `MCP` namespace (docs/contract/mcp.md#s7-2). JSON form: `"tool"`, `"resources_list"`, `"resources_read"`,
-/// `"prompts_list"`, `"prompts_get"`.
+/// `"resources_templates"`, `"prompts_list"`, `"prompts_get"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum McpOperation {
@@ -324,6 +324,9 @@ pub enum McpOperation {
     ResourcesList,
     /// `resources/read`: `MCP.<server>.resources.read`.
     ResourcesRead,
+    /// `resources/templates/list`: `MCP.<server>.resources.templates` (an extension of
+    /// docs/contract/mcp.md#s7-2's fixed paths; docs/mcp.md, "Declarations").
+    ResourcesTemplates,
     /// `prompts/list`: `MCP.<server>.prompts.list`.
     PromptsList,
     /// `prompts/get`: `MCP.<server>.prompts.get`.
@@ -331,12 +334,14 @@ pub enum McpOperation {
 }
 
 impl McpOperation {
-    /// The wire name: `tool`, `resources_list`, `resources_read`, `prompts_list`, `prompts_get`.
+    /// The wire name: `tool`, `resources_list`, `resources_read`, `resources_templates`,
+    /// `prompts_list`, `prompts_get`.
     pub fn as_str(self) -> &'static str {
         match self {
             McpOperation::Tool => "tool",
             McpOperation::ResourcesList => "resources_list",
             McpOperation::ResourcesRead => "resources_read",
+            McpOperation::ResourcesTemplates => "resources_templates",
             McpOperation::PromptsList => "prompts_list",
             McpOperation::PromptsGet => "prompts_get",
         }
@@ -354,6 +359,7 @@ impl McpOperation {
             McpOperation::Tool => None,
             McpOperation::ResourcesList => Some(["resources", "list"]),
             McpOperation::ResourcesRead => Some(["resources", "read"]),
+            McpOperation::ResourcesTemplates => Some(["resources", "templates"]),
             McpOperation::PromptsList => Some(["prompts", "list"]),
             McpOperation::PromptsGet => Some(["prompts", "get"]),
         }
@@ -365,6 +371,10 @@ impl McpOperation {
             McpOperation::Tool => "McpToolResult",
             McpOperation::ResourcesList => "McpResourcesListResult",
             McpOperation::ResourcesRead => "McpResourcesReadResult",
+            // Inline rather than a preamble type: the preamble is fixed by the contract.
+            McpOperation::ResourcesTemplates => {
+                "{ resourceTemplates: unknown[]; nextCursor?: string }"
+            }
             McpOperation::PromptsList => "McpPromptsListResult",
             McpOperation::PromptsGet => "McpPromptsGetResult",
         }

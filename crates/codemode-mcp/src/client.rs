@@ -604,6 +604,19 @@ impl ServerClient {
             .await
     }
 
+    /// `resources/templates/list`, like [`ServerClient::list_resources`], as
+    /// `{resourceTemplates: [...]}`.
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of any page.
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<Value, ClientError> {
+        self.list_for_guest("resources/templates/list", "resourceTemplates", cursor)
+            .await
+    }
+
     /// `prompts/list`, like [`ServerClient::list_resources`], as `{prompts: [...]}`.
     ///
     /// # Errors

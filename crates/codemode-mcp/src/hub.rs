@@ -512,6 +512,12 @@ fn operation_spec(server: &str, operation: McpOperation) -> (String, Value) {
             format!("Read one resource of MCP server {server} by URI."),
             json!({"type": "object", "properties": {"uri": {"type": "string", "description": "The resource URI, as listed by resources.list()."}}, "required": ["uri"]}),
         ),
+        McpOperation::ResourcesTemplates => (
+            format!(
+                "List the resource templates of MCP server {server} (URI templates such as file:///{{path}}; fill one in and read it with resources.read). Without a cursor every page is read."
+            ),
+            json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
+        ),
         McpOperation::PromptsList => (
             format!(
                 "List the prompts of MCP server {server}. Without a cursor every page is read."
@@ -568,7 +574,11 @@ fn server_specs(
     }
     let mut operations = Vec::new();
     if listing.resources {
-        operations.extend([McpOperation::ResourcesList, McpOperation::ResourcesRead]);
+        operations.extend([
+            McpOperation::ResourcesList,
+            McpOperation::ResourcesRead,
+            McpOperation::ResourcesTemplates,
+        ]);
     }
     if listing.prompts {
         operations.extend([McpOperation::PromptsList, McpOperation::PromptsGet]);
@@ -630,6 +640,9 @@ impl ToolExecutor for McpExecutor {
                 McpOperation::Tool => client.call_tool(&route.tool, input).await,
                 McpOperation::ResourcesList => client.list_resources(string("cursor")).await,
                 McpOperation::PromptsList => client.list_prompts(string("cursor")).await,
+                McpOperation::ResourcesTemplates => {
+                    client.list_resource_templates(string("cursor")).await
+                }
                 McpOperation::ResourcesRead => {
                     let Some(uri) = string("uri") else {
                         return Err("resources.read needs a string uri.".to_string());

@@ -94,3 +94,65 @@ async fn annotations_and_output_schema_reach_the_declarations() {
     );
     hub.shutdown().await;
 }
+
+/// Resource templates are listed as `MCP.<server>.resources.templates()` and declared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_templates_are_listed_and_declared() {
+    use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(dir.path()).await;
+    let catalog = Catalog::build(hub.specs(), &SearchLimits::default()).unwrap();
+    let ns = McpNamespace::build(&catalog);
+    let path = vec![
+        "fs".to_string(),
+        "resources".to_string(),
+        "templates".to_string(),
+    ];
+    let codemode_catalog::NamespaceAction::Call { id, input } =
+        ns.request("mcp", &path, &[]).unwrap()
+    else {
+        panic!("not a call")
+    };
+    assert_eq!(id, "mcp:fs:fs__resources_templates");
+    let result = hub
+        .executor(None)
+        .execute(ToolCall {
+            tool_id: id,
+            tool_name: "fs__resources_templates".into(),
+            input,
+            scope: RunScope::default(),
+            bridge_id: "bridge:namespace:1".into(),
+            tool_call_id: "tool_search_code:test:fs:1".into(),
+            parent_tool_call_id: None,
+            code_mode_run_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        serde_json::json!({"resourceTemplates": [{"uriTemplate": "file:///{path}", "name": "file"}]})
+    );
+    let files = ns.api_files();
+    let dts = &api_read(&files, "mcp/fs.d.ts").unwrap().content;
+    let block = dts
+        .split("\n\n")
+        .find(|block| block.contains("function templates("))
+        .unwrap();
+    assert_eq!(
+        block,
+        "    /**
+     * List the resource templates of MCP server fs (URI templates such as file:///{path}; fill one in and read it with resources.read). Without a cursor every page is read.
+     *
+     * @param cursor? Cursor from a previous page; omit to read every page.
+     */
+    function templates(
+      input?: {
+        /** Cursor from a previous page; omit to read every page. */
+        cursor?: string;
+      }
+    ): Promise<{ resourceTemplates: unknown[]; nextCursor?: string }>;
+  }
+}"
+    );
+    hub.shutdown().await;
+}

@@ -79,7 +79,8 @@ async fn everything_server_tools_resources_prompts_and_api_files() {
     assert!(ids.contains(&"mcp:everything:everything__echo".to_string()));
     assert!(ids.contains(&"mcp:everything:everything__resources_read".to_string()));
     assert!(ids.contains(&"mcp:everything:everything__prompts_get".to_string()));
-    assert_eq!(specs.len(), 13 + 4);
+    assert!(ids.contains(&"mcp:everything:everything__resources_templates".to_string()));
+    assert_eq!(specs.len(), 13 + 5);
 
     let r = run(
         &hub,
@@ -87,6 +88,7 @@ async fn everything_server_tools_resources_prompts_and_api_files() {
 const sum = await MCP.everything.getSum({a: 2, b: 3});
 const res = await MCP.everything.resources.list({});
 const first = await MCP.everything.resources.read({uri: "demo://resource/static/document/architecture.md"});
+const templates = await MCP.everything.resources.templates();
 const prompts = await MCP.everything.prompts.list({});
 const p = await MCP.everything.prompts.get({name: "args-prompt", arguments: {city: "Paris"}});
 const files = await API.list("mcp");
@@ -94,7 +96,9 @@ const decl = await API.read("mcp/everything.d.ts");
 let missing; try { await MCP.everything.getSum({a: 1}); } catch (e) { missing = e.message; }
 let direct; try { await tools.call("mcp:everything:everything__echo", {message: "x"}); } catch (e) { direct = e.message.split(".")[0]; }
 return {echo: echo.content, sum: sum.content[0].text, resources: res.resources.length,
-  firstUri: first.contents[0].uri, prompts: prompts.prompts.map((p) => p.name),
+  firstUri: first.contents[0].uri,
+  templates: templates.resourceTemplates.map((t) => t.uriTemplate),
+  hasTemplates: decl.content.includes("function templates("), prompts: prompts.prompts.map((p) => p.name),
   prompt: p.messages[0].content.text, paths: files.files.map((f) => f.path),
   hasSum: decl.content.includes("function getSum("), missing, direct,
   inAll: ALL_TOOLS.length, server: MCP.everything.$serverName};"#,
@@ -108,6 +112,8 @@ return {echo: echo.content, sum: sum.content[0].text, resources: res.resources.l
             "sum": "The sum of 2 and 3 is 5.",
             "resources": 7,
             "firstUri": "demo://resource/static/document/architecture.md",
+            "templates": ["demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/blob/{resourceId}"],
+            "hasTemplates": true,
             "prompts": ["simple-prompt", "args-prompt", "completable-prompt", "resource-prompt"],
             "prompt": "What's weather in Paris?",
             "paths": ["mcp/index.d.ts", "mcp/everything.d.ts"],
@@ -181,7 +187,7 @@ return {{listing: listing.content[0].text, text: text.content[0].text,
             "denied": true,
             "servers": [
                 {"identifier": "fs", "serverName": "fs", "toolCount": 14},
-                {"identifier": "memory", "serverName": "memory", "toolCount": 11}
+                {"identifier": "memory", "serverName": "memory", "toolCount": 12}
             ]
         })
     );

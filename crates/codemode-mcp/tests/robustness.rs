@@ -89,6 +89,7 @@ fn with_operations(tools: &[&str]) -> Vec<String> {
         .chain([
             "t__resources_list",
             "t__resources_read",
+            "t__resources_templates",
             "t__prompts_list",
             "t__prompts_get",
         ])
