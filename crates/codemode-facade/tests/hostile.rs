@@ -538,6 +538,18 @@ async fn nul_characters_in_source_run() {
         json!({"status": "completed", "value": ["x\u{0}y", "t\u{0}", 1],
                "output": [{"type": "text", "text": "a\u{0}b"}]})
     );
+    let r = h
+        .cm
+        .exec(
+            &h.env,
+            &json!({"code": "const s: string = \"x\0y\"; /* \0 */ return s.length;", "language": "typescript"}),
+            &AbortHandle::new(),
+        )
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "completed", "value": 3, "output": []})
+    );
     let r = h.exec("return 1 +\0 2;").await;
     match &r {
         CodeModeResult::Failed { error, .. } => {
