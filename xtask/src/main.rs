@@ -7,7 +7,8 @@
 //!   `target/mcp-servers` with `npm install` (needs Node 20+ and npm). A stamp file there records
 //!   the installed versions, so a second run does nothing. Then the official MCP conformance
 //!   suite (and Node 22 from npm when the system Node is older) into `target/conformance`
-//!   (`conformance.rs`).
+//!   (`conformance.rs`). Last, a Python venv with the pinned `mcp` SDK from PyPI in
+//!   `target/python-mcp` for the tests that drive it as a real MCP client (`python.rs`).
 //! - `demo`: setup, build what `test` builds (the two share one build: same targets, features and
 //!   profile), run the `codemode` binary on every program in `examples/`, then run
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
@@ -15,7 +16,8 @@
 //! - `test`: setup, the lint gates (citations, `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, clippy on the wasm guest, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
-//!   `target/mcp-servers/node_modules/.bin` and `CODEMODE_CONFORMANCE` to `target/conformance`
+//!   `target/mcp-servers/node_modules/.bin`, `CODEMODE_CONFORMANCE` to `target/conformance` and
+//!   `CODEMODE_PYTHON_MCP` to `target/python-mcp/bin/python`
 //!   (what CI runs, `.ci/run`).
 //! - `e2e`: setup, the same build as `test`, then the spec's 16-step E2E plan and the implicit
 //!   checklist items against the built `codemode agent` and the fixtures in `xtask/e2e/`
@@ -28,6 +30,8 @@
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
 //!   `bench --peer [--bin PATH] [--iterations N] [--warmup N]`: OpenClaw's code mode side by side with
 //!   `codemode session` (`peer.rs`; installs the pinned peer into `target/peer`).
+//! - `fuzz [--seconds N] [--release] [TARGET…]`: the guest part of setup, then every fuzz target
+//!   (`fuzz.rs`) for N seconds (default 60) each.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -35,7 +39,9 @@ use std::process::{Command, ExitCode};
 mod citations;
 mod conformance;
 mod e2e;
+mod fuzz;
 mod peer;
+mod python;
 
 fn main() -> ExitCode {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -50,9 +56,12 @@ fn main() -> ExitCode {
         }
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         "citations" => check_citations(&rest),
+        "fuzz" => setup_guest().and_then(|()| fuzz::task(&rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
         _ => {
-            eprintln!("usage: cargo xtask <setup | demo | test | e2e | lint | bench | citations>");
+            eprintln!(
+                "usage: cargo xtask <setup | demo | test | e2e | lint | bench | fuzz | citations>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -127,7 +136,8 @@ fn mcp_servers_dir() -> PathBuf {
 fn setup() -> Result<(), String> {
     setup_guest()?;
     setup_mcp_servers()?;
-    conformance::setup(&root(), run)
+    conformance::setup(&root(), run)?;
+    python::setup(&root(), run)
 }
 
 /// Installs [`MCP_SERVERS`] into [`mcp_servers_dir`] unless the stamp file there already lists
@@ -342,7 +352,8 @@ fn test_build() -> Command {
     let mut cmd = cargo();
     cmd.args(["test", "--workspace"])
         .env("CODEMODE_MCP_SERVERS", servers)
-        .env("CODEMODE_CONFORMANCE", conformance::dir(&root()));
+        .env("CODEMODE_CONFORMANCE", conformance::dir(&root()))
+        .env("CODEMODE_PYTHON_MCP", python::interpreter(&root()));
     cmd
 }
 

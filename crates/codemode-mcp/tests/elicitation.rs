@@ -466,14 +466,13 @@ async fn an_approval_outstanding_past_the_ttl_is_denied_and_withdrawn() {
 }
 
 /// The Python interpreter of a venv with the `mcp` SDK: `$CODEMODE_PYTHON_MCP`, else
-/// `target/elicit-venv/bin/python` (made by `python3 -m venv target/elicit-venv &&
-/// target/elicit-venv/bin/pip install mcp`); `None` when neither exists.
+/// `target/python-mcp/bin/python` (made by `cargo xtask setup`, xtask/src/python.rs); `None` when neither exists.
 fn python_with_mcp() -> Option<std::path::PathBuf> {
     if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
         return Some(path.into());
     }
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/elicit-venv/bin/python");
+        .join("../../target/python-mcp/bin/python");
     path.exists().then_some(path)
 }
 
