@@ -339,7 +339,7 @@ mod tests {
             err(r#"[{"name": "a", "result": 1, "delay": 3}]"#),
             "tool #0 (\"a\"): unknown field `delay`, expected one of `name`, `label`, \
              `description`, `parameters`, `outputSchema`, `origin`, `catalogMode`, `allowed`, \
-             `control`, `channel`, or one of `result`, `error`, `echo`, `resultByAction`, `delayMs`"
+             `control`, `channel`, `mcpDocs`, or one of `result`, `error`, `echo`, `resultByAction`, `delayMs`"
         );
     }
 
