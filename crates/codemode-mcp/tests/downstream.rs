@@ -308,3 +308,49 @@ async fn a_killed_stdio_server_fails_the_call_at_once() {
     assert!(took < Duration::from_secs(30), "{took:?}");
     hub.shutdown().await;
 }
+
+/// End to end through the facade: a code-mode run waiting on `MCP.t.hang()` is aborted; the
+/// facade aborts the run's tasks, which drops the executor future, and the server gets
+/// `notifications/cancelled` for the `tools/call`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_run_cancels_its_downstream_call() {
+    use codemode_catalog::{Catalog, SearchLimits};
+    use codemode_facade::{CodeMode, RunEnv};
+    use codemode_runtime::AbortHandle;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let hub = connect(&stdio(&["--cancel-log", log.to_str().unwrap()], None)).await;
+    let catalog = Catalog::build(hub.specs(), &SearchLimits::default()).unwrap();
+    let config = codemode_config::resolve(&json!({"timeoutMs": 30000})).config;
+    let env = RunEnv::new(
+        config,
+        Arc::new(catalog),
+        Arc::new(hub.executor(None)),
+        RunScope::default(),
+    );
+    let cm = CodeMode::with_global_runtime().unwrap();
+    let abort = AbortHandle::new();
+    let aborter = abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        aborter.abort();
+    });
+    let result = cm
+        .exec(
+            &env,
+            &json!({"code": "return await MCP.t.hang({});"}),
+            &abort,
+        )
+        .await
+        .to_json();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(result["code"], "aborted", "{result}");
+    let lines = cancel_log(&log).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        without_id(&lines[0]),
+        "hang the calling code-mode run was cancelled"
+    );
+    hub.shutdown().await;
+}
