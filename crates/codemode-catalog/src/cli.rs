@@ -172,8 +172,9 @@ pub fn unknown_output_reason(entry: &Entry) -> Option<&'static str> {
     })
 }
 
-/// The quick index followed by `\n\nWhy \`-> ?\`:\n- "<id>": <reason>` for every core or plugin
-/// tool whose output is unknown, in index order (the index alone when every output is known).
+/// The quick index, then a blank line, the line ``Why `-> ?`:`` and one line
+/// ``- "<id>": <reason>`` per core or plugin tool whose output is unknown, sorted by id ([`unknown_output_reason`];
+/// the index alone when every output is known).
 pub fn render_index_explained(catalog: &Catalog) -> String {
     let mut text = render_index(catalog);
     let mut reasons: Vec<(&str, &str)> = catalog

@@ -65,32 +65,33 @@ pub use codemode_runtime as runtime;
 /// See [`bridge`].
 pub use codemode_telemetry as telemetry;
 
-/// What a Rust host embedding code mode needs, in one import (`crates/codemode-facade/examples/
-/// embed.rs` is a complete program):
-///
-/// - [`CodeMode`] runs `exec` / `wait` and keeps parked runs; [`CodeModeResult`] is their answer;
-/// - [`RunEnv`] is one run's environment (config, catalog, [`ToolExecutor`], owner scope);
-/// - [`ToolExecutor`] (with [`ToolCall`], [`ToolFuture`]) runs the nested tool calls;
-/// - [`AbortHandle`] cancels a run;
-/// - [`ToolSpec`] and [`Catalog::build`] (with [`SearchLimits`]) build the catalog;
-/// - [`CodeModeConfig`] (or [`resolve_config`] from the spec's JSON shape) is `tools.codeMode`;
-/// - [`surface_tools`] gives the `exec` and `wait` definitions to show the model.
-///
-/// ```
-/// use codemode_facade::prelude::*;
-///
-/// let catalog = Catalog::build(
-///     vec![ToolSpec::core("weather", "Current weather for a city.")],
-///     &SearchLimits::default(),
-/// )
-/// .unwrap();
-/// let [exec, wait] = surface_tools(&catalog);
-/// assert!(exec.description.contains("\"openclaw:core:weather\""));
-/// assert_eq!(wait.name, "wait");
-/// let config = resolve_config(&serde_json::json!({"timeoutMs": 5000})).config;
-/// assert_eq!(config.timeout_ms(), 5000);
-/// ```
 pub mod prelude {
+    //! What a Rust host embedding code mode needs, in one import (`crates/codemode-facade/examples/
+    //! embed.rs` is a complete program):
+    //!
+    //! - [`CodeMode`] runs `exec` / `wait` and keeps parked runs; [`CodeModeResult`] is their answer;
+    //! - [`RunEnv`] is one run's environment (config, catalog, [`ToolExecutor`], owner scope);
+    //! - [`ToolExecutor`] (with [`ToolCall`], [`ToolFuture`]) runs the nested tool calls;
+    //! - [`AbortHandle`] cancels a run;
+    //! - [`ToolSpec`] and [`Catalog::build`] (with [`SearchLimits`]) build the catalog;
+    //! - [`CodeModeConfig`] (or [`resolve_config`] from the spec's JSON shape) is `tools.codeMode`;
+    //! - [`surface_tools`] gives the `exec` and `wait` definitions to show the model.
+    //!
+    //! ```
+    //! use codemode_facade::prelude::*;
+    //!
+    //! let catalog = Catalog::build(
+    //!     vec![ToolSpec::core("weather", "Current weather for a city.")],
+    //!     &SearchLimits::default(),
+    //! )
+    //! .unwrap();
+    //! let [exec, wait] = surface_tools(&catalog);
+    //! assert!(exec.description.contains("\"openclaw:core:weather\""));
+    //! assert_eq!(wait.name, "wait");
+    //! let config = resolve_config(&serde_json::json!({"timeoutMs": 5000})).config;
+    //! assert_eq!(config.timeout_ms(), 5000);
+    //! ```
+
     pub use crate::{
         surface_tools, ApprovalBroker, ApprovalDecision, CodeMode, CodeModeResult, ErrorCode,
         HookChain, RunEnv, ToolDefinition,
