@@ -329,7 +329,7 @@ impl OAuthHttpClient {
     /// costs only the stored tokens.
     ///
     /// # Errors
-    /// [`AuthError`] when `url` is not a URL.
+    /// [`AuthError`] when `url` is not a URL or the HTTP client cannot be built.
     pub async fn new(server: &str, url: &str) -> Result<Self, AuthError> {
         let mut manager = AuthorizationManager::new(url).await?;
         if let Some(dir) = token_dir() {
@@ -352,7 +352,7 @@ impl OAuthHttpClient {
         Ok(OAuthHttpClient {
             inner: Arc::new(Inner {
                 server: server.to_owned(),
-                auth: AuthClient::new(reqwest::Client::default(), manager),
+                auth: AuthClient::new(mcp_http_client()?, manager),
                 authorizing: tokio::sync::Mutex::new(()),
                 generation: AtomicU32::new(0),
                 attempts: AtomicU32::new(0),
@@ -460,6 +460,37 @@ impl OAuthHttpClient {
         eprintln!("codemode: MCP server {server:?} authorized");
         Ok(())
     }
+}
+
+/// The reqwest client MCP requests go through: the one rmcp's `from_config` builds (its builder
+/// is private), so OAuth changes nothing else about HTTP. No idle pooling (avoids the ~40 ms
+/// delayed-ACK stalls rmcp documents) and only same-origin 307/308 redirects are followed, at
+/// most 10: a 301/302/303 would turn the POST into a bodyless GET, and a cross-origin redirect
+/// would hand the session id, the configured headers and the bearer token to another host.
+fn mcp_http_client() -> Result<reqwest::Client, AuthError> {
+    const MAX_REDIRECTS: usize = 10;
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let preserves_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|original| original.origin() == attempt.url().origin());
+        if !preserves_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("exceeded {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(policy)
+        .build()
+        .map_err(|e| AuthError::InternalError(format!("cannot build the HTTP client: {e}")))
 }
 
 /// Serves `http://127.0.0.1:<port>/callback` until a redirect with `code` and `state` (or an
