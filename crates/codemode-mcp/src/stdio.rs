@@ -276,6 +276,14 @@ fn usable(line: &[u8], problem: &LastProblem) -> Option<Vec<u8>> {
             let message =
                 format!("a message that is not JSON was dropped ({e}; it starts {start:?})");
             if text.trim_start().starts_with('{') {
+                let mut scanner = IdScanner::default();
+                scanner.feed(repaired.as_bytes());
+                if let Some(id) = scanner.response_id() {
+                    return Some(dropped_reply(
+                        &id,
+                        &format!("it is not JSON codemode can read ({e})"),
+                    ));
+                }
                 record(problem, message);
             } else {
                 // Log text on stdout answers nothing; it must not be blamed for a timeout.
@@ -406,10 +414,17 @@ mod tests {
         assert_eq!(*problem.lock().unwrap(), None);
         assert_eq!(usable(b"starting server...\n", &problem), None);
         assert_eq!(*problem.lock().unwrap(), None);
-        assert_eq!(usable(b"{\"id\": 1, \"result\": {\n", &problem), None);
+        // A broken reply with an id stands in for an error reply to that request.
+        assert_eq!(
+            String::from_utf8(usable(b"{\"id\": 1, \"result\": {\n", &problem).unwrap()).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"reply dropped by codemode","data":{"codemodeDroppedReply":"it is not JSON codemode can read (EOF while parsing an object at line 1 column 21)"}}}"#
+        );
+        assert_eq!(*problem.lock().unwrap(), None);
+        // Without an id (or from a server request) it is dropped and remembered.
+        assert_eq!(usable(b"{\"method\": \"x\", \"id\": 1, \"params\": {\n", &problem), None);
         assert_eq!(
             problem.lock().unwrap().as_deref(),
-            Some("a message that is not JSON was dropped (EOF while parsing an object at line 1 column 21; it starts \"{\\\"id\\\": 1, \\\"result\\\": {\")")
+            Some("a message that is not JSON was dropped (EOF while parsing an object at line 1 column 36; it starts \"{\\\"method\\\": \\\"x\\\", \\\"id\\\": 1, \\\"params\\\": {\")")
         );
     }
 }
