@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+/// The tests of this file run one at a time: `sse-retry` times the client's reconnection to
+/// within 200 ms, which two suites starting codemode processes beside it on two cores can miss.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `<mode> <scenario>` → reason, from `tests/conformance-expected-failures.txt`.
 type Expected = BTreeMap<(String, String), String>;
 
@@ -235,6 +239,7 @@ fn run_suite(mode: &str, node: &Path, entry: &Path, runs: &[Vec<&str>], envs: &[
 
 #[test]
 fn server_scenarios_against_codemode_serve_http() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some((node, entry)) = suite() else {
         return;
     };
@@ -271,6 +276,7 @@ fn server_scenarios_against_codemode_serve_http() {
 
 #[test]
 fn client_scenarios_against_codemode_exec_mcp_config() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some((node, entry)) = suite() else {
         return;
     };
@@ -319,6 +325,7 @@ fn client_scenarios_against_codemode_exec_mcp_config() {
 /// requests carry the stored bearer token) and the client exits 0 both times.
 #[test]
 fn oauth_token_is_stored_and_reused_by_the_next_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some((node, entry)) = suite() else {
         return;
     };
