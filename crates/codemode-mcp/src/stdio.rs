@@ -421,7 +421,10 @@ mod tests {
         );
         assert_eq!(*problem.lock().unwrap(), None);
         // Without an id (or from a server request) it is dropped and remembered.
-        assert_eq!(usable(b"{\"method\": \"x\", \"id\": 1, \"params\": {\n", &problem), None);
+        assert_eq!(
+            usable(b"{\"method\": \"x\", \"id\": 1, \"params\": {\n", &problem),
+            None
+        );
         assert_eq!(
             problem.lock().unwrap().as_deref(),
             Some("a message that is not JSON was dropped (EOF while parsing an object at line 1 column 36; it starts \"{\\\"method\\\": \\\"x\\\", \\\"id\\\": 1, \\\"params\\\": {\")")
