@@ -264,13 +264,16 @@ pub(crate) fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
     }
 }
 
+/// A structure-aware input generator.
+pub(crate) type Generator = dyn Fn(&mut Rng) -> Vec<u8>;
+
 /// Runs `target` on seeds, their mutations and (when `structured` is given) generated inputs,
 /// for `CODEMODE_FUZZ_SECONDS` seconds or [`DEFAULT_ITERATIONS`] iterations. Panics naming the
 /// saved input when the target panics; prints `fuzz <name>: <n> inputs in <s> s` at the end.
 pub(crate) fn run(
     name: &str,
     seeds: &[Vec<u8>],
-    structured: Option<&dyn Fn(&mut Rng) -> Vec<u8>>,
+    structured: Option<&Generator>,
     target: &dyn Fn(&[u8]),
 ) {
     let seconds: Option<u64> = std::env::var("CODEMODE_FUZZ_SECONDS")
