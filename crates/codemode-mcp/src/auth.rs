@@ -684,3 +684,73 @@ impl StreamableHttpClient for OAuthHttpClient {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Starts the callback listener; returns its port and the task waiting for the redirect.
+    async fn listen() -> (
+        u16,
+        tokio::task::JoinHandle<Result<AuthorizationCallback, AuthError>>,
+    ) {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        (port, tokio::spawn(wait_for_callback(listener, port)))
+    }
+
+    #[tokio::test]
+    async fn the_callback_takes_code_state_and_iss_and_ignores_other_paths() {
+        let (port, waiting) = listen().await;
+        let http = reqwest::Client::new();
+        let other = http
+            .get(format!("http://127.0.0.1:{port}/favicon.ico"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(other.status(), 404);
+        let page = http
+            .get(format!(
+                "http://127.0.0.1:{port}/callback?code=c0de&state=st4te&iss=https%3A%2F%2Fas.example"
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        assert_eq!(
+            page.text().await.unwrap(),
+            "codemode: authorization received; you can close this page.\n"
+        );
+        let callback = waiting.await.unwrap().unwrap();
+        assert_eq!(callback.code, "c0de");
+        assert_eq!(callback.csrf_token, "st4te");
+        assert_eq!(callback.issuer.as_deref(), Some("https://as.example"));
+    }
+
+    #[tokio::test]
+    async fn an_error_redirect_fails_with_the_servers_words() {
+        let (port, waiting) = listen().await;
+        let page = reqwest::get(format!(
+            "http://127.0.0.1:{port}/callback?error=access_denied&error_description=the+user+said+no&state=s"
+        ))
+        .await
+        .unwrap();
+        assert_eq!(page.status(), 400);
+        let error = waiting.await.unwrap().unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "OAuth authorization failed: the authorization server answered access_denied: the user said no"
+        );
+    }
+
+    #[test]
+    fn file_names_keep_the_host_and_hash_the_whole_url() {
+        // The hash is FNV-1a 64 of the whole URL (checked against an independent implementation).
+        assert_eq!(
+            token_file_name("https://mcp.example.com/v1/mcp?x=1"),
+            "mcp.example.com_v1_mcp_x_1-e15cd1f1221842e1.json"
+        );
+    }
+}
