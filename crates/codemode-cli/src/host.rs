@@ -96,6 +96,9 @@ pub(crate) struct Host {
     approvals: Option<Arc<ApprovalBroker>>,
     /// The connected MCP servers, when `--mcp-config` was given.
     pub hub: Option<McpHub>,
+    /// Where the MCP servers' elicitation and sampling requests go (`serve`: the upstream
+    /// client, see `codemode_mcp::forward`).
+    pub forward: Arc<codemode_mcp::forward::Forwarder>,
     agent: Option<String>,
     /// The catalog of the last run, by MCP generation (catalogs are only rebuilt on change).
     cache: Mutex<Option<(u64, Arc<Catalog>)>>,
@@ -200,6 +203,7 @@ fn build(
         };
     let base_specs = allowed_specs(base_specs, &report.tool_policy, &limits)?;
     let trajectory = trajectory(args.trajectory.as_deref(), args.agent.as_deref())?;
+    let forward = codemode_mcp::forward::Forwarder::new();
     let hub = mcp_config.map(|config| {
         let defaults = ClientOptions::default();
         let call_timeout = Duration::from_millis(args.mcp_timeout_ms);
@@ -236,7 +240,7 @@ fn build(
             let budget = options.connect_timeout + codemode_mcp::hub::MIN_RELIST_INTERVAL;
             let hub = {
                 let _entered = runtime.enter();
-                McpHub::start(&config, options)
+                McpHub::start_forwarding(&config, options, forward.clone())
             };
             let watched = hub.clone();
             runtime.spawn(async move {
@@ -270,6 +274,7 @@ fn build(
         trajectory,
         approvals: None,
         hub,
+        forward,
         agent: args.agent.clone(),
         cache: Mutex::new(None),
     };

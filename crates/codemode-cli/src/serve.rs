@@ -55,7 +55,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::Run(e.to_string()))?;
     let code_mode = Arc::new(code_mode);
     let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
-    let server = CodeModeServer::new(code_mode.clone(), source);
+    let mut server = CodeModeServer::new(code_mode.clone(), source);
+    if let Some(host) = &host {
+        // Downstream elicitation and sampling go to the client of the latest call.
+        server = server.with_forwarder(host.forward.clone());
+    }
     let served = match args.http {
         None => runtime.block_on(async move {
             tokio::select! {

@@ -227,8 +227,8 @@ async fn serve_over_streamable_http_on_loopback() {
 }
 
 /// The `exec` arguments `{code}` and the call's JSON (`content`, `structuredContent`, …).
-async fn exec_json(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+async fn exec_json<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
     code: &str,
 ) -> Value {
     let result = client
@@ -504,4 +504,101 @@ async fn serve_exits_during_a_reconnect_when_stdin_closes() {
         "the hanging restart {hung} outlived serve"
     );
     call.abort();
+}
+
+/// An upstream MCP client that declares elicitation and accepts with `{"name": "Ada"}`,
+/// recording each message it was asked.
+#[derive(Clone, Default)]
+struct Eliciting(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Eliciting {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::new("eliciting-test-client", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let request = serde_json::to_value(&request).unwrap();
+        self.0
+            .lock()
+            .unwrap()
+            .push(request["message"].as_str().unwrap_or("").to_string());
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"name": "Ada"})),
+        )
+    }
+}
+
+/// Issue 14 item 7: in `serve`, a downstream server's `elicitation/create` (server-everything's
+/// `trigger-elicitation-request`) reaches the upstream client when it declared elicitation, and
+/// is declined with the reason otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_forwards_elicitation_to_a_client_that_declared_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
+            .to_string(),
+    )
+    .unwrap();
+    let command = || {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+        command
+            .args(["serve", "--mcp-config"])
+            .arg(&config)
+            .stderr(std::process::Stdio::null());
+        command
+    };
+    let code = "const r = await MCP.everything.triggerElicitationRequest({}); return r.content.map((c) => c.text);";
+
+    let asked = Eliciting::default();
+    let client = asked
+        .clone()
+        .serve(TokioChildProcess::new(command()).unwrap())
+        .await
+        .unwrap();
+    let result = exec_json(&client, code).await;
+    let value = &result["structuredContent"]["value"];
+    assert_eq!(
+        value[0], "✅ User provided the requested information!",
+        "{result}"
+    );
+    assert_eq!(value[1], "User inputs:\n- Name: Ada");
+    assert_eq!(
+        *asked.0.lock().unwrap(),
+        ["Please provide inputs for the following fields:"]
+    );
+    client.cancel().await.unwrap();
+
+    let plain = ().serve(TokioChildProcess::new(command()).unwrap()).await.unwrap();
+    let result = exec_json(&plain, code).await;
+    let value = &result["structuredContent"]["value"];
+    assert_eq!(
+        value[0], "❌ User declined to provide the requested information.",
+        "{result}"
+    );
+    let raw: Value = serde_json::from_str(
+        value[1]
+            .as_str()
+            .unwrap()
+            .trim_start()
+            .strip_prefix("Raw result: ")
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        raw,
+        json!({"action": "decline", "_meta": {"codemode/reason": "the MCP client of codemode serve did not declare elicitation"}})
+    );
+    plain.cancel().await.unwrap();
 }

@@ -9,19 +9,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientNotification, ClientRequest, CustomRequest, Implementation, JsonRpcMessage,
-    ProtocolVersion, RequestId, ServerResult,
+    CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest,
+    CustomRequest, JsonRpcMessage, RequestId, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::service::{Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
-use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{json, Map, Value};
 
 use crate::config::ServerConfig;
 use crate::error::{ClientError, McpRequest};
+use crate::forward::Handler;
 use crate::process::ChildProcess;
 use crate::stderr::StderrTail;
 use crate::stdio;
@@ -69,34 +69,6 @@ pub struct ServerListing {
     pub prompts: bool,
     /// What went wrong while listing (page cap, repeated cursor, dropped tools).
     pub warnings: Vec<String>,
-}
-
-/// The rmcp client handler: names the client and turns `notifications/tools/list_changed` into a
-/// callback (the hub re-lists; see `hub.rs`).
-#[derive(Clone)]
-struct Handler {
-    on_tools_changed: Arc<dyn Fn() + Send + Sync>,
-}
-
-impl ClientHandler for Handler {
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl std::future::Future<Output = ()> + Send + '_ {
-        (self.on_tools_changed)();
-        std::future::ready(())
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut info = Implementation::default();
-        info.name = "codemode".into();
-        info.version = env!("CARGO_PKG_VERSION").into();
-        // rmcp's default is `ProtocolVersion::LATEST` (2026-07-28), a revision without the
-        // initialize handshake this client performs; offer the newest one that has it and let
-        // the server negotiate down (docs/mcp.md, "Client").
-        ClientConfig::new(ClientCapabilities::default(), info)
-            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
 }
 
 struct Connection {
@@ -173,6 +145,8 @@ pub struct ServerClient {
     /// Cancelled by [`ServerClient::shutdown`]: a connect under way stops (its child is killed)
     /// instead of holding the connection lock for up to the connect timeout.
     closing: tokio_util::sync::CancellationToken,
+    /// Where the server's elicitation and sampling requests go (`codemode serve`).
+    forward: Option<Arc<crate::forward::Forwarder>>,
 }
 
 impl ServerClient {
@@ -199,7 +173,15 @@ impl ServerClient {
             listings: AtomicU64::new(0),
             last_problem: stdio::LastProblem::default(),
             closing: tokio_util::sync::CancellationToken::new(),
+            forward: None,
         }
+    }
+
+    /// The same client forwarding the server's elicitation and sampling requests through
+    /// `forward` (see `forward.rs`); it then declares both capabilities when it connects.
+    pub fn with_forwarder(mut self, forward: Arc<crate::forward::Forwarder>) -> Self {
+        self.forward = Some(forward);
+        self
     }
 
     /// The configured server name.
@@ -261,7 +243,9 @@ impl ServerClient {
 
     async fn connect(&self) -> Result<Connection, ClientError> {
         let handler = Handler {
+            server: self.name.clone(),
             on_tools_changed: self.on_tools_changed.clone(),
+            forward: self.forward.clone(),
         };
         let fail = |source| ClientError::Connect {
             server: self.name.clone(),

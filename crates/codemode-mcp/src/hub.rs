@@ -123,6 +123,24 @@ impl McpHub {
     /// [`McpHub::settle`] waits for the attempts. Must run inside a tokio runtime (it spawns
     /// one task per server).
     pub fn start(config: &McpServersConfig, options: ClientOptions) -> McpHub {
+        McpHub::start_with(config, options, None)
+    }
+
+    /// [`McpHub::start`] for `codemode serve`: every server's elicitation and sampling requests
+    /// go through `forward` to the upstream MCP client (`forward.rs`).
+    pub fn start_forwarding(
+        config: &McpServersConfig,
+        options: ClientOptions,
+        forward: Arc<crate::forward::Forwarder>,
+    ) -> McpHub {
+        McpHub::start_with(config, options, Some(forward))
+    }
+
+    fn start_with(
+        config: &McpServersConfig,
+        options: ClientOptions,
+        forward: Option<Arc<crate::forward::Forwarder>>,
+    ) -> McpHub {
         // Two configured names can make the same safe name (`a.b`, `a_b`): the later one gets
         // `_2`, `_3`, … so catalog ids stay unique.
         let mut used = std::collections::HashSet::new();
@@ -157,13 +175,14 @@ impl McpHub {
                             tokio::spawn(refresh(inner, index));
                         }
                     });
+                    let client =
+                        ServerClient::new(name, server.clone(), options.clone(), on_changed);
+                    let client = match &forward {
+                        Some(forward) => client.with_forwarder(forward.clone()),
+                        None => client,
+                    };
                     ServerEntry {
-                        client: Arc::new(ServerClient::new(
-                            name,
-                            server.clone(),
-                            options.clone(),
-                            on_changed,
-                        )),
+                        client: Arc::new(client),
                         safe_name: safe_names[index].clone(),
                         attempted: std::sync::atomic::AtomicBool::new(false),
                         listing: RwLock::new(Err(Arc::new(ClientError::NotListedYet {

@@ -14,6 +14,7 @@ pub mod auth;
 pub mod client;
 pub mod config;
 mod error;
+pub mod forward;
 pub mod hub;
 mod process;
 mod stderr;

@@ -206,6 +206,8 @@ pub struct CodeModeServer {
     /// Over HTTP: the one session every stateless request of this server shares (see
     /// [`CodeModeServer::serve_http`]); `None` on other transports.
     stateless: Option<Arc<Session>>,
+    /// Where downstream servers' elicitation and sampling go: told the client of every call.
+    forward: Option<Arc<crate::forward::Forwarder>>,
 }
 
 /// One code-mode session: its scope, its client (for elicitations) and approvals, and the end
@@ -369,6 +371,7 @@ impl CodeModeServer {
             source,
             host: None,
             stateless: None,
+            forward: None,
         }
     }
 
@@ -376,6 +379,14 @@ impl CodeModeServer {
     /// sessions (see [`ServeHost`]).
     pub fn with_host(mut self, host: ServeHost) -> Self {
         self.host = Some(Arc::new(host));
+        self
+    }
+
+    /// The same server making the client of each `exec`/`wait` the upstream of `forward`, so
+    /// the MCP servers behind it can ask that client for elicitation and sampling
+    /// (`crate::forward`).
+    pub fn with_forwarder(mut self, forward: Arc<crate::forward::Forwarder>) -> Self {
+        self.forward = Some(forward);
         self
     }
 
@@ -435,7 +446,8 @@ impl CodeModeServer {
         let mut config = StreamableHttpServerConfig::default();
         config.cancellation_token = shutdown.child_token();
         config.allowed_origins = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
-        let (code_mode, source, host) = (self.code_mode, self.source, self.host);
+        let (code_mode, source, host, forward) =
+            (self.code_mode, self.source, self.host, self.forward);
         // rmcp calls the factory once per stateful session (at `initialize`) and once per
         // stateless request; which one a call belongs to is decided per request (see
         // `session_for`), so every server made here carries the shared stateless session.
@@ -448,6 +460,7 @@ impl CodeModeServer {
                     source: source.clone(),
                     host: host.clone(),
                     stateless: Some(stateless.clone()),
+                    forward: forward.clone(),
                 })
             },
             Arc::new(LocalSessionManager::default()),
@@ -622,6 +635,9 @@ impl ServerHandler for CodeModeServer {
         let session = self.session_for(&context).clone();
         // Elicitations for this session's approvals go to the client that sent this request.
         session.peer.set(context.peer.clone());
+        if let Some(forward) = &self.forward {
+            forward.set_upstream(context.peer.clone());
+        }
         let name = request.name.as_ref();
         tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
         let (result, unavailable) = match name {
