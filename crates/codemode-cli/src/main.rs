@@ -398,14 +398,33 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
     let wall_clock = Duration::from_millis(args.wall_clock_ms);
     tracing::info!("exec: running a {}-byte {language} program", code.len());
     let status = progress::Status::start(format!("running the {language} program"));
+    let max_output_bytes = host.config().max_output_bytes();
     let result = runtime.block_on(async move {
         let code_mode = CodeMode::with_global_runtime().map_err(|e| Failure::Run(e.to_string()))?;
         let abort = AbortHandle::new();
         let started = Instant::now();
         let mut result = code_mode.exec(&env, &input, &abort).await;
         let mut output = result.output().to_vec();
+        // The one printed result holds the output of every wait it followed, so it obeys
+        // maxOutputBytes as a whole (docs/contract/lifecycle.md#s5-5, docs/threat-model.md):
+        // past it, following stops and the run fails with output_limit_exceeded.
+        let mut output_bytes = json_bytes(&output);
         let mut calls = 1;
         while let Some(run_id) = result.run_id().map(str::to_string) {
+            if output_bytes > max_output_bytes {
+                result = CodeModeResult::Failed {
+                    error: codemode_facade::output_limit_message(
+                        Some(output_bytes),
+                        max_output_bytes,
+                    ),
+                    code: Some(codemode_facade::ErrorCode::OutputLimitExceeded),
+                    output: Vec::new(),
+                    replay_safe: false,
+                    telemetry: result.telemetry().clone(),
+                };
+                output.clear();
+                break;
+            }
             if started.elapsed() >= wall_clock {
                 break;
             }
@@ -415,6 +434,8 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
                 .wait_with(&wait, &json!({"runId": run_id}), &abort)
                 .await;
             output.extend(result.output().iter().cloned());
+            // At most one result past the limit is held: following stops at the next check.
+            output_bytes = json_bytes(&output);
         }
         tracing::info!(
             "exec: {} after {} ms ({} exec/wait call(s), {} nested tool call(s))",
@@ -450,4 +471,9 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         }
         CodeModeResult::Failed { .. } => ExitCode::from(1),
     })
+}
+
+/// Bytes of `items`' compact JSON (the measure of docs/contract/lifecycle.md#s5-5).
+fn json_bytes(items: &[codemode_bridge::OutputItem]) -> u64 {
+    serde_json::to_string(items).map_or(0, |t| t.len() as u64)
 }
