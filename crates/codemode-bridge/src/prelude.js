@@ -29,10 +29,6 @@
   const refusedAllocations = native.refusedAllocations;
   const RangeErrorCtor = RangeError;
   const apply = Reflect.apply;
-  const reflectGet = Reflect.get;
-  const ProxyCtor = Proxy;
-  const ObjectPrototype = Object.prototype;
-  const hasOwnProperty = Object.prototype.hasOwnProperty;
   const WeakMapCtor = WeakMap;
   const weakGet = WeakMap.prototype.get;
   const weakSet = WeakMap.prototype.set;
@@ -704,33 +700,6 @@
     return freeze(n);
   }
 
-  // `tools` is the frozen object of the bridge functions and conveniences behind a Proxy whose
-  // only trap is `get`: a string key that is neither an own property nor inherited from
-  // Object.prototype (nor `then`/`toJSON`, which `await` and JSON probe) answers a function that
-  // calls `callValue` with that key, so `tools.nope({})` fails with the same "Unknown tool id: …
-  // Did you mean" as `tools.callValue("nope")` instead of "not a function"
-  // (docs/contract/catalog.md#s3-4). Own keys, `in`, `Object.keys` and `Object.isFrozen` see the
-  // frozen target unchanged; the cost is that `typeof tools.nope` is "function".
-  // The handler has a null prototype: traps added to Object.prototype by user code are not found.
-  function toolsNamespace(target, callValue) {
-    const handler = create(null);
-    handler.get = function get(t, key, receiver) {
-      if (
-        typeof key !== "string" ||
-        apply(hasOwnProperty, t, [key]) ||
-        key in ObjectPrototype ||
-        key === "then" ||
-        key === "toJSON"
-      ) {
-        return reflectGet(t, key, receiver);
-      }
-      return function (input) {
-        return callValue(key, input);
-      };
-    };
-    return new ProxyCtor(target, handler);
-  }
-
   // Installs the run's globals from the host's run context:
   // {tools: [compact catalog entries], apiFiles: [{path, description, bytes, content}], mcp}.
   // `lines` is the number of lines of the user's code (error texts cite them, D13).
@@ -794,7 +763,7 @@
       defineProperty(toolsObject, names[i], { value: api[names[i]], writable: false, enumerable: true, configurable: false });
     }
     define("ALL_TOOLS", allTools);
-    define("tools", toolsNamespace(freeze(toolsObject), api.callValue));
+    define("tools", freeze(toolsObject));
     define("text", text);
     define("json", json);
     define("yield_control", yieldControl);
