@@ -361,6 +361,81 @@ where
     }
 }
 
+/// The message of a `notifications/progress` for a nested call: `started <tool>` /
+/// `finished <tool>` (the tool's registered name).
+fn progress_message(kind: &codemode_telemetry::EventKind) -> Option<String> {
+    use codemode_telemetry::EventKind;
+    match kind {
+        EventKind::NestedToolCall(e) => Some(format!("started {}", e.tool_name)),
+        EventKind::NestedToolResult(e) => Some(format!("finished {}", e.tool_name)),
+        _ => None,
+    }
+}
+
+/// A trajectory sink that passes every event on to the run's own trajectory and turns nested
+/// calls started/finished into progress messages, in order, on a channel.
+struct ProgressSink {
+    inner: Trajectory,
+    messages: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl codemode_telemetry::TrajectorySink for ProgressSink {
+    fn record(&self, event: &codemode_telemetry::TrajectoryEvent) {
+        if self.inner.is_enabled() {
+            self.inner.record(event.kind().clone());
+        }
+        if let Some(message) = progress_message(event.kind()) {
+            let _ = self.messages.send(message);
+        }
+    }
+}
+
+/// With a `progressToken` on the request, `env` reports the run's nested calls started and
+/// finished to the client as `notifications/progress` (`progress` counts them, `message` is
+/// `started <tool>` / `finished <tool>`); the timeouts stay as they are. Returns the env and a
+/// guard: notifications stop when it is dropped (the request is answered), even if a parked
+/// run keeps the trajectory.
+fn with_progress(
+    env: RunEnv,
+    context: &RequestContext<RoleServer>,
+) -> (RunEnv, Option<tokio_util::sync::DropGuard>) {
+    let Some(token) = context.meta.get_progress_token() else {
+        return (env, None);
+    };
+    let (messages, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let peer = context.peer.clone();
+    let answered = tokio_util::sync::CancellationToken::new();
+    let stop = answered.clone();
+    tokio::spawn(async move {
+        let mut progress = 0u32;
+        loop {
+            // Messages already sent by the run go out before the stop is seen.
+            let message = tokio::select! {
+                biased;
+                message = received.recv() => message,
+                () = stop.cancelled() => None,
+            };
+            let Some(message) = message else { return };
+            progress += 1;
+            let mut param =
+                rmcp::model::ProgressNotificationParam::new(token.clone(), f64::from(progress));
+            param.message = Some(message);
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    });
+    let scope = env.trajectory.scope().clone();
+    let sink = ProgressSink {
+        inner: env.trajectory.clone(),
+        messages,
+    };
+    (
+        env.with_trajectory(Trajectory::new(Arc::new(sink), scope)),
+        Some(answered.drop_guard()),
+    )
+}
+
 impl CodeModeServer {
     /// A server over the shared front `code_mode` that takes each call's environment from
     /// `source`.
@@ -578,6 +653,7 @@ impl CodeModeServer {
                 .set_timeout_ms(timeout.saturating_sub(waited).max(100));
             env
         };
+        let (env, _progress) = with_progress(env, context);
         let code_mode = &self.code_mode;
         let value = abortable(context.ct.cancelled(), |abort| async move {
             code_mode.exec(&env, &input, &abort).await.to_json()
@@ -595,6 +671,7 @@ impl CodeModeServer {
         let Some(env) = self.run_env(session) else {
             return disabled_result();
         };
+        let (env, _progress) = with_progress(env, context);
         let code_mode = &self.code_mode;
         abortable(context.ct.cancelled(), |abort| async move {
             code_mode.wait_with(&env, &input, &abort).await.to_json()

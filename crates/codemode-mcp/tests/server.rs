@@ -892,3 +892,64 @@ async fn http_validates_origin_and_answers_delete_with_204() {
     shutdown.cancel();
     serving.await.unwrap().unwrap();
 }
+
+/// A client that records every `notifications/progress` as `(token, progress, message)`.
+#[derive(Clone)]
+struct ProgressClient(mpsc::UnboundedSender<(Value, f64, Option<String>)>);
+
+impl rmcp::ClientHandler for ProgressClient {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let token = serde_json::to_value(&params.progress_token).unwrap();
+        let _ = self.0.send((token, params.progress, params.message));
+    }
+}
+
+/// Issue 14 item 7: an `exec` carrying a `progressToken` gets one `notifications/progress` per
+/// nested call started and finished, in order (rmcp's client puts a token on every request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_with_a_progress_token_reports_its_nested_calls() {
+    let f = fixture();
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let _serving = tokio::spawn(f.server.clone().serve(server_end));
+    let (tx, mut progress) = mpsc::unbounded_channel();
+    let client = ProgressClient(tx).serve(client_end).await.unwrap();
+    let code = "await tools.echo({a: 1}); await tools.slow({b: 2}); return 'ok';";
+    let mut request = params("exec", json!({"code": code}));
+    request.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(
+        rmcp::model::ProgressToken(rmcp::model::NumberOrString::String("p1".into())),
+    ));
+    let answer = client.call_tool(request).await.unwrap();
+    assert_eq!(structured(&answer)["value"], "ok");
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let next = tokio::time::timeout(Duration::from_secs(5), progress.recv())
+            .await
+            .unwrap_or_else(|_| panic!("only {seen:?}"))
+            .unwrap();
+        seen.push(next);
+    }
+    // rmcp's client puts its own token (derived from the request id) on the wire; the server
+    // answers with the token it received, the same on every notification.
+    let token = seen[0].0.clone();
+    assert!(seen.iter().all(|(t, _, _)| *t == token), "{seen:?}");
+    let steps: Vec<(f64, Option<String>)> = seen.into_iter().map(|(_, p, m)| (p, m)).collect();
+    assert_eq!(
+        steps,
+        [
+            (1.0, Some("started echo".to_string())),
+            (2.0, Some("finished echo".to_string())),
+            (3.0, Some("started slow".to_string())),
+            (4.0, Some("finished slow".to_string())),
+        ]
+    );
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        progress.try_recv().is_err(),
+        "one notification per call start and end"
+    );
+}
