@@ -471,8 +471,8 @@ fn python_with_mcp() -> Option<std::path::PathBuf> {
     if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
         return Some(path.into());
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/python-mcp/bin/python");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/python-mcp/bin/python");
     path.exists().then_some(path)
 }
 
