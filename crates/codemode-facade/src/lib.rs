@@ -13,6 +13,7 @@
 
 mod agent;
 mod dispatch;
+mod missing;
 mod nodes;
 mod pipeline;
 mod process_group;

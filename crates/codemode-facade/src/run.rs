@@ -1,6 +1,7 @@
 //! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
+use crate::missing::MissingConveniences;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -77,6 +78,8 @@ pub(crate) struct Run {
     /// True while the run sits in the store: dropping it then means it expired or its session
     /// ended (`run_expired`); a terminal result clears it.
     stored: bool,
+    /// Calls of convenience names this catalog lacks, by line, for the failure text.
+    missing: MissingConveniences,
 }
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
@@ -307,6 +310,7 @@ impl Run {
             snapshot: None,
             error: None,
             run_id: None,
+            missing: MissingConveniences::default(),
         }
     }
 
@@ -318,6 +322,7 @@ impl Run {
         deadline: Instant,
         abort: &AbortHandle,
     ) {
+        self.missing = MissingConveniences::scan(javascript, &self.env.catalog);
         let limits = limits(&self.env);
         let namespace = &self.dispatcher.namespace;
         let mcp = json!({
@@ -820,6 +825,10 @@ impl Run {
                 if codemode_ts::is_module_access_reference_error(&error) {
                     self.fail(ErrorCode::InvalidInput, codemode_ts::MODULE_ACCESS_DISABLED)
                 } else {
+                    let error = self
+                        .missing
+                        .explain(&error, &self.env.catalog)
+                        .unwrap_or(error);
                     self.fail(ErrorCode::InternalError, &error)
                 }
             }

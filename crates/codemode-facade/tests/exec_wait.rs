@@ -366,6 +366,23 @@ return out;"#,
         .extra(files_write)
         .calls(0),
         Case::new(
+            "missing_convenience_says_what_an_unknown_id_says",
+            "const a = 1;\nreturn await tools.file_write({ path: \"a.txt\" });",
+            Failure(
+                "TypeError: not a function: tools.file_write is not a convenience function. Unknown tool id: file_write. Did you mean: write? Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.\n    at <anonymous> (openclaw-code-mode:user.js:2:20)",
+                ErrorCode::InternalError,
+            ),
+        )
+        .extra(files_write)
+        .calls(0),
+        Case::new(
+            "missing_convenience_stays_undefined",
+            "return [typeof tools.file_write, Object.isFrozen(tools)];",
+            V(json!(["undefined", true])),
+        )
+        .extra(files_write)
+        .calls(0),
+        Case::new(
             "tool_failure_is_an_error_e25",
             "try { await tools.callValue('fail', {}); } catch (e) { return [e instanceof Error, e.message]; }",
             V(json!([true, "fast failure"])),

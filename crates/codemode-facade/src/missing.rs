@@ -1,0 +1,130 @@
+//! A call of a convenience function that does not exist (`tools.file_write({})`) says what an
+//! unknown id says.
+//!
+//! `tools` is frozen and a missing name is `undefined` (the E2E plan checks `typeof tools.deploy`
+//! for a denied tool), so the engine's own error is `TypeError: not a function`, which names
+//! nothing. Before the first leg the run notes, per line of the program, the `tools.<name>(`
+//! calls whose name is neither a bridge function nor a convenience of this catalog (usually
+//! none, so nothing is kept); when the run then fails with that `TypeError` at one of those
+//! lines, the message gains the catalog's unknown-tool text with its "Did you mean"
+//! suggestions (docs/contract/catalog.md#s3-4-suggestions). A program that catches the
+//! `TypeError` itself still sees the engine's text.
+
+use std::collections::HashSet;
+
+use codemode_catalog::Catalog;
+
+/// The engine's message for calling a value that is not a function.
+const NOT_A_FUNCTION: &str = "TypeError: not a function";
+
+/// The name the guest gives the user's script in stack frames (`<name>:<line>:<column>`).
+const USER_SCRIPT: &str = "user.js:";
+
+/// The members of `tools` that are not conveniences (docs/contract/catalog.md#s3-4).
+const BRIDGE_MEMBERS: [&str; 4] = ["search", "describe", "call", "callValue"];
+
+/// Calls of missing convenience names in a program: `(line, name)`, lines counted from 1, at
+/// most one name per line (the first).
+#[derive(Debug, Default)]
+pub(crate) struct MissingConveniences(Vec<(usize, String)>);
+
+impl MissingConveniences {
+    /// Scans `javascript` (the prepared body, line-for-line the user's program) for
+    /// `tools.<identifier>(` (spaces allowed before the parenthesis) whose identifier is neither
+    /// a bridge member nor one of `catalog`'s conveniences.
+    pub(crate) fn scan(javascript: &str, catalog: &Catalog) -> MissingConveniences {
+        if !javascript.contains("tools.") {
+            return MissingConveniences::default();
+        }
+        let known: HashSet<&str> = catalog
+            .conveniences()
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain(BRIDGE_MEMBERS)
+            .collect();
+        let mut found = Vec::new();
+        for (index, line) in javascript.lines().enumerate() {
+            if let Some(name) = first_missing(line, &known) {
+                found.push((index + 1, name));
+            }
+        }
+        MissingConveniences(found)
+    }
+
+    /// `error` with the unknown-tool text appended to its first line when it is the engine's
+    /// "not a function" raised at a line holding a missing convenience call; otherwise `None`.
+    /// E.g. `TypeError: not a function: tools.file_write is not a convenience function. Unknown
+    /// tool id: file_write. Did you mean: write? Use tools.search …` followed by the frames.
+    pub(crate) fn explain(&self, error: &str, catalog: &Catalog) -> Option<String> {
+        let rest = error.strip_prefix(NOT_A_FUNCTION)?;
+        if self.0.is_empty() || !(rest.is_empty() || rest.starts_with('\n')) {
+            return None;
+        }
+        let after = &error[error.find(USER_SCRIPT)? + USER_SCRIPT.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let line: usize = after[..digits].parse().ok()?;
+        let name = &self.0.iter().find(|(l, _)| *l == line)?.1;
+        Some(format!(
+            "{NOT_A_FUNCTION}: tools.{name} is not a convenience function. {}{rest}",
+            catalog.unknown_tool(name)
+        ))
+    }
+}
+
+/// The first `tools.<identifier>(` on `line` whose identifier is not in `known`.
+fn first_missing(line: &str, known: &HashSet<&str>) -> Option<String> {
+    let mut at = 0;
+    while let Some(found) = line[at..].find("tools.") {
+        let start = at + found;
+        at = start + "tools.".len();
+        let preceded_by_ident = line[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == '.');
+        if preceded_by_ident {
+            continue;
+        }
+        let ident_len = line[at..]
+            .char_indices()
+            .find(|&(i, c)| {
+                !(c == '_' || c == '$' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
+            })
+            .map_or(line.len() - at, |(i, _)| i);
+        if ident_len == 0 {
+            continue;
+        }
+        let ident = &line[at..at + ident_len];
+        if line[at + ident_len..].trim_start().starts_with('(') && !known.contains(ident) {
+            return Some(ident.to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> HashSet<&'static str> {
+        ["read", "search", "describe", "call", "callValue"]
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn finds_the_first_missing_name_on_a_line() {
+        let k = known();
+        assert_eq!(
+            first_missing("await tools.read({}); tools.nope ({})", &k).as_deref(),
+            Some("nope")
+        );
+        assert_eq!(first_missing("const t = mytools.nope({})", &k), None);
+        assert_eq!(first_missing("x.tools.nope({})", &k), None);
+        assert_eq!(
+            first_missing("tools.read({}); tools.callValue('a')", &k),
+            None
+        );
+        assert_eq!(first_missing("tools.nope; tools.", &k), None);
+        assert_eq!(first_missing("tools.$a_1(1)", &k).as_deref(), Some("$a_1"));
+    }
+}
