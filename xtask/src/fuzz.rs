@@ -8,12 +8,13 @@
 use crate::{cargo, run};
 
 /// (target, crate): every fuzz target and the crate whose `tests/fuzz.rs` holds it.
-pub(crate) const TARGETS: [(&str, &str); 5] = [
+pub(crate) const TARGETS: [(&str, &str); 6] = [
     ("guest_report", "codemode-bridge"),
     ("snapshot_bytes", "codemode-runtime"),
     ("config_text", "codemode-config"),
     ("dts_schema", "codemode-catalog"),
     ("mcp_namespace", "codemode-catalog"),
+    ("tools_file", "codemode-catalog"),
 ];
 
 /// Parses the arguments and runs the chosen targets (all by default).

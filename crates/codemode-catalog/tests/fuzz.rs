@@ -153,3 +153,64 @@ fn fuzz_mcp_namespace() {
 fn seeds_first() -> Vec<u8> {
     seeds().remove(0)
 }
+
+/// Fuzz target `tools_file`: the static tools file (`codemode exec --tools`, `codemode catalog
+/// --tools`; one parser, `parse_tools_file`) answers any text with specs or an error, and the
+/// specs it accepts build a catalog or fail with an error, never a panic.
+#[test]
+fn fuzz_tools_file() {
+    let seeds = vec![
+        br#"[{"name": "weather", "description": "Forecast.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}, "result": {"ok": true}}]"#.to_vec(),
+        br##"[{"name": "a", "origin": {"kind": "plugin", "pluginId": "p"}, "outputSchema": {"type": "array", "items": {"$ref": "#"}}, "delayMs": 5, "echo": true}, {"name": "a"}]"##.to_vec(),
+        br#"[{"name": "deploy", "control": true, "catalogMode": "direct-only", "resultByAction": {"x": 1}, "error": "no"}]"#.to_vec(),
+    ];
+    let generate = |rng: &mut engine::Rng| -> Vec<u8> {
+        let keys = [
+            "name",
+            "description",
+            "parameters",
+            "outputSchema",
+            "origin",
+            "catalogMode",
+            "allowed",
+            "control",
+            "channel",
+            "result",
+            "error",
+            "echo",
+            "resultByAction",
+            "delayMs",
+        ];
+        let entries: Vec<Value> = (0..rng.below(4))
+            .map(|_| {
+                let mut entry = serde_json::Map::new();
+                for _ in 0..rng.below(6) {
+                    let key = if rng.chance(6) {
+                        engine::key(rng)
+                    } else {
+                        keys[rng.below(keys.len())].to_string()
+                    };
+                    let value = if key == "name" && rng.chance(2) {
+                        Value::String(engine::string(rng))
+                    } else {
+                        engine::json_value(rng, 5)
+                    };
+                    entry.insert(key, value);
+                }
+                Value::Object(entry)
+            })
+            .collect();
+        Value::Array(entries).to_string().into_bytes()
+    };
+    engine::run("tools_file", &seeds, Some(&generate), &|bytes| {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return;
+        };
+        if let Ok(specs) = codemode_catalog::cli::parse_tools_file(text) {
+            if let Ok(catalog) = Catalog::build(specs, &LIMITS) {
+                let _ = catalog.all_tools();
+                let _ = catalog.quick_index();
+            }
+        }
+    });
+}
