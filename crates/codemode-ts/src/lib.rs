@@ -40,8 +40,8 @@ pub use module_access::is_module_access_reference_error;
 pub use prepare::{prepare_exec, prepare_source, PreparedExec};
 pub use rejection::{
     Rejection, CODE_AND_COMMAND_MISMATCH, INVALID_INPUT, INVALID_LANGUAGE, INVALID_RESTART_SAFE,
-    JAVASCRIPT_DISABLED, MAX_SOURCE_BYTES, MISSING_SOURCE, MODULE_ACCESS_DISABLED, SHELL_SOURCE, TYPESCRIPT_DISABLED,
-    TYPESCRIPT_TRANSFORM_FAILED_PREFIX,
+    JAVASCRIPT_DISABLED, MAX_SOURCE_BYTES, MISSING_SOURCE, MODULE_ACCESS_DISABLED, SHELL_SOURCE,
+    TYPESCRIPT_DISABLED, TYPESCRIPT_TRANSFORM_FAILED_PREFIX,
 };
 pub use typescript::{strip_typescript, typescript_transform_count};
 pub use wrapper::{wrap_source, SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
