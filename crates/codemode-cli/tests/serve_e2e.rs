@@ -602,3 +602,72 @@ async fn serve_forwards_elicitation_to_a_client_that_declared_it() {
     );
     plain.cancel().await.unwrap();
 }
+
+/// One `notifications/progress`: `(progress, message)`.
+type ProgressStep = (f64, Option<String>);
+
+/// An upstream client recording every `notifications/progress`.
+#[derive(Clone, Default)]
+struct Progress(std::sync::Arc<std::sync::Mutex<Vec<ProgressStep>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((params.progress, params.message));
+    }
+}
+
+/// Issue 14 item 7: a downstream server's own progress for a nested `tools/call`
+/// (server-everything's `trigger-long-running-operation`, two steps) reaches the `exec` that
+/// made the call, between the run's own `started`/`finished` messages, and none comes after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_forwards_downstream_progress_to_the_exec() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
+        .args(["serve", "--mcp-config"])
+        .arg(&config)
+        .stderr(std::process::Stdio::null());
+    let seen = Progress::default();
+    let client = seen
+        .clone()
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let code = "const r = await MCP.everything.triggerLongRunningOperation({duration: 1, steps: 2}); return r.content[0].text;";
+    let result = exec_json(&client, code).await;
+    assert_eq!(
+        result["structuredContent"]["value"],
+        "Long running operation completed. Duration: 1 seconds, Steps: 2.",
+        "{result}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let steps = seen.0.lock().unwrap().clone();
+    let messages: Vec<Option<&str>> = steps.iter().map(|(_, m)| m.as_deref()).collect();
+    assert_eq!(
+        messages,
+        [
+            Some("started everything__trigger-long-running-operation"),
+            Some("everything: 1/2"),
+            Some("everything: 2/2"),
+            Some("finished everything__trigger-long-running-operation"),
+        ],
+        "{steps:?}"
+    );
+    let counts: Vec<f64> = steps.iter().map(|(p, _)| *p).collect();
+    assert_eq!(counts, [1.0, 2.0, 3.0, 4.0]);
+    client.cancel().await.unwrap();
+}

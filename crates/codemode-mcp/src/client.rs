@@ -565,14 +565,40 @@ impl ServerClient {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, ClientError> {
+        self.call_tool_for(tool, arguments, None).await
+    }
+
+    /// [`ServerClient::call_tool`] for the nested call `tool_call_id` of a code-mode run: in
+    /// `codemode serve` (a forwarder is set) the server's progress for this request reaches
+    /// that run's `exec`/`wait` when it asked for progress (`forward.rs`).
+    ///
+    /// # Errors
+    /// As [`ServerClient::call_tool`].
+    pub async fn call_tool_for(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        tool_call_id: Option<&str>,
+    ) -> Result<Value, ClientError> {
         // Sent raw and read back raw (rmcp's untagged result falls back to the JSON as is): a
         // typed `CallToolResult` would lose a whole result over one content item of a type rmcp
         // does not know, and the guest gets the raw MCP result anyway.
         let params = json!({"name": tool, "arguments": arguments});
         let timeout = self.options.call_timeout;
+        let track = self
+            .forward
+            .clone()
+            .zip(tool_call_id)
+            .map(|(forward, id)| (forward, self.name.clone(), id.to_string()));
         to_json(
             self.request("tools/call", Some(tool), |p| {
-                send_raw(p, "tools/call", Some(params.clone()), timeout)
+                send_raw_tracked(
+                    p,
+                    "tools/call",
+                    Some(params.clone()),
+                    timeout,
+                    track.clone(),
+                )
             })
             .await?,
         )
@@ -766,10 +792,25 @@ async fn send_raw(
     params: Option<Value>,
     timeout: Duration,
 ) -> Result<ServerResult, ServiceError> {
+    send_raw_tracked(peer, method, params, timeout, None).await
+}
+
+/// [`send_raw`], routing the server's progress for the request to the nested call of `track`
+/// (forwarder, server name, tool-call id) while the request is in flight.
+async fn send_raw_tracked(
+    peer: Peer<RoleClient>,
+    method: &str,
+    params: Option<Value>,
+    timeout: Duration,
+    track: Option<(Arc<crate::forward::Forwarder>, String, String)>,
+) -> Result<ServerResult, ServiceError> {
     let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
+    let _tracked = track.map(|(forward, server, call)| {
+        forward.track(&server, handle.progress_token.clone(), &call)
+    });
     let mut guard = CancelOnDrop {
         peer: handle.peer.clone(),
         id: Some(handle.id.clone()),

@@ -14,11 +14,15 @@
 // 2025-11-25 revision this client speaks, and servers still send it.
 #![allow(deprecated)]
 
-use std::sync::{Arc, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::mpsc::UnboundedSender;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, ProtocolVersion,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer};
@@ -35,9 +39,38 @@ pub const NO_UPSTREAM: &str = "the MCP client of codemode serve did not declare 
 /// Hands downstream servers' elicitation and sampling requests to the upstream MCP client of
 /// `codemode serve`: the client of the latest `exec` or `wait` call ([`Forwarder::set_upstream`]).
 /// With several HTTP sessions at once that is the most recent caller.
+///
+/// It also routes a downstream server's `notifications/progress` for a `tools/call` to the
+/// `exec`/`wait` that made the nested call, when that request carried a `progressToken`
+/// (docs/mcp.md, "Forwarding"): the run's progress sink registers each nested call by its
+/// tool-call id ([`Forwarder::watch_call`]) and the client registers the downstream request's
+/// progress token under that id while the request is in flight ([`Forwarder::track`]).
 #[derive(Default)]
 pub struct Forwarder {
     upstream: RwLock<Option<Peer<RoleServer>>>,
+    progress: Mutex<ProgressRoutes>,
+}
+
+/// The two maps downstream progress goes through.
+#[derive(Default)]
+struct ProgressRoutes {
+    /// Nested tool-call id → the progress messages of the `exec`/`wait` that runs it.
+    calls: HashMap<String, UnboundedSender<String>>,
+    /// (server name, the progress token rmcp put on the downstream request) → nested tool-call id.
+    requests: HashMap<(String, ProgressToken), String>,
+}
+
+/// Removes a downstream request's progress route when the request ends (answered, timed out or
+/// dropped).
+pub(crate) struct Tracked {
+    forward: Arc<Forwarder>,
+    key: (String, ProgressToken),
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.forward.routes().requests.remove(&self.key);
+    }
 }
 
 impl Forwarder {
@@ -49,6 +82,64 @@ impl Forwarder {
     /// Makes `peer` the client that later requests go to.
     pub fn set_upstream(&self, peer: Peer<RoleServer>) {
         *self.upstream.write().unwrap_or_else(|e| e.into_inner()) = Some(peer);
+    }
+
+    fn routes(&self) -> std::sync::MutexGuard<'_, ProgressRoutes> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Progress of the nested call `tool_call_id` (a downstream server's progress for it) goes
+    /// to `messages` until [`Forwarder::unwatch_call`].
+    pub fn watch_call(&self, tool_call_id: &str, messages: UnboundedSender<String>) {
+        self.routes()
+            .calls
+            .insert(tool_call_id.to_string(), messages);
+    }
+
+    /// Ends [`Forwarder::watch_call`] for `tool_call_id` (the nested call finished).
+    pub fn unwatch_call(&self, tool_call_id: &str) {
+        self.routes().calls.remove(tool_call_id);
+    }
+
+    /// While the returned guard lives, progress that `server` sends with `token` belongs to the
+    /// nested call `tool_call_id`.
+    pub(crate) fn track(
+        self: &Arc<Self>,
+        server: &str,
+        token: ProgressToken,
+        tool_call_id: &str,
+    ) -> Tracked {
+        let key = (server.to_string(), token);
+        self.routes()
+            .requests
+            .insert(key.clone(), tool_call_id.to_string());
+        Tracked {
+            forward: self.clone(),
+            key,
+        }
+    }
+
+    /// Passes a downstream progress notification of `server` on as a message
+    /// (`<server>: <progress>[/<total>][ <message>]`) to the `exec`/`wait` watching its call;
+    /// dropped when none is.
+    fn route_progress(&self, server: &str, params: &ProgressNotificationParam) {
+        let routes = self.routes();
+        let Some(sender) = routes
+            .requests
+            .get(&(server.to_string(), params.progress_token.clone()))
+            .and_then(|call| routes.calls.get(call))
+        else {
+            return;
+        };
+        let mut message = format!("{server}: {}", params.progress);
+        if let Some(total) = params.total {
+            message.push_str(&format!("/{total}"));
+        }
+        if let Some(text) = &params.message {
+            message.push(' ');
+            message.extend(text.chars().filter(|c| !c.is_control()).take(200));
+        }
+        let _ = sender.send(message);
     }
 
     fn upstream_with(&self, capability: &str) -> Result<Peer<RoleServer>, String> {
@@ -100,6 +191,27 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
         (self.on_tools_changed)();
+        std::future::ready(())
+    }
+
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        if let Some(forward) = &self.forward {
+            forward.route_progress(&self.server, &params);
+        }
+        std::future::ready(())
+    }
+
+    fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        // A server's log lines are for the operator, not the model (docs/mcp.md, "Forwarding").
+        tracing::debug!(server = %self.server, level = ?params.level, data = %params.data, "MCP server log message");
         std::future::ready(())
     }
 

@@ -656,7 +656,11 @@ impl ToolExecutor for McpExecutor {
             let string = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_string);
             tracing::debug!(server = client.name(), tool = %route.tool, id = %call.tool_id, "MCP call");
             let result = match route.operation {
-                McpOperation::Tool => client.call_tool(&route.tool, input).await,
+                McpOperation::Tool => {
+                    client
+                        .call_tool_for(&route.tool, input, Some(&call.tool_call_id))
+                        .await
+                }
                 McpOperation::ResourcesList => client.list_resources(string("cursor")).await,
                 McpOperation::PromptsList => client.list_prompts(string("cursor")).await,
                 McpOperation::ResourcesTemplates => {

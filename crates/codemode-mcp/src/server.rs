@@ -374,18 +374,31 @@ fn progress_message(kind: &codemode_telemetry::EventKind) -> Option<String> {
 
 /// A trajectory sink that passes every event on to the run's own trajectory and turns nested
 /// calls started/finished into progress messages, in order, on a channel.
+/// With a forwarder, each nested call is watched while it runs, so a downstream MCP server's
+/// own progress for it comes out on the same channel (`forward.rs`).
 struct ProgressSink {
     inner: Trajectory,
     messages: tokio::sync::mpsc::UnboundedSender<String>,
+    forward: Option<Arc<crate::forward::Forwarder>>,
 }
 
 impl codemode_telemetry::TrajectorySink for ProgressSink {
     fn record(&self, event: &codemode_telemetry::TrajectoryEvent) {
+        use codemode_telemetry::EventKind;
         if self.inner.is_enabled() {
             self.inner.record(event.kind().clone());
         }
         if let Some(message) = progress_message(event.kind()) {
             let _ = self.messages.send(message);
+        }
+        if let Some(forward) = &self.forward {
+            match event.kind() {
+                EventKind::NestedToolCall(e) => {
+                    forward.watch_call(&e.tool_call_id, self.messages.clone());
+                }
+                EventKind::NestedToolResult(e) => forward.unwatch_call(&e.tool_call_id),
+                _ => {}
+            }
         }
     }
 }
@@ -398,6 +411,7 @@ impl codemode_telemetry::TrajectorySink for ProgressSink {
 fn with_progress(
     env: RunEnv,
     context: &RequestContext<RoleServer>,
+    forward: Option<Arc<crate::forward::Forwarder>>,
 ) -> (RunEnv, Option<tokio_util::sync::DropGuard>) {
     let Some(token) = context.meta.get_progress_token() else {
         return (env, None);
@@ -429,6 +443,7 @@ fn with_progress(
     let sink = ProgressSink {
         inner: env.trajectory.clone(),
         messages,
+        forward,
     };
     (
         env.with_trajectory(Trajectory::new(Arc::new(sink), scope)),
@@ -653,7 +668,7 @@ impl CodeModeServer {
                 .set_timeout_ms(timeout.saturating_sub(waited).max(100));
             env
         };
-        let (env, _progress) = with_progress(env, context);
+        let (env, _progress) = with_progress(env, context, self.forward.clone());
         let code_mode = &self.code_mode;
         let value = abortable(context.ct.cancelled(), |abort| async move {
             code_mode.exec(&env, &input, &abort).await.to_json()
@@ -671,7 +686,7 @@ impl CodeModeServer {
         let Some(env) = self.run_env(session) else {
             return disabled_result();
         };
-        let (env, _progress) = with_progress(env, context);
+        let (env, _progress) = with_progress(env, context, self.forward.clone());
         let code_mode = &self.code_mode;
         abortable(context.ct.cancelled(), |abort| async move {
             code_mode.wait_with(&env, &input, &abort).await.to_json()
