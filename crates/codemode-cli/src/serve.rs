@@ -38,7 +38,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     }
     if args.host.mcp_config.is_none() && args.host.root.is_none() && args.host.tools.is_none() {
         eprintln!(
-            "codemode: serve has no tools: give --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE"
+            "codemode: serving an empty catalog (exec runs programs, but they have no tools to call); add tools with --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE"
         );
     }
     let runtime = host::async_runtime()?;

@@ -163,7 +163,7 @@ fn serve_without_any_tool_source_says_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.starts_with(
-            "codemode: serve has no tools: give --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE\n"
+            "codemode: serving an empty catalog (exec runs programs, but they have no tools to call); add tools with --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE\n"
         ),
         "{stderr}"
     );
