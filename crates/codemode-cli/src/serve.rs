@@ -117,6 +117,11 @@ impl EnvSource for ServeSource {
         })
     }
 
+    fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        let hub = self.0.as_ref()?.hub.as_ref()?;
+        Some(hub.subscribe_generation())
+    }
+
     fn run_env(&self, scope: codemode_bridge::RunScope) -> Option<codemode_facade::RunEnv> {
         let host = self.0.as_ref()?;
         match host.run_env(scope) {

@@ -655,7 +655,10 @@ async fn serve_forwards_downstream_progress_to_the_exec() {
         "{result}"
     );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let steps = seen.0.lock().unwrap().clone();
+    // rmcp runs a client's notification handlers as separate tasks, so they may be recorded out
+    // of order; `progress` (1, 2, …) is the order the server sent them in.
+    let mut steps = seen.0.lock().unwrap().clone();
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
     let messages: Vec<Option<&str>> = steps.iter().map(|(_, m)| m.as_deref()).collect();
     assert_eq!(
         messages,
@@ -669,5 +672,83 @@ async fn serve_forwards_downstream_progress_to_the_exec() {
     );
     let counts: Vec<f64> = steps.iter().map(|(p, _)| *p).collect();
     assert_eq!(counts, [1.0, 2.0, 3.0, 4.0]);
+    client.cancel().await.unwrap();
+}
+
+/// An upstream client counting `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct ListChanged(std::sync::Arc<tokio::sync::Notify>);
+
+impl rmcp::ClientHandler for ListChanged {
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.notify_one();
+    }
+}
+
+/// Issue 14 item 2: a server that connects after the client listed the tools makes `serve`
+/// send `notifications/tools/list_changed`, and the `exec` listed again names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_announces_a_late_server_with_list_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let gate = root.join("go");
+    let config = root.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "late": {"command": "sh", "args": ["-c",
+                format!("while [ ! -e '{}' ]; do sleep 0.05; done; exec '{}'", gate.display(),
+                    npm_server("mcp-server-memory").display())],
+                "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
+        .args(["serve", "--mcp-config"])
+        .arg(&config)
+        .stderr(std::process::Stdio::null());
+    let changed = ListChanged::default();
+    let client = changed
+        .clone()
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let info = client.peer_info().expect("initialize result");
+    assert_eq!(
+        info.capabilities
+            .tools
+            .as_ref()
+            .and_then(|t| t.list_changed),
+        Some(true)
+    );
+    let description = |tools: &[rmcp::model::Tool]| {
+        tools[0]
+            .description
+            .as_deref()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let before = client.list_all_tools().await.unwrap();
+    assert!(
+        !description(&before).contains("visible servers: late"),
+        "{}",
+        description(&before)
+    );
+
+    std::fs::write(&gate, "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), changed.0.notified())
+        .await
+        .expect("notifications/tools/list_changed after the late server connected");
+    let after = client.list_all_tools().await.unwrap();
+    assert!(
+        description(&after).contains("visible servers: late"),
+        "{}",
+        description(&after)
+    );
     client.cancel().await.unwrap();
 }

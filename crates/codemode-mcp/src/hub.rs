@@ -346,6 +346,14 @@ impl McpHub {
         *self.inner.generation.borrow()
     }
 
+    /// A receiver that sees every later [`McpHub::generation`] bump (a server connected late,
+    /// re-listed, or its entries changed): `codemode serve` tells its MCP clients
+    /// `notifications/tools/list_changed` on each, since the `exec` description follows the
+    /// catalog.
+    pub fn subscribe_generation(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.generation.subscribe()
+    }
+
     /// Waits until [`McpHub::generation`] exceeds `seen`, at most `timeout`; returns the
     /// generation then.
     pub async fn changed_since(&self, seen: u64, timeout: Duration) -> u64 {

@@ -39,7 +39,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{QuitReason, RequestContext, ServerInitializeError};
+use rmcp::service::{NotificationContext, QuitReason, RequestContext, ServerInitializeError};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
@@ -95,6 +95,14 @@ pub trait EnvSource: Send + Sync + 'static {
     ) -> std::pin::Pin<Box<dyn Future<Output = Vec<crate::hub::Unavailable>> + Send + '_>> {
         let _ = within;
         Box::pin(async { Vec::new() })
+    }
+
+    /// A receiver that changes whenever the catalog behind [`EnvSource::run_env`] may have
+    /// changed (an MCP server connected late or re-listed), so the `exec` description (its
+    /// namespace prompt and quick index) is out of date: each stateful MCP session then gets
+    /// `notifications/tools/list_changed`. `None` (the default): the catalog never changes.
+    fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
     }
 }
 
@@ -704,9 +712,37 @@ fn exec_definition(catalog: &Catalog) -> ToolDefinition {
 
 impl ServerHandler for CodeModeServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-            .with_instructions(SERVER_INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+        .with_instructions(SERVER_INSTRUCTIONS)
+    }
+
+    /// After the handshake of a stateful session: while the session's transport is open, every
+    /// change of the catalog ([`EnvSource::catalog_changes`]) is announced with
+    /// `notifications/tools/list_changed`, so a client that listed `exec` before a late MCP
+    /// server connected lists it again and sees that server in the description.
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Some(mut changes) = self.source.catalog_changes() {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                changes.mark_unchanged();
+                while changes.changed().await.is_ok() {
+                    if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+        std::future::ready(())
     }
 
     async fn list_tools(

@@ -934,6 +934,9 @@ async fn an_exec_with_a_progress_token_reports_its_nested_calls() {
     }
     // rmcp's client puts its own token (derived from the request id) on the wire; the server
     // answers with the token it received, the same on every notification.
+    // rmcp runs a client's notification handlers as separate tasks, so they may arrive here out
+    // of order; `progress` (1, 2, …) is the order the server sent them in.
+    seen.sort_by(|a, b| a.1.total_cmp(&b.1));
     let token = seen[0].0.clone();
     assert!(seen.iter().all(|(t, _, _)| *t == token), "{seen:?}");
     let steps: Vec<(f64, Option<String>)> = seen.into_iter().map(|(_, p, m)| (p, m)).collect();
