@@ -7,15 +7,20 @@
 
 use crate::{cargo, run};
 
-/// (target, crate): every fuzz target and the crate whose `tests/fuzz.rs` holds it.
-pub(crate) const TARGETS: [(&str, &str); 6] = [
+/// (target, crate): every fuzz target and the crate whose `tests/fuzz.rs` holds it; a target of
+/// the `codemode` binary's private parsers ([`BIN_TARGETS`]) is a unit test instead.
+pub(crate) const TARGETS: [(&str, &str); 7] = [
     ("guest_report", "codemode-bridge"),
     ("snapshot_bytes", "codemode-runtime"),
     ("config_text", "codemode-config"),
     ("dts_schema", "codemode-catalog"),
     ("mcp_namespace", "codemode-catalog"),
     ("tools_file", "codemode-catalog"),
+    ("session_line", "codemode-cli"),
 ];
+
+/// (target, unit test path in the `codemode` binary) for targets whose parser is private to it.
+const BIN_TARGETS: [(&str, &str); 1] = [("session_line", "session::fuzz::fuzz_session_line")];
 
 /// Parses the arguments and runs the chosen targets (all by default).
 pub(crate) fn task(args: &[String]) -> Result<(), String> {
@@ -50,11 +55,20 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
             continue;
         }
         let mut cmd = cargo();
-        cmd.args(["test", "-p", krate, "--test", "fuzz"]);
+        let test = match BIN_TARGETS.iter().find(|(t, _)| *t == target) {
+            Some((_, path)) => {
+                cmd.args(["test", "-p", krate, "--bin", "codemode"]);
+                path.to_string()
+            }
+            None => {
+                cmd.args(["test", "-p", krate, "--test", "fuzz"]);
+                format!("fuzz_{target}")
+            }
+        };
         if release {
             cmd.arg("--release");
         }
-        cmd.args(["--", "--exact", &format!("fuzz_{target}"), "--nocapture"])
+        cmd.args(["--", "--exact", &test, "--nocapture"])
             .env("CODEMODE_FUZZ_SECONDS", seconds.to_string());
         run(&mut cmd)?;
     }

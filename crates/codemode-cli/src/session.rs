@@ -396,3 +396,51 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "../../../xtask/fuzz/engine.rs"]
+mod fuzz_engine;
+
+/// Fuzz target `session_line` (docs/threat-model.md, "Fuzzing"): any line a host writes gets a
+/// correlation id or none and a request or an `invalid_input` message, never a panic.
+#[cfg(test)]
+mod fuzz {
+    use super::fuzz_engine as engine;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn fuzz_session_line() {
+        let seeds: Vec<Vec<u8>> = [
+            r#"{"tool": "exec", "args": {"code": "return 1"}, "id": 7}"#,
+            r#"{"tool": "wait", "args": {"runId": "cm_x", "timeoutMs": 10}}"#,
+            r#"{"tool": "approve", "args": {"approvalId": "a", "decision": "allow-once"}, "id": "x"}"#,
+            r#"{"tool": "surface"}"#,
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        let generate = |rng: &mut engine::Rng| -> Vec<u8> {
+            let tools = ["exec", "wait", "approve", "surface", "nope"];
+            let mut line = serde_json::Map::new();
+            if !rng.chance(8) {
+                line.insert("tool".into(), json!(tools[rng.below(tools.len())]));
+            }
+            if !rng.chance(4) {
+                line.insert("args".into(), engine::json_value(rng, 4));
+            }
+            if rng.chance(2) {
+                line.insert("id".into(), engine::json_value(rng, 2));
+            }
+            if rng.chance(6) {
+                line.insert(engine::key(rng), engine::json_value(rng, 2));
+            }
+            Value::Object(line).to_string().into_bytes()
+        };
+        engine::run("session_line", &seeds, Some(&generate), &|bytes| {
+            if let Ok(line) = std::str::from_utf8(bytes) {
+                let _ = super::line_id(line);
+                let _ = super::parse_request(line);
+            }
+        });
+    }
+}
