@@ -254,7 +254,10 @@
     for (let i = 0; i < fields.length; i++) {
       if (i > 0) out += ",";
       const field = fields[i];
-      out += stringify(field[0]) + ":" + (field[2] === true ? checkedText(field[1]) : jsonText(field[1]));
+      // `length === 3` first: a pair has no own index 2, and `field[2]` alone would read a getter
+      // user code put on Array.prototype[2] and pass a user value as prelude-built text.
+      const builtText = field.length === 3 && field[2] === true;
+      out += stringify(field[0]) + ":" + (builtText ? checkedText(field[1]) : jsonText(field[1]));
     }
     return out + "}";
   }

@@ -476,6 +476,9 @@ async fn serve_exits_during_a_reconnect_when_stdin_closes() {
     // SAFETY: kill(2) takes plain integers; `first` is the test server, still running.
     assert_eq!(unsafe { libc::kill(first, libc::SIGKILL) }, 0);
     assert!(gone(first).await);
+    // Give the client a moment to see the closed pipe: a call sent on the dying connection fails
+    // at once with the reason (issue 14 item 4) instead of reconnecting.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
 
     // The next call reconnects; the restarted server never answers `initialize`.
     let peer = client.peer().clone();

@@ -23,10 +23,10 @@ const USER_SCRIPT: &str = "user.js:";
 /// The members of `tools` that are not conveniences (docs/contract/catalog.md#s3-4).
 const BRIDGE_MEMBERS: [&str; 4] = ["search", "describe", "call", "callValue"];
 
-/// Calls of missing convenience names in a program: `(line, name)`, lines counted from 1, at
-/// most one name per line (the first).
+/// Calls of missing convenience names in a program: `(line, column, name)`, both counted from 1
+/// (the column is the name's first character, where the engine's error points).
 #[derive(Debug, Default)]
-pub(crate) struct MissingConveniences(Vec<(usize, String)>);
+pub(crate) struct MissingConveniences(Vec<(usize, usize, String)>);
 
 impl MissingConveniences {
     /// Scans `javascript` (the prepared body, line-for-line the user's program) for
@@ -44,15 +44,16 @@ impl MissingConveniences {
             .collect();
         let mut found = Vec::new();
         for (index, line) in javascript.lines().enumerate() {
-            if let Some(name) = first_missing(line, &known) {
-                found.push((index + 1, name));
+            for (column, name) in missing_calls(line, &known) {
+                found.push((index + 1, column, name));
             }
         }
         MissingConveniences(found)
     }
 
     /// `error` with the unknown-tool text appended to its first line when it is the engine's
-    /// "not a function" raised at a line holding a missing convenience call; otherwise `None`.
+    /// "not a function" raised at the line and column of a missing convenience call (another
+    /// call failing on that line is not mistaken for it); otherwise `None`.
     /// E.g. `TypeError: not a function: tools.file_write is not a convenience function. Unknown
     /// tool id: file_write. Did you mean: write? Use tools.search …` followed by the frames.
     pub(crate) fn explain(&self, error: &str, catalog: &Catalog) -> Option<String> {
@@ -63,7 +64,14 @@ impl MissingConveniences {
         let after = &error[error.find(USER_SCRIPT)? + USER_SCRIPT.len()..];
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
         let line: usize = after[..digits].parse().ok()?;
-        let name = &self.0.iter().find(|(l, _)| *l == line)?.1;
+        let after = after[digits..].strip_prefix(':')?;
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let column: usize = after[..digits].parse().ok()?;
+        let name = &self
+            .0
+            .iter()
+            .find(|(l, c, _)| *l == line && *c == column)?
+            .2;
         Some(format!(
             "{NOT_A_FUNCTION}: tools.{name} is not a convenience function. {}{rest}",
             catalog.unknown_tool(name)
@@ -71,11 +79,13 @@ impl MissingConveniences {
     }
 }
 
-/// The first `tools.<identifier>(` on `line` whose identifier is not in `known`.
-fn first_missing(line: &str, known: &HashSet<&str>) -> Option<String> {
+/// Every `tools.<identifier>(` on `line` whose identifier is not in `known`, with the
+/// identifier's column (characters, from 1).
+fn missing_calls(line: &str, known: &HashSet<&str>) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
     let mut at = 0;
-    while let Some(found) = line[at..].find("tools.") {
-        let start = at + found;
+    while let Some(offset) = line[at..].find("tools.") {
+        let start = at + offset;
         at = start + "tools.".len();
         let preceded_by_ident = line[..start]
             .chars()
@@ -95,10 +105,10 @@ fn first_missing(line: &str, known: &HashSet<&str>) -> Option<String> {
         }
         let ident = &line[at..at + ident_len];
         if line[at + ident_len..].trim_start().starts_with('(') && !known.contains(ident) {
-            return Some(ident.to_string());
+            found.push((line[..at].chars().count() + 1, ident.to_string()));
         }
     }
-    None
+    found
 }
 
 #[cfg(test)]
@@ -111,20 +121,20 @@ mod tests {
             .collect()
     }
 
+    fn names(line: &str) -> Vec<(usize, String)> {
+        missing_calls(line, &known())
+    }
+
     #[test]
-    fn finds_the_first_missing_name_on_a_line() {
-        let k = known();
+    fn finds_every_missing_name_with_its_column() {
         assert_eq!(
-            first_missing("await tools.read({}); tools.nope ({})", &k).as_deref(),
-            Some("nope")
+            names("await tools.read({}); tools.nope ({}); tools.b(1)"),
+            [(29, "nope".to_string()), (46, "b".to_string())]
         );
-        assert_eq!(first_missing("const t = mytools.nope({})", &k), None);
-        assert_eq!(first_missing("x.tools.nope({})", &k), None);
-        assert_eq!(
-            first_missing("tools.read({}); tools.callValue('a')", &k),
-            None
-        );
-        assert_eq!(first_missing("tools.nope; tools.", &k), None);
-        assert_eq!(first_missing("tools.$a_1(1)", &k).as_deref(), Some("$a_1"));
+        assert!(names("const t = mytools.nope({})").is_empty());
+        assert!(names("x.tools.nope({})").is_empty());
+        assert!(names("tools.read({}); tools.callValue('a')").is_empty());
+        assert!(names("tools.nope; tools.").is_empty());
+        assert_eq!(names("tools.$a_1(1)"), [(7, "$a_1".to_string())]);
     }
 }

@@ -376,6 +376,16 @@ return out;"#,
         .extra(files_write)
         .calls(0),
         Case::new(
+            "another_failing_call_on_the_line_is_not_blamed_on_a_missing_convenience",
+            "const o = {}; o.x(); await tools.file_write({});",
+            Failure(
+                "TypeError: not a function\n    at <anonymous> (openclaw-code-mode:user.js:1:17)",
+                ErrorCode::InternalError,
+            ),
+        )
+        .extra(files_write)
+        .calls(0),
+        Case::new(
             "missing_convenience_stays_undefined",
             "return [typeof tools.file_write, Object.isFrozen(tools)];",
             V(json!(["undefined", true])),

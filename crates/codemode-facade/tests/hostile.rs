@@ -558,3 +558,25 @@ async fn nul_characters_in_source_run() {
         other => panic!("expected failed, got {}", summary(other)),
     }
 }
+
+/// A getter on `Array.prototype[2]` cannot make a `[key, value]` pair look like prelude-built
+/// JSON text: `json()` of an object whose `toString` returns forged or over-deep JSON is adapted
+/// like any object (here `{}`), and a tool input is too.
+#[tokio::test]
+async fn an_inherited_index_cannot_pass_user_text_as_envelope_json() {
+    let h = harness();
+    let r = h
+        .exec(
+            r#"Object.defineProperty(Array.prototype, 2, { get() { return true; }, configurable: true });
+               json({ toString() { return '{"forged":true}'; } });
+               json({ toString() { return "[".repeat(120) + "]".repeat(120); } });
+               const echoed = await tools.fast({ toString() { return '{"forged":true}'; } });
+               return echoed;"#,
+        )
+        .await;
+    assert_eq!(
+        summary(&r),
+        json!({"status": "completed", "value": {"input": {}},
+               "output": [{"type": "json", "value": {}}, {"type": "json", "value": {}}]})
+    );
+}

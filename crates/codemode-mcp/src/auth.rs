@@ -441,14 +441,18 @@ impl OAuthHttpClient {
             "codemode: MCP server {server:?} needs authorization; {URL_MARKER}{url}\ncodemode: waiting for the browser to return to {redirect_uri} (at most {} s, and no longer than the request's own timeout)",
             AUTHORIZATION_WAIT.as_secs()
         );
-        let callback = tokio::time::timeout(AUTHORIZATION_WAIT, wait_for_callback(listener, port))
-            .await
-            .map_err(|_| {
-                AuthError::AuthorizationFailed(format!(
-                    "nobody completed the authorization of MCP server {server:?} within {} s",
-                    AUTHORIZATION_WAIT.as_secs()
-                ))
-            })??;
+        let state = query_value(&url, "state").ok_or_else(|| {
+            AuthError::InternalError("the authorization URL carries no state".into())
+        })?;
+        let callback =
+            tokio::time::timeout(AUTHORIZATION_WAIT, wait_for_callback(listener, port, state))
+                .await
+                .map_err(|_| {
+                    AuthError::AuthorizationFailed(format!(
+                        "nobody completed the authorization of MCP server {server:?} within {} s",
+                        AUTHORIZATION_WAIT.as_secs()
+                    ))
+                })??;
         manager
             .exchange_code_for_token_with_issuer(
                 &callback.code,
@@ -493,12 +497,17 @@ fn mcp_http_client() -> Result<reqwest::Client, AuthError> {
         .map_err(|e| AuthError::InternalError(format!("cannot build the HTTP client: {e}")))
 }
 
-/// Serves `http://127.0.0.1:<port>/callback` until a redirect with `code` and `state` (or an
-/// OAuth `error`) arrives; other paths get 404. The browser sees a one-line page.
+/// Serves `http://127.0.0.1:<port>/callback` until a GET redirect carrying the authorization
+/// request's own `state` arrives, with `code` (or an OAuth `error`); other paths get 404, other
+/// methods 405, and a callback with another or no `state` 400 while the wait goes on, so a local
+/// process or a web page probing 127.0.0.1 cannot end the flow or use up an attempt (the PKCE
+/// verifier stays with the real redirect). The browser sees a one-line page.
 async fn wait_for_callback(
     listener: tokio::net::TcpListener,
     port: u16,
+    expected_state: String,
 ) -> Result<AuthorizationCallback, AuthError> {
+    let expected_state = Arc::new(expected_state);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<AuthorizationCallback, AuthError>>(1);
     loop {
         tokio::select! {
@@ -508,15 +517,23 @@ async fn wait_for_callback(
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let tx = tx.clone();
+                let expected_state = expected_state.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                         let tx = tx.clone();
+                        let expected_state = expected_state.clone();
                         async move {
                             let uri = request.uri();
                             if uri.path() != "/callback" {
                                 return Ok::<_, std::convert::Infallible>(page(404, "not found"));
                             }
+                            if request.method() != http::Method::GET {
+                                return Ok(page(405, "method not allowed"));
+                            }
                             let full = format!("http://127.0.0.1:{port}{uri}");
+                            if query_value(&full, "state").as_deref() != Some(expected_state.as_str()) {
+                                return Ok(page(400, "codemode: this is not the redirect codemode is waiting for (state does not match)."));
+                            }
                             let denied = url_error(&full);
                             let result = match denied {
                                 Some(error) => Err(AuthError::AuthorizationFailed(format!("the authorization server answered {error}"))),
@@ -540,15 +557,27 @@ async fn wait_for_callback(
     }
 }
 
-/// The `error` (and `error_description`) of an OAuth error redirect, if it is one.
+/// The `error` (and `error_description`) of an OAuth error redirect, if it is one, without
+/// control characters (it is printed on a terminal) and at most 300 characters each.
 fn url_error(url: &str) -> Option<String> {
     let parsed = reqwest::Url::parse(url).ok()?;
     let pairs: HashMap<_, _> = parsed.query_pairs().collect();
-    let error = pairs.get("error")?;
+    let clean =
+        |text: &str| -> String { text.chars().filter(|c| !c.is_control()).take(300).collect() };
+    let error = clean(pairs.get("error")?);
     Some(match pairs.get("error_description") {
-        Some(description) => format!("{error}: {description}"),
-        None => error.to_string(),
+        Some(description) => format!("{error}: {}", clean(description)),
+        None => error,
     })
+}
+
+/// The value of query parameter `key` of `url`.
+fn query_value(url: &str, key: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
 }
 
 fn page(status: u16, text: &str) -> hyper::Response<String> {
@@ -698,7 +727,10 @@ mod tests {
             .await
             .unwrap();
         let port = listener.local_addr().unwrap().port();
-        (port, tokio::spawn(wait_for_callback(listener, port)))
+        (
+            port,
+            tokio::spawn(wait_for_callback(listener, port, "st4te".to_string())),
+        )
     }
 
     #[tokio::test]
@@ -730,10 +762,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_callback_with_another_state_is_refused_and_the_wait_goes_on() {
+        let (port, waiting) = listen().await;
+        let http = reqwest::Client::new();
+        for probe in ["?error=x&state=wrong", "?error=x", "?code=c&state=other"] {
+            let page = http
+                .get(format!("http://127.0.0.1:{port}/callback{probe}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(page.status(), 400, "{probe}");
+        }
+        let post = http
+            .post(format!(
+                "http://127.0.0.1:{port}/callback?code=c&state=st4te"
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(post.status(), 405);
+        assert!(!waiting.is_finished());
+        let page = http
+            .get(format!(
+                "http://127.0.0.1:{port}/callback?code=real&state=st4te"
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        assert_eq!(waiting.await.unwrap().unwrap().code, "real");
+    }
+
+    #[tokio::test]
     async fn an_error_redirect_fails_with_the_servers_words() {
         let (port, waiting) = listen().await;
         let page = reqwest::get(format!(
-            "http://127.0.0.1:{port}/callback?error=access_denied&error_description=the+user+said+no&state=s"
+            "http://127.0.0.1:{port}/callback?error=access_denied&error_description=the+user+said+no%1b%5B2J&state=st4te"
         ))
         .await
         .unwrap();
@@ -741,7 +805,8 @@ mod tests {
         let error = waiting.await.unwrap().unwrap_err().to_string();
         assert_eq!(
             error,
-            "OAuth authorization failed: the authorization server answered access_denied: the user said no"
+            // The ESC of `\x1b[2J` (clear screen) is gone: the text is printed on a terminal.
+            "OAuth authorization failed: the authorization server answered access_denied: the user said no[2J"
         );
     }
 

@@ -568,9 +568,10 @@ impl ServerClient {
         self.call_tool_for(tool, arguments, None).await
     }
 
-    /// [`ServerClient::call_tool`] for the nested call `tool_call_id` of a code-mode run: in
-    /// `codemode serve` (a forwarder is set) the server's progress for this request reaches
-    /// that run's `exec`/`wait` when it asked for progress (`forward.rs`).
+    /// [`ServerClient::call_tool`] for the nested call `call` of a code-mode run: in `codemode
+    /// serve` (a forwarder is set) the server's progress for this request reaches that run's
+    /// `exec`/`wait` when it asked for progress, and its elicitation and sampling requests meanwhile
+    /// go to that run's MCP client (`forward.rs`).
     ///
     /// # Errors
     /// As [`ServerClient::call_tool`].
@@ -578,8 +579,16 @@ impl ServerClient {
         &self,
         tool: &str,
         arguments: Map<String, Value>,
-        tool_call_id: Option<&str>,
+        call: Option<&codemode_bridge::ToolCall>,
     ) -> Result<Value, ClientError> {
+        let tool_call_id = call.map(|c| c.tool_call_id.as_str());
+        // While it is in flight, this server's elicitation and sampling requests may go to the
+        // client of the calling run's MCP session (`forward.rs`).
+        let _in_flight = self
+            .forward
+            .as_ref()
+            .zip(call.and_then(|c| c.scope.session_id.as_deref()))
+            .map(|(forward, session)| forward.call_started(&self.name, session));
         // Sent raw and read back raw (rmcp's untagged result falls back to the JSON as is): a
         // typed `CallToolResult` would lose a whole result over one content item of a type rmcp
         // does not know, and the guest gets the raw MCP result anyway.

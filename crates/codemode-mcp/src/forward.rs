@@ -32,23 +32,66 @@ use serde_json::json;
 pub const NO_USER: &str =
     "codemode exec/session has no user or model to ask; only `codemode serve` forwards elicitation and sampling, to an MCP client that declared them";
 
-/// Why a request is not forwarded in `serve` when no upstream client is known yet or it did not
-/// declare the capability (`{capability}` is `elicitation` or `sampling`).
+/// Why a request is not forwarded in `serve` when the client it would go to did not declare the
+/// capability (`{capability}` is `elicitation` or `sampling`).
 pub const NO_UPSTREAM: &str = "the MCP client of codemode serve did not declare {capability}";
 
+/// Why a request is not forwarded when no code-mode run has a call to the asking server in
+/// flight: there is nobody it could be for.
+pub const NO_CALLER: &str = "no code-mode run has a call to this MCP server in flight";
+
+/// Why a request is not forwarded when runs of more than one MCP session have calls to the asking
+/// server in flight: a downstream request does not say which call it belongs to, and guessing
+/// could show one client's prompt (or data) to another.
+pub const AMBIGUOUS_CALLER: &str = "calls from more than one MCP session to this MCP server are in flight, so codemode cannot tell whose client to ask";
+
 /// Hands downstream servers' elicitation and sampling requests to the upstream MCP client of
-/// `codemode serve`: the client of the latest `exec` or `wait` call ([`Forwarder::set_upstream`]).
-/// With several HTTP sessions at once that is the most recent caller.
+/// `codemode serve` whose run is waiting on that server: each MCP session's latest client
+/// ([`Forwarder::set_upstream`]) and, per downstream server, the sessions with a `tools/call` to
+/// it in flight (`Forwarder::call_started`). A request goes to the one such session's client; with
+/// none it is declined ([`NO_CALLER`]), and with calls from two or more sessions in flight it is
+/// declined too ([`AMBIGUOUS_CALLER`]) rather than risk showing one client another's prompt.
 ///
 /// It also routes a downstream server's `notifications/progress` for a `tools/call` to the
 /// `exec`/`wait` that made the nested call, when that request carried a `progressToken`
 /// (docs/mcp.md, "Forwarding"): the run's progress sink registers each nested call by its
 /// tool-call id ([`Forwarder::watch_call`]) and the client registers the downstream request's
-/// progress token under that id while the request is in flight ([`Forwarder::track`]).
+/// progress token under that id while the request is in flight (`Forwarder::track`).
 #[derive(Default)]
 pub struct Forwarder {
-    upstream: RwLock<Option<Peer<RoleServer>>>,
+    /// MCP session id → the client of that session's latest `exec`/`wait`.
+    upstreams: RwLock<HashMap<String, Peer<RoleServer>>>,
+    /// Downstream server name → MCP session id → its `tools/call`s to that server in flight.
+    in_flight: Mutex<HashMap<String, HashMap<String, usize>>>,
     progress: Mutex<ProgressRoutes>,
+}
+
+/// Counts one `tools/call` of a session to a downstream server as in flight until dropped.
+pub(crate) struct InFlight {
+    forward: Arc<Forwarder>,
+    server: String,
+    session: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut calls = self
+            .forward
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(sessions) = calls.get_mut(&self.server) {
+            if let Some(n) = sessions.get_mut(&self.session) {
+                *n -= 1;
+                if *n == 0 {
+                    sessions.remove(&self.session);
+                }
+            }
+            if sessions.is_empty() {
+                calls.remove(&self.server);
+            }
+        }
+    }
 }
 
 /// The two maps downstream progress goes through.
@@ -79,9 +122,30 @@ impl Forwarder {
         Arc::new(Forwarder::default())
     }
 
-    /// Makes `peer` the client that later requests go to.
-    pub fn set_upstream(&self, peer: Peer<RoleServer>) {
-        *self.upstream.write().unwrap_or_else(|e| e.into_inner()) = Some(peer);
+    /// Makes `peer` the client that later requests for runs of the MCP session `session` go to
+    /// (called for every `exec`/`wait`); clients whose transport closed are forgotten.
+    pub fn set_upstream(&self, session: &str, peer: Peer<RoleServer>) {
+        let mut upstreams = self.upstreams.write().unwrap_or_else(|e| e.into_inner());
+        upstreams.retain(|_, p| !p.is_transport_closed());
+        upstreams.insert(session.to_string(), peer);
+    }
+
+    /// Counts a `tools/call` of a run of MCP session `session` to `server` as in flight while the
+    /// guard lives.
+    pub(crate) fn call_started(self: &Arc<Self>, server: &str, session: &str) -> InFlight {
+        *self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(server.to_string())
+            .or_default()
+            .entry(session.to_string())
+            .or_default() += 1;
+        InFlight {
+            forward: self.clone(),
+            server: server.to_string(),
+            session: session.to_string(),
+        }
     }
 
     fn routes(&self) -> std::sync::MutexGuard<'_, ProgressRoutes> {
@@ -142,12 +206,26 @@ impl Forwarder {
         let _ = sender.send(message);
     }
 
-    fn upstream_with(&self, capability: &str) -> Result<Peer<RoleServer>, String> {
+    /// The client a request of `server` that needs `capability` goes to, or why none.
+    fn upstream_with(&self, server: &str, capability: &str) -> Result<Peer<RoleServer>, String> {
+        let session = {
+            let calls = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            let sessions: Vec<&String> = calls
+                .get(server)
+                .map(|s| s.keys().collect())
+                .unwrap_or_default();
+            match sessions.as_slice() {
+                [] => return Err(NO_CALLER.to_string()),
+                [one] => (*one).clone(),
+                _ => return Err(AMBIGUOUS_CALLER.to_string()),
+            }
+        };
         let peer = self
-            .upstream
+            .upstreams
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .get(&session)
+            .cloned();
         let declared = |peer: &Peer<RoleServer>| {
             peer.peer_info().is_some_and(|info| match capability {
                 "elicitation" => info.capabilities.elicitation.is_some(),
@@ -224,7 +302,7 @@ impl ClientHandler for Handler {
             tracing::info!(server = %self.server, "MCP server asked for elicitation: declined ({NO_USER})");
             return Ok(decline(NO_USER.to_string()));
         };
-        let peer = match forward.upstream_with("elicitation") {
+        let peer = match forward.upstream_with(&self.server, "elicitation") {
             Ok(peer) => peer,
             Err(reason) => {
                 tracing::info!(server = %self.server, "MCP server asked for elicitation: declined ({reason})");
@@ -245,7 +323,9 @@ impl ClientHandler for Handler {
         let Some(forward) = &self.forward else {
             return Err(refused(NO_USER.to_string()));
         };
-        let peer = forward.upstream_with("sampling").map_err(refused)?;
+        let peer = forward
+            .upstream_with(&self.server, "sampling")
+            .map_err(refused)?;
         tracing::info!(server = %self.server, "forwarding a sampling request to the MCP client");
         peer.create_message(params).await.map_err(|e| {
             ErrorData::internal_error(format!("the MCP client of codemode serve: {e}"), None)

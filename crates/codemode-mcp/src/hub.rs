@@ -656,7 +656,8 @@ impl ToolExecutor for McpExecutor {
         };
         let client = self.inner.servers[route.server].client.clone();
         Box::pin(async move {
-            let input = match call.input {
+            let mut call = call;
+            let input = match std::mem::take(&mut call.input) {
                 Value::Object(map) => map,
                 Value::Null => Map::new(),
                 _ => return Err("MCP tools take one object argument.".to_string()),
@@ -664,11 +665,7 @@ impl ToolExecutor for McpExecutor {
             let string = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_string);
             tracing::debug!(server = client.name(), tool = %route.tool, id = %call.tool_id, "MCP call");
             let result = match route.operation {
-                McpOperation::Tool => {
-                    client
-                        .call_tool_for(&route.tool, input, Some(&call.tool_call_id))
-                        .await
-                }
+                McpOperation::Tool => client.call_tool_for(&route.tool, input, Some(&call)).await,
                 McpOperation::ResourcesList => client.list_resources(string("cursor")).await,
                 McpOperation::PromptsList => client.list_prompts(string("cursor")).await,
                 McpOperation::ResourcesTemplates => {

@@ -764,7 +764,8 @@ impl ServerHandler for CodeModeServer {
         // Elicitations for this session's approvals go to the client that sent this request.
         session.peer.set(context.peer.clone());
         if let Some(forward) = &self.forward {
-            forward.set_upstream(context.peer.clone());
+            let id = session.scope.session_id.as_deref().unwrap_or_default();
+            forward.set_upstream(id, context.peer.clone());
         }
         let name = request.name.as_ref();
         tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
