@@ -350,3 +350,38 @@ impl ClientHandler for Handler {
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(forward: &Forwarder, server: &str) -> String {
+        match forward.upstream_with(server, "elicitation") {
+            Ok(_) => panic!("no upstream client is known in these tests"),
+            Err(reason) => reason,
+        }
+    }
+
+    #[test]
+    fn a_request_goes_only_to_the_one_session_with_a_call_in_flight() {
+        let forward = Forwarder::new();
+        assert_eq!(reason(&forward, "docs"), NO_CALLER);
+        let a = forward.call_started("docs", "mcp-a");
+        // One session's call is in flight, but that session never made an exec/wait here.
+        assert_eq!(
+            reason(&forward, "docs"),
+            "the MCP client of codemode serve did not declare elicitation"
+        );
+        let a2 = forward.call_started("docs", "mcp-a");
+        let b = forward.call_started("docs", "mcp-b");
+        assert_eq!(reason(&forward, "docs"), AMBIGUOUS_CALLER);
+        // Another server's calls do not count.
+        assert_eq!(reason(&forward, "other"), NO_CALLER);
+        drop(b);
+        drop(a);
+        assert_ne!(reason(&forward, "docs"), AMBIGUOUS_CALLER);
+        drop(a2);
+        assert_eq!(reason(&forward, "docs"), NO_CALLER);
+        assert!(forward.in_flight.lock().unwrap().is_empty());
+    }
+}
