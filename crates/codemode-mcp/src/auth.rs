@@ -142,7 +142,15 @@ impl FileCredentialStore {
         }
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let euid = rustix::process::geteuid().as_raw();
+            if meta.uid() != euid {
+                return Err(self.error(format!(
+                    "refusing to use the OAuth token store {}: it belongs to uid {}, not to this user (uid {euid})",
+                    path.display(),
+                    meta.uid()
+                )));
+            }
             let mode = meta.permissions().mode() & 0o777;
             if mode & forbidden != 0 {
                 return Err(self.error(format!(
@@ -185,7 +193,24 @@ impl FileCredentialStore {
             Err(e) => return Err(self.error(format!("{}: {e}", self.file.display()))),
         };
         self.check(&self.file, &meta, 0o077)?;
-        let text = std::fs::read_to_string(&self.file)
+        // Opened without following a link and checked again on the open descriptor, so a file
+        // swapped in between the two looks is refused too.
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        }
+        let mut file = options
+            .open(&self.file)
+            .map_err(|e| self.error(format!("{}: {e}", self.file.display())))?;
+        let opened = file
+            .metadata()
+            .map_err(|e| self.error(format!("{}: {e}", self.file.display())))?;
+        self.check(&self.file, &opened, 0o077)?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text)
             .map_err(|e| self.error(format!("{}: {e}", self.file.display())))?;
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| self.error(format!("{}: not a token file: {e}", self.file.display())))?;

@@ -106,6 +106,10 @@ pub trait EnvSource: Send + Sync + 'static {
     }
 }
 
+/// How often a session's `notifications/tools/list_changed` task checks that its transport is
+/// still open while the catalog does not change.
+const LIST_CHANGED_POLL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The model-visible note of an `exec` result when configured MCP servers are unavailable:
 /// `MCP servers unavailable in this run (their MCP.<server> namespace is missing): "a": <reason>; "b": <reason>.`
 /// `None` when every server is reachable.
@@ -734,10 +738,21 @@ impl ServerHandler for CodeModeServer {
             let peer = context.peer.clone();
             tokio::spawn(async move {
                 changes.mark_unchanged();
-                while changes.changed().await.is_ok() {
-                    if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err()
-                    {
+                loop {
+                    // Woken at least every few seconds, so a session that closed while the
+                    // catalog stayed the same does not keep this task.
+                    let changed = tokio::time::timeout(LIST_CHANGED_POLL, changes.changed()).await;
+                    if peer.is_transport_closed() {
                         return;
+                    }
+                    match changed {
+                        Err(_) => continue,
+                        Ok(Err(_)) => return,
+                        Ok(Ok(())) => {
+                            if peer.notify_tool_list_changed().await.is_err() {
+                                return;
+                            }
+                        }
                     }
                 }
             });

@@ -119,3 +119,39 @@ fn token_dir_follows_xdg_config_home_and_file_names_are_stable() {
         token_file_name("http://localhost:3000/a/b")
     );
 }
+
+/// A token file or directory that belongs to another user is refused even with a 0600/0700
+/// mode: its owner could have written it. Needs root to hand a file to another uid.
+#[tokio::test]
+async fn refuses_a_file_or_dir_another_user_owns() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("oauth");
+    let store = FileCredentialStore::new(&dir, "http://127.0.0.1:9/mcp");
+    store.save(credentials()).await.unwrap();
+    if std::os::unix::fs::chown(store.path(), Some(65534), None).is_err() {
+        eprintln!("skipped: changing a file's owner needs root");
+        return;
+    }
+    let error = store.load().await.unwrap_err().to_string();
+    let me = std::fs::metadata(&dir)
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap();
+    assert_eq!(
+        error,
+        format!(
+            "OAuth credential store failed: refusing to use the OAuth token store {}: it belongs to uid 65534, not to this user (uid {me})",
+            store.path().display()
+        )
+    );
+    std::os::unix::fs::chown(store.path(), Some(me), None).unwrap();
+    assert!(store.load().await.unwrap().is_some());
+    std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+    let error = store.load().await.unwrap_err().to_string();
+    assert_eq!(
+        error,
+        format!(
+            "OAuth credential store failed: refusing to use the OAuth token store {}: it belongs to uid 65534, not to this user (uid {me})",
+            dir.display()
+        )
+    );
+}
