@@ -627,8 +627,11 @@ impl rmcp::ClientHandler for Progress {
 }
 
 /// Issue 14 item 7: a downstream server's own progress for a nested `tools/call`
-/// (server-everything's `trigger-long-running-operation`, two steps) reaches the `exec` that
-/// made the call, between the run's own `started`/`finished` messages, and none comes after.
+/// (server-everything's `trigger-long-running-operation`, four steps 0.5 s apart) reaches the
+/// `exec` that made the call, between the run's own `started`/`finished` messages, and none
+/// comes after. The server sends its last step right before its answer; rmcp handles the
+/// notification on a task of its own, so the answer can overtake it and that step is then
+/// dropped (its call is over): the test accepts the three earlier steps with or without it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_forwards_downstream_progress_to_the_exec() {
     let dir = tempfile::tempdir().unwrap();
@@ -650,11 +653,11 @@ async fn serve_forwards_downstream_progress_to_the_exec() {
         .serve(TokioChildProcess::new(command).unwrap())
         .await
         .unwrap();
-    let code = "const r = await MCP.everything.triggerLongRunningOperation({duration: 1, steps: 2}); return r.content[0].text;";
+    let code = "const r = await MCP.everything.triggerLongRunningOperation({duration: 2, steps: 4}); return r.content[0].text;";
     let result = exec_json(&client, code).await;
     assert_eq!(
         result["structuredContent"]["value"],
-        "Long running operation completed. Duration: 1 seconds, Steps: 2.",
+        "Long running operation completed. Duration: 2 seconds, Steps: 4.",
         "{result}"
     );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -662,19 +665,21 @@ async fn serve_forwards_downstream_progress_to_the_exec() {
     // of order; `progress` (1, 2, …) is the order the server sent them in.
     let mut steps = seen.0.lock().unwrap().clone();
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let messages: Vec<Option<&str>> = steps.iter().map(|(_, m)| m.as_deref()).collect();
-    assert_eq!(
-        messages,
-        [
-            Some("started everything__trigger-long-running-operation"),
-            Some("everything: 1/2"),
-            Some("everything: 2/2"),
-            Some("finished everything__trigger-long-running-operation"),
-        ],
-        "{steps:?}"
-    );
+    let messages: Vec<&str> = steps.iter().filter_map(|(_, m)| m.as_deref()).collect();
+    let mut expected = vec![
+        "started everything__trigger-long-running-operation",
+        "everything: 1/4",
+        "everything: 2/4",
+        "everything: 3/4",
+    ];
+    if messages.len() == 6 {
+        expected.push("everything: 4/4");
+    }
+    expected.push("finished everything__trigger-long-running-operation");
+    assert_eq!(messages, expected, "{steps:?}");
     let counts: Vec<f64> = steps.iter().map(|(p, _)| *p).collect();
-    assert_eq!(counts, [1.0, 2.0, 3.0, 4.0]);
+    let numbered: Vec<f64> = (1..=expected.len()).map(|n| n as f64).collect();
+    assert_eq!(counts, numbered);
     client.cancel().await.unwrap();
 }
 
