@@ -224,7 +224,7 @@ const STEPS: [(u32, &str, Check); 16] = [
     (2, "an agent turn with a small direct tool set runs weather and read directly (exact results, toolSummary {calls: 2})", step2),
     (3, "the payload equals the direct tool set, no exec/wait, no code-mode metadata, codeModeEngaged: false", step3),
     (4, "tools.codeMode.enabled: true engages (reason forced, payload check passed, exit 0)", step4),
-    (5, "the turn has OpenClaw, plugin, MCP and client tools (sources {openclaw: 6, mcp: 28, client: 1}, catalogSize 35)", step5),
+    (5, "the turn has OpenClaw, plugin, MCP and client tools (sources {openclaw: 6, mcp: 30, client: 1}, catalogSize 37)", step5),
     (6, "the payload is exactly exec, wait, image (the direct-only tool); the shell exec is not in it", step6),
     (7, "ALL_TOOLS lists the 7 catalog-eligible non-MCP tools; image, deploy and MCP entries are absent", step7),
     (8, "tools.search/describe/callValue/call reach core, plugin (both plugins) and client tools, and the shell exec by id", step8),
@@ -346,9 +346,11 @@ fn step5(ctx: &mut Ctx) -> Result<(), String> {
     eq(
         "sources",
         &telemetry["sources"],
-        &json!({"openclaw": 6, "mcp": 28, "client": 1}),
+        // Two more MCP entries since the namespace lists resource templates: one
+        // `resources.templates` operation per server (everything, memory).
+        &json!({"openclaw": 6, "mcp": 30, "client": 1}),
     )?;
-    eq("catalogSize", &telemetry["catalogSize"], &json!(35))?;
+    eq("catalogSize", &telemetry["catalogSize"], &json!(37))?;
     eq(
         "visibleTools",
         &telemetry["visibleTools"],
@@ -599,7 +601,14 @@ fn step15(ctx: &mut Ctx) -> Result<(), String> {
         )
     };
     let run = ctx.cleanup("timeout", "@scripts/timeout.json")?;
-    failure(run, "t1", "code mode timeout exceeded", "timeout")?;
+    // The contract's message, then what the limit was and how to change it (limit errors name
+    // their limit; docs/host.md, "Limit errors say how to fix them").
+    failure(
+        run,
+        "t1",
+        "code mode timeout exceeded. The program computed without waiting on a tool until the call's budget ran out; timeoutMs is 300 (tools.codeMode.timeoutMs).",
+        "timeout",
+    )?;
     let run = ctx.cleanup("abort", "@scripts/abort.json")?;
     eq("a1 status", &run.call("a1")?["status"], &json!("waiting"))?;
     failure(run, "a2", "code mode execution aborted", "aborted")?;
