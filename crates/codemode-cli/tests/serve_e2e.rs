@@ -509,6 +509,24 @@ async fn serve_exits_during_a_reconnect_when_stdin_closes() {
     call.abort();
 }
 
+/// `codemode serve` over stdio with npm's server-everything as its one MCP server (config
+/// written into `dir`), stderr discarded.
+fn serve_everything(dir: &std::path::Path) -> tokio::process::Command {
+    let config = dir.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
+        .args(["serve", "--mcp-config"])
+        .arg(&config)
+        .stderr(std::process::Stdio::null());
+    command
+}
+
 /// An upstream MCP client that declares elicitation and accepts with `{"name": "Ada"}`,
 /// recording each message it was asked.
 #[derive(Clone, Default)]
@@ -547,21 +565,7 @@ impl rmcp::ClientHandler for Eliciting {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_forwards_elicitation_to_a_client_that_declared_it() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
-            .to_string(),
-    )
-    .unwrap();
-    let command = || {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
-        command
-            .args(["serve", "--mcp-config"])
-            .arg(&config)
-            .stderr(std::process::Stdio::null());
-        command
-    };
+    let command = || serve_everything(dir.path());
     let code = "const r = await MCP.everything.triggerElicitationRequest({}); return r.content.map((c) => c.text);";
 
     let asked = Eliciting::default();
@@ -635,18 +639,7 @@ impl rmcp::ClientHandler for Progress {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_forwards_downstream_progress_to_the_exec() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
-            .to_string(),
-    )
-    .unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
-    command
-        .args(["serve", "--mcp-config"])
-        .arg(&config)
-        .stderr(std::process::Stdio::null());
+    let command = serve_everything(dir.path());
     let seen = Progress::default();
     let client = seen
         .clone()
