@@ -183,9 +183,14 @@ struct CatalogArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
         // rmcp logs transport failures that the MCP client reports itself (one `codemode:` line).
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
+    // rmcp's OAuth code logs the authorization code and the token response at `debug`: never
+    // below `info` there, whatever CODEMODE_LOG says (docs/mcp.md, "OAuth for HTTP servers").
+    if let Ok(directive) = "rmcp::transport::auth=info".parse() {
+        filter = filter.add_directive(directive);
+    }
     let log_file = match &cli.command {
         Command::Serve(serve::ServeArgs {
             log_file: Some(path),

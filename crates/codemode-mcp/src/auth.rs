@@ -306,6 +306,8 @@ enum Challenge {
 
 struct Inner {
     server: String,
+    /// Plain `http://` to a host that is not loopback: OAuth is refused ([`cleartext_host`]).
+    cleartext: Option<String>,
     auth: AuthClient<reqwest::Client>,
     /// One authorization at a time; requests refused meanwhile wait for it.
     authorizing: tokio::sync::Mutex<()>,
@@ -357,7 +359,9 @@ impl OAuthHttpClient {
     /// [`AuthError`] when `url` is not a URL or the HTTP client cannot be built.
     pub async fn new(server: &str, url: &str) -> Result<Self, AuthError> {
         let mut manager = AuthorizationManager::new(url).await?;
-        if let Some(dir) = token_dir() {
+        let cleartext = cleartext_host(url);
+        // Stored tokens are never sent in clear text either.
+        if let Some(dir) = token_dir().filter(|_| cleartext.is_none()) {
             let store = FileCredentialStore::new(&dir, url);
             let readable = store.load_sync();
             match readable {
@@ -377,6 +381,7 @@ impl OAuthHttpClient {
         Ok(OAuthHttpClient {
             inner: Arc::new(Inner {
                 server: server.to_owned(),
+                cleartext,
                 auth: AuthClient::new(mcp_http_client()?, manager),
                 authorizing: tokio::sync::Mutex::new(()),
                 generation: AtomicU32::new(0),
@@ -428,8 +433,13 @@ impl OAuthHttpClient {
         if self.inner.generation.load(Ordering::Acquire) != generation {
             return Ok(());
         }
-        let attempt = self.inner.attempts.fetch_add(1, Ordering::AcqRel) + 1;
         let server = &self.inner.server;
+        if let Some(host) = &self.inner.cleartext {
+            return Err(AuthError::AuthorizationFailed(format!(
+                "MCP server {server:?} asks for OAuth authorization over plain http:// to {host}, which is not this machine: codemode sends authorization codes and tokens only over https:// or to loopback; use the server's https:// URL, or give it an Authorization header in the config"
+            )));
+        }
+        let attempt = self.inner.attempts.fetch_add(1, Ordering::AcqRel) + 1;
         if attempt > MAX_AUTHORIZATIONS {
             return Err(AuthError::AuthorizationFailed(format!(
                 "MCP server {server:?} refused the token of {MAX_AUTHORIZATIONS} authorizations in a row; giving up"
@@ -462,6 +472,9 @@ impl OAuthHttpClient {
             .await?;
         manager.configure_client(config)?;
         let url = manager.get_authorization_url(&scope_refs).await?;
+        // Not held while a person is in the browser: requests of other runs to this server get
+        // their (missing) token at once and queue on `authorizing` instead of on this lock.
+        drop(manager);
         eprintln!(
             "codemode: MCP server {server:?} needs authorization; {URL_MARKER}{url}\ncodemode: waiting for the browser to return to {redirect_uri} (at most {} s, and no longer than the request's own timeout)",
             AUTHORIZATION_WAIT.as_secs()
@@ -478,7 +491,11 @@ impl OAuthHttpClient {
                         AUTHORIZATION_WAIT.as_secs()
                     ))
                 })??;
-        manager
+        self.inner
+            .auth
+            .auth_manager
+            .lock()
+            .await
             .exchange_code_for_token_with_issuer(
                 &callback.code,
                 &callback.csrf_token,
@@ -580,6 +597,24 @@ async fn wait_for_callback(
             }
         }
     }
+}
+
+/// The host of `url` when it is plain `http://` to a host that is not loopback (`localhost`,
+/// `*.localhost`, 127.0.0.0/8, `::1`): OAuth there would carry the authorization code and the
+/// bearer tokens in clear text (OAuth 2.1 requires TLS but for loopback). `None` otherwise,
+/// including for a URL that does not parse (the transport reports that one).
+fn cleartext_host(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    if parsed.scheme() != "http" {
+        return None;
+    }
+    let host = parsed.host_str()?.to_ascii_lowercase();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => bare == "localhost" || bare.ends_with(".localhost"),
+    };
+    (!loopback).then_some(host)
 }
 
 /// The `error` (and `error_description`) of an OAuth error redirect, if it is one, without
@@ -833,6 +868,45 @@ mod tests {
             // The ESC of `\x1b[2J` (clear screen) is gone: the text is printed on a terminal.
             "OAuth authorization failed: the authorization server answered access_denied: the user said no[2J"
         );
+    }
+
+    #[test]
+    fn oauth_is_refused_over_cleartext_to_other_hosts() {
+        for (url, expected) in [
+            ("https://mcp.example.com/mcp", None),
+            ("http://127.0.0.1:8080/mcp", None),
+            ("http://127.9.9.9/mcp", None),
+            ("http://[::1]:9/mcp", None),
+            ("http://localhost:3000/mcp", None),
+            ("http://LocalHost/mcp", None),
+            ("http://api.localhost/mcp", None),
+            ("http://mcp.example.com/mcp", Some("mcp.example.com")),
+            ("http://10.0.0.7:9000/mcp", Some("10.0.0.7")),
+            ("http://[2001:db8::1]/mcp", Some("[2001:db8::1]")),
+            (
+                "http://localhost.example.com/mcp",
+                Some("localhost.example.com"),
+            ),
+            ("not a url", None),
+        ] {
+            assert_eq!(cleartext_host(url).as_deref(), expected, "{url}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_challenge_over_cleartext_fails_with_the_reason_and_sends_nothing() {
+        let client = OAuthHttpClient::new("remote", "http://10.0.0.7:9/mcp")
+            .await
+            .unwrap();
+        let error = client
+            .authorize(0, Challenge::Unauthorized("Bearer".into()))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "OAuth authorization failed: MCP server \"remote\" asks for OAuth authorization over plain http:// to 10.0.0.7, which is not this machine: codemode sends authorization codes and tokens only over https:// or to loopback; use the server's https:// URL, or give it an Authorization header in the config"
+        );
+        assert_eq!(client.inner.attempts.load(Ordering::Acquire), 0);
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //!
 //! As in Claude Code and Cursor, `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`
 //! values, `url` and `headers` values are replaced by the variable from `codemode`'s own
-//! environment (the default when it is unset or empty); an unset variable without a default is
-//! a config error naming the server, the field and the variable. `timeoutMs` (a positive
+//! environment (the default when it is unset or empty; `$${` is a literal `${`); an unset
+//! variable without a default is a config error naming the server, the field and the variable. `timeoutMs` (a positive
 //! integer, at most [`MAX_TIMEOUT_MS`]) replaces the per-request timeout for that server.
 
 use std::collections::BTreeMap;
@@ -368,11 +368,18 @@ impl ExpandError {
 /// Replaces every `${VAR}` and `${VAR:-default}` in `text` with `lookup(VAR)`; the default is
 /// used when `VAR` is unset or empty (as in the shell) and is taken literally (no nesting). A `$`
 /// not followed by `{` stays as it is; there is no `$VAR` form (a `$` in an argument such as a
-/// regex or a price must survive).
+/// regex or a price must survive). `$${` is a literal `${` (as in Docker Compose), for an
+/// argument that must reach the server unexpanded.
 fn expand_vars(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
+        if let Some(before) = rest[..start].strip_suffix('$') {
+            out.push_str(before);
+            out.push_str("${");
+            rest = &rest[start + 2..];
+            continue;
+        }
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let end = after.find('}').ok_or(ExpandError::Unterminated)?;
@@ -466,7 +473,7 @@ mod tests {
             &json!({"mcpServers": {
                 "local": {
                     "command": "${BIN_DIR:-/usr/bin}/server",
-                    "args": ["--token=${TOKEN}", "price $5 and ${EMPTY:-fallback}", "${EMPTY}|${MISSING:-}|$TOKEN"],
+                    "args": ["--token=${TOKEN}", "price $5 and ${EMPTY:-fallback}", "${EMPTY}|${MISSING:-}|$TOKEN", "--template=$${TOKEN} ${TOKEN} $${unclosed"],
                     "env": {"API_TOKEN": "${TOKEN}", "MODE": "${MODE:-dev:-x}"},
                     "cwd": "${TOKEN}",
                     "timeoutMs": 1500
@@ -486,7 +493,8 @@ mod tests {
                 args: vec![
                     "--token=s3cret".into(),
                     "price $5 and fallback".into(),
-                    "||$TOKEN".into()
+                    "||$TOKEN".into(),
+                    "--template=${TOKEN} s3cret ${unclosed".into()
                 ],
                 env: BTreeMap::from([
                     ("API_TOKEN".into(), "s3cret".into()),

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
@@ -98,7 +98,7 @@ impl Drop for InFlight {
 #[derive(Default)]
 struct ProgressRoutes {
     /// Nested tool-call id → the progress messages of the `exec`/`wait` that runs it.
-    calls: HashMap<String, UnboundedSender<String>>,
+    calls: HashMap<String, Sender<String>>,
     /// (server name, the progress token rmcp put on the downstream request) → nested tool-call id.
     requests: HashMap<(String, ProgressToken), String>,
 }
@@ -153,11 +153,13 @@ impl Forwarder {
     }
 
     /// Progress of the nested call `tool_call_id` (a downstream server's progress for it) goes
-    /// to `messages` until [`Forwarder::unwatch_call`].
-    pub fn watch_call(&self, tool_call_id: &str, messages: UnboundedSender<String>) {
-        self.routes()
-            .calls
-            .insert(tool_call_id.to_string(), messages);
+    /// to `messages` until [`Forwarder::unwatch_call`], or until the receiving end of `messages`
+    /// is gone (the request was answered while the call still ran, e.g. its run parked and then
+    /// expired): such watches are dropped here, so the table holds only live watchers.
+    pub fn watch_call(&self, tool_call_id: &str, messages: Sender<String>) {
+        let mut routes = self.routes();
+        routes.calls.retain(|_, sender| !sender.is_closed());
+        routes.calls.insert(tool_call_id.to_string(), messages);
     }
 
     /// Ends [`Forwarder::watch_call`] for `tool_call_id` (the nested call finished).
@@ -203,7 +205,9 @@ impl Forwarder {
             message.push(' ');
             message.extend(text.chars().filter(|c| !c.is_control()).take(200));
         }
-        let _ = sender.send(message);
+        // Progress is advisory: when the client reads slower than the server sends, the excess
+        // is dropped rather than queued without bound.
+        let _ = sender.try_send(message);
     }
 
     /// The client a request of `server` that needs `capability` goes to, or why none.
@@ -383,5 +387,30 @@ mod tests {
         drop(a2);
         assert_eq!(reason(&forward, "docs"), NO_CALLER);
         assert!(forward.in_flight.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn watches_whose_request_was_answered_are_dropped_and_progress_is_bounded() {
+        let forward = Forwarder::new();
+        // A request answered while its nested call still ran: its receiver is gone, and the
+        // call never finished (no unwatch_call).
+        let (answered, receiver) = tokio::sync::mpsc::channel(1);
+        drop(receiver);
+        forward.watch_call("call-1", answered);
+        let (live, mut received) = tokio::sync::mpsc::channel(1);
+        forward.watch_call("call-2", live);
+        assert_eq!(
+            forward.routes().calls.keys().collect::<Vec<_>>(),
+            vec!["call-2"]
+        );
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
+        let _tracked = forward.track("docs", token.clone(), "call-2");
+        for step in 1..=3 {
+            let param = ProgressNotificationParam::new(token.clone(), f64::from(step));
+            forward.route_progress("docs", &param);
+        }
+        // The queue holds one message; the other two were dropped, not queued.
+        assert_eq!(received.try_recv().as_deref(), Ok("docs: 1"));
+        assert!(received.try_recv().is_err());
     }
 }

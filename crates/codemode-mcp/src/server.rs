@@ -373,6 +373,10 @@ where
     }
 }
 
+/// Progress messages queued per request before the excess is dropped (notifications are advisory;
+/// a client that reads them slower than a run makes calls must not grow the host's memory).
+const PROGRESS_QUEUE: usize = 256;
+
 /// The message of a `notifications/progress` for a nested call: `started <tool>` /
 /// `finished <tool>` (the tool's registered name).
 fn progress_message(kind: &codemode_telemetry::EventKind) -> Option<String> {
@@ -390,7 +394,7 @@ fn progress_message(kind: &codemode_telemetry::EventKind) -> Option<String> {
 /// own progress for it comes out on the same channel (`forward.rs`).
 struct ProgressSink {
     inner: Trajectory,
-    messages: tokio::sync::mpsc::UnboundedSender<String>,
+    messages: tokio::sync::mpsc::Sender<String>,
     forward: Option<Arc<crate::forward::Forwarder>>,
 }
 
@@ -401,7 +405,9 @@ impl codemode_telemetry::TrajectorySink for ProgressSink {
             self.inner.record(event.kind().clone());
         }
         if let Some(message) = progress_message(event.kind()) {
-            let _ = self.messages.send(message);
+            // Bounded: a run making calls faster than the client takes notifications loses
+            // the excess messages, never memory.
+            let _ = self.messages.try_send(message);
         }
         if let Some(forward) = &self.forward {
             match event.kind() {
@@ -428,7 +434,7 @@ fn with_progress(
     let Some(token) = context.meta.get_progress_token() else {
         return (env, None);
     };
-    let (messages, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let (messages, mut received) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
     let peer = context.peer.clone();
     let answered = tokio_util::sync::CancellationToken::new();
     let stop = answered.clone();
