@@ -1,8 +1,15 @@
-//! Builds the wasm32-wasip1 guest (`crates/codemode-guest`) with a nested
-//! `cargo build --release --target wasm32-wasip1` into its own target dir, and embeds it.
+//! Embeds the wasm32-wasip1 guest (`crates/codemode-guest`). Where it comes from
+//! (`guest/build_guest.rs`, docs/guest-abi.md "Building"):
 //!
-//! `CODEMODE_GUEST_WASM=/path/to/codemode_guest.wasm` skips the nested build and embeds a
-//! prebuilt guest instead. See docs/guest-abi.md, "Building".
+//! 1. `CODEMODE_GUEST_WASM=/path/to/codemode_guest.wasm`: that file.
+//! 2. Else, with `CODEMODE_GUEST` unset or `auto`: a fresh nested
+//!    `cargo build --release --target wasm32-wasip1` (reproducible: the same bytes from any
+//!    checkout path) when clang-16, llvm-ar-16, wasi-libc and the wasm32-wasip1 target are
+//!    installed; without them the checked-in `guest/codemode_guest.wasm`, after checking it
+//!    against `guest/manifest.txt` (its sha256, and the sha256 of the sources it was built from),
+//!    with a `cargo:warning` saying so. A stale checked-in guest is an error naming the fix.
+//! 3. `CODEMODE_GUEST=build` always builds; `CODEMODE_GUEST=prebuilt` always embeds the
+//!    checked-in guest (to try the no-clang path where clang is installed).
 //!
 //! Everything this script writes goes under `OUT_DIR` (the guest's own target dir is
 //! `$OUT_DIR/codemode-guest-target`), so a project that depends on this crate never finds files
@@ -13,106 +20,113 @@
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use sha2::{Digest, Sha256};
+#[allow(dead_code)] // `cargo xtask guest` and tests/prebuilt_guest.rs use the rest
+#[path = "guest/build_guest.rs"]
+mod build_guest;
+
+use build_guest::Source;
 
 const SETUP_HINT: &str = "\
 codemode: building the wasm guest needs the wasm32-wasip1 target, clang-16 and wasi-libc.
 Set them up with `cargo xtask setup`, or by hand:
     rustup target add wasm32-wasip1
     apt-get install -y clang-16 llvm-16 wasi-libc      (Debian; as root)
+or unset CODEMODE_GUEST to embed the checked-in guest (crates/codemode-runtime/guest/),
 or point CODEMODE_GUEST_WASM at a prebuilt codemode_guest.wasm.";
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let guest_dir = manifest_dir.join("../codemode-guest");
+    // Canonical, so the nested build's prefix maps match the paths rustc and clang see.
+    let repo_root = manifest_dir.join("../..");
+    let repo_root = fs::canonicalize(&repo_root).unwrap_or(repo_root);
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    println!("cargo:rerun-if-env-changed=CODEMODE_GUEST_WASM");
+    for var in [
+        "CODEMODE_GUEST_WASM",
+        "CODEMODE_GUEST",
+        "CODEMODE_GUEST_TARGET_DIR",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    // The stale check and a fresh build both read the guest's inputs.
+    for rel in build_guest::INPUTS
+        .iter()
+        .chain([&build_guest::PREBUILT_WASM, &build_guest::PREBUILT_MANIFEST])
+    {
+        println!("cargo:rerun-if-changed={}", repo_root.join(rel).display());
+    }
 
-    let wasm = match env::var_os("CODEMODE_GUEST_WASM") {
-        Some(path) => {
-            let path = PathBuf::from(path);
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let source = build_guest::choose(
+        env::var_os("CODEMODE_GUEST_WASM").as_deref(),
+        env::var_os("CODEMODE_GUEST").as_deref(),
+        || build_guest::missing_toolchain(&rustc),
+    )
+    .unwrap_or_else(|e| panic!("codemode: {e}\n{SETUP_HINT}"));
+
+    let wasm = match source {
+        Source::File(path) => {
             println!("cargo:rerun-if-changed={}", path.display());
             fs::read(&path).unwrap_or_else(|e| {
                 panic!("CODEMODE_GUEST_WASM={}: cannot read: {e}", path.display())
             })
         }
-        None => build_guest(&guest_dir, &out_dir),
+        Source::Build => build(&repo_root, &out_dir),
+        Source::Prebuilt { reason } => {
+            let prebuilt = build_guest::load_prebuilt(&repo_root).unwrap_or_else(|e| {
+                panic!("codemode: {reason}, so the checked-in guest would be embedded, but {e}")
+            });
+            let m = &prebuilt.manifest;
+            println!(
+                "cargo:warning=codemode: {reason}; embedding the checked-in guest {} \
+                 (sha256 {}, built with {}, {}, wasi-libc {}{}). Install clang-16 and wasi-libc \
+                 (`cargo xtask setup`) to build it from source.",
+                build_guest::PREBUILT_WASM,
+                m.wasm_sha256,
+                m.rustc,
+                m.clang,
+                m.wasi_libc,
+                if prebuilt.sources_checked {
+                    "; it matches the guest's sources"
+                } else {
+                    "; the guest's sources are not here to compare"
+                },
+            );
+            prebuilt.wasm
+        }
     };
-    if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
+    if !build_guest::is_wasm(&wasm) {
         panic!("the codemode guest is not a WebAssembly module");
     }
-    let hash = Sha256::digest(&wasm);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     fs::write(out_dir.join("codemode_guest.wasm"), &wasm).unwrap();
-    fs::write(out_dir.join("codemode_guest.sha256"), &hex).unwrap();
+    fs::write(
+        out_dir.join("codemode_guest.sha256"),
+        build_guest::sha256_hex(&wasm),
+    )
+    .unwrap();
 }
 
-fn build_guest(guest_dir: &Path, out_dir: &Path) -> Vec<u8> {
-    for rel in ["src", "c", "Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
-        println!("cargo:rerun-if-changed={}", guest_dir.join(rel).display());
-    }
-    // The guest depends on codemode-bridge (the wire format), whose manifest inherits from the
-    // workspace's.
-    for rel in [
-        "../codemode-bridge/src",
-        "../codemode-bridge/Cargo.toml",
-        "../../Cargo.toml",
-    ] {
-        println!("cargo:rerun-if-changed={}", guest_dir.join(rel).display());
-    }
+/// The nested reproducible build (`build_guest::build_command`); panics with the setup hint
+/// when it fails.
+fn build(repo_root: &Path, out_dir: &Path) -> Vec<u8> {
     let target_dir = env::var_os("CODEMODE_GUEST_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| out_dir.join("codemode-guest-target"));
-    println!("cargo:rerun-if-env-changed=CODEMODE_GUEST_TARGET_DIR");
-
-    if Command::new("clang-16").arg("--version").output().is_err() {
-        panic!("clang-16 was not found.\n{SETUP_HINT}");
-    }
-    if !Path::new("/usr/include/wasm32-wasi/stdlib.h").exists() {
-        panic!("wasi-libc headers (/usr/include/wasm32-wasi) were not found.\n{SETUP_HINT}");
-    }
-
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(guest_dir)
-        .args([
-            "build",
-            "--release",
-            "--locked",
-            "--target",
-            "wasm32-wasip1",
-        ])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    // The outer build's settings must not leak into the guest build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_PRIMARY_PACKAGE",
-        "CARGO_MANIFEST_DIR",
-        "CARGO_MANIFEST_PATH",
-        "CARGO_PKG_NAME",
-        "OUT_DIR",
-        "TARGET",
-        "HOST",
-        "PROFILE",
-        "OPT_LEVEL",
-        "DEBUG",
-    ] {
-        cmd.env_remove(var);
-    }
+    fs::create_dir_all(&target_dir).unwrap_or_else(|e| panic!("{}: {e}", target_dir.display()));
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = build_guest::build_command(
+        &cargo,
+        repo_root,
+        &target_dir,
+        build_guest::cargo_home().as_deref(),
+    )
+    .unwrap_or_else(|e| panic!("codemode: {e}"));
     let status = cmd
         .status()
         .unwrap_or_else(|e| panic!("cannot run cargo: {e}\n{SETUP_HINT}"));
     if !status.success() {
         panic!("building the codemode guest failed (see the output above).\n{SETUP_HINT}");
     }
-    let wasm = target_dir.join("wasm32-wasip1/release/codemode_guest.wasm");
+    let wasm = build_guest::built_wasm(&target_dir);
     fs::read(&wasm).unwrap_or_else(|e| panic!("{}: {e}\n{SETUP_HINT}", wasm.display()))
 }

@@ -14,7 +14,7 @@
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
 //!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
 //! - `test`: setup, the lint gates (citations, `cargo fmt --check`, `cargo clippy --workspace --all-targets
-//!   -- -D warnings`, clippy on the wasm guest, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
+//!   -- -D warnings`, clippy on the wasm guest, `cargo xtask guest --check`, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin`, `CODEMODE_CONFORMANCE` to `target/conformance` and
 //!   `CODEMODE_PYTHON_MCP` to `target/python-mcp/bin/python`
@@ -30,6 +30,10 @@
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
 //!   `bench --peer [--bin PATH] [--iterations N] [--warmup N]`: OpenClaw's code mode side by side with
 //!   `codemode session` (`peer.rs`; installs the pinned peer into `target/peer`).
+//! - `guest [--update | --check]`: the guest part of setup, then a fresh reproducible build of
+//!   the wasm guest, compared with the checked-in one in `crates/codemode-runtime/guest/`
+//!   (`guest.rs`): `--update` rewrites it and its manifest, `--check` fails when they differ (a
+//!   lint gate of `test`, after the guest's clippy).
 //! - `fuzz [--seconds N] [--release] [TARGET…]`: the guest part of setup, then every fuzz target
 //!   (`fuzz.rs`) for N seconds (default 60) each.
 
@@ -40,6 +44,7 @@ mod citations;
 mod conformance;
 mod e2e;
 mod fuzz;
+mod guest;
 mod peer;
 mod python;
 
@@ -57,10 +62,11 @@ fn main() -> ExitCode {
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         "citations" => check_citations(&rest),
         "fuzz" => setup_guest().and_then(|()| fuzz::task(&rest)),
+        "guest" => setup_guest().and_then(|()| guest::task(&root(), &rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | demo | test | e2e | lint | bench | fuzz | citations>"
+                "usage: cargo xtask <setup | demo | test | e2e | lint | bench | fuzz | guest | citations>"
             );
             return ExitCode::from(2);
         }
@@ -363,8 +369,9 @@ fn test(extra: &[String]) -> Result<(), String> {
 }
 
 /// The gates CI enforces before the tests: citations into `docs/contract/` resolve, formatting, clippy on every workspace target and on
-/// the wasm guest (its own workspace), and rustdoc with warnings as errors (broken intra-doc
-/// links, missing docs under `[workspace.lints]`).
+/// the wasm guest (its own workspace), the checked-in guest matching a fresh build (`cargo xtask
+/// guest --check`), and rustdoc with warnings as errors (broken intra-doc links, missing docs
+/// under `[workspace.lints]`).
 fn lint() -> Result<(), String> {
     citations::check(&root())?;
     run(cargo().args(["fmt", "--all", "--check"]))
@@ -396,6 +403,8 @@ fn lint() -> Result<(), String> {
                 .args(["--", "-D", "warnings"])
                 .env_remove("CARGO_TARGET_DIR"),
         )?;
+        // The checked-in guest (the no-clang build's) must be what these sources build.
+        guest::check(&root())?;
     }
     run(cargo()
         .args(["doc", "--workspace", "--no-deps"])

@@ -1,0 +1,274 @@
+//! Where the build script takes the guest from (`guest/build_guest.rs`, docs/guest-abi.md
+//! "Building"): the choice between `CODEMODE_GUEST_WASM`, a fresh build and the checked-in
+//! guest; the checks on the checked-in guest (damaged bytes, stale sources); the checked-in
+//! guest itself; and the nested build's rustc wrapper, run as the shell runs it.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[allow(dead_code)] // the build script and `cargo xtask guest` use the rest
+#[path = "../guest/build_guest.rs"]
+mod build_guest;
+
+use build_guest::{choose, load_prebuilt, Manifest, Source};
+
+fn os(s: &str) -> Option<&OsStr> {
+    Some(OsStr::new(s))
+}
+
+#[test]
+fn codemode_guest_wasm_wins_over_everything() {
+    let chosen = choose(os("/x/g.wasm"), os("build"), || panic!("not probed"));
+    assert_eq!(chosen, Ok(Source::File(PathBuf::from("/x/g.wasm"))));
+}
+
+#[test]
+fn auto_builds_when_the_toolchain_is_there_and_takes_the_checked_in_guest_when_not() {
+    assert_eq!(choose(None, None, || None), Ok(Source::Build));
+    assert_eq!(choose(None, os("auto"), || None), Ok(Source::Build));
+    assert_eq!(choose(os(""), os(""), || None), Ok(Source::Build));
+    assert_eq!(
+        choose(None, None, || Some("clang-16, llvm-ar-16 not found".into())),
+        Ok(Source::Prebuilt {
+            reason: "clang-16, llvm-ar-16 not found".into()
+        })
+    );
+}
+
+#[test]
+fn prebuilt_is_forced_without_probing_and_build_fails_without_the_toolchain() {
+    assert_eq!(
+        choose(None, os("prebuilt"), || panic!("not probed")),
+        Ok(Source::Prebuilt {
+            reason: "CODEMODE_GUEST=prebuilt".into()
+        })
+    );
+    assert_eq!(choose(None, os("build"), || None), Ok(Source::Build));
+    assert_eq!(
+        choose(None, os("build"), || Some("clang-16 not found".into())),
+        Err("CODEMODE_GUEST=build, but clang-16 not found".into())
+    );
+}
+
+#[test]
+fn an_unknown_mode_is_an_error_that_lists_the_values() {
+    assert_eq!(
+        choose(None, os("clang"), || None),
+        Err(
+            "CODEMODE_GUEST=\"clang\": expected `auto` (the default: build when clang-16 and \
+             wasi-libc are installed, else the checked-in guest), `build` or `prebuilt`"
+                .into()
+        )
+    );
+}
+
+/// A repository tree with every guest input (small stand-in files) and a checked-in guest whose
+/// manifest matches them.
+fn fake_repo(wasm: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for rel in build_guest::INPUTS {
+        let path = root.join(rel);
+        let is_dir = !rel.rsplit('/').next().unwrap().contains('.');
+        if is_dir {
+            fs::create_dir_all(&path).unwrap();
+            fs::write(path.join("lib.rs"), format!("// {rel}\n")).unwrap();
+        } else {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, format!("# {rel}\n")).unwrap();
+        }
+    }
+    write_prebuilt(root, wasm, &build_guest::inputs_sha256(root).unwrap());
+    dir
+}
+
+fn write_prebuilt(root: &Path, wasm: &[u8], inputs: &str) {
+    let manifest = Manifest {
+        wasm_sha256: build_guest::sha256_hex(wasm),
+        wasm_bytes: wasm.len() as u64,
+        inputs_sha256: inputs.to_string(),
+        rustc: "rustc 1.95.0 (59807616e 2026-04-14)".into(),
+        clang: "Debian clang version 16.0.6 (15~deb12u1)".into(),
+        wasi_libc: "0.0~git20220510.9886d3d-2".into(),
+    };
+    let guest = root.join("crates/codemode-runtime/guest");
+    fs::create_dir_all(&guest).unwrap();
+    fs::write(guest.join("codemode_guest.wasm"), wasm).unwrap();
+    fs::write(guest.join("manifest.txt"), manifest.render()).unwrap();
+}
+
+const WASM: &[u8] = b"\0asm\x01\0\0\0";
+
+#[test]
+fn a_checked_in_guest_that_matches_its_sources_is_embedded() {
+    let repo = fake_repo(WASM);
+    let prebuilt = load_prebuilt(repo.path()).unwrap();
+    assert_eq!(prebuilt.wasm, WASM);
+    assert!(prebuilt.sources_checked);
+    assert_eq!(prebuilt.manifest.wasm_bytes, 8);
+    assert_eq!(
+        prebuilt.manifest.clang,
+        "Debian clang version 16.0.6 (15~deb12u1)"
+    );
+}
+
+#[test]
+fn a_changed_source_makes_the_checked_in_guest_stale_and_the_message_says_how_to_refresh() {
+    let repo = fake_repo(WASM);
+    let before = build_guest::inputs_sha256(repo.path()).unwrap();
+    fs::write(
+        repo.path().join("crates/codemode-bridge/src/prelude.js"),
+        "// new\n",
+    )
+    .unwrap();
+    let after = build_guest::inputs_sha256(repo.path()).unwrap();
+    assert_ne!(before, after);
+    let err = load_prebuilt(repo.path()).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "the checked-in guest (crates/codemode-runtime/guest/codemode_guest.wasm) is stale: it \
+             was built from guest sources with inputs sha256 {before}, but the sources now hash to \
+             {after} (a file of crates/codemode-guest, crates/codemode-bridge/src or Cargo.toml \
+             changed). On a machine with clang-16 and wasi-libc (`cargo xtask setup`), run `cargo \
+             xtask guest --update` and commit crates/codemode-runtime/guest/; or set \
+             CODEMODE_GUEST_WASM to a guest built from these sources."
+        )
+    );
+}
+
+#[test]
+fn the_inputs_hash_sees_a_renamed_file_and_ignores_the_checkout_path() {
+    let a = fake_repo(WASM);
+    let b = fake_repo(WASM);
+    let hash = build_guest::inputs_sha256(a.path()).unwrap();
+    assert_eq!(hash, build_guest::inputs_sha256(b.path()).unwrap());
+    let src = b.path().join("crates/codemode-guest/src");
+    fs::rename(src.join("lib.rs"), src.join("main.rs")).unwrap();
+    assert_ne!(hash, build_guest::inputs_sha256(b.path()).unwrap());
+}
+
+#[test]
+fn damaged_bytes_are_refused() {
+    let repo = fake_repo(WASM);
+    let wasm = repo
+        .path()
+        .join("crates/codemode-runtime/guest/codemode_guest.wasm");
+    fs::write(&wasm, b"\0asm\x01\0\0\x01").unwrap();
+    let err = load_prebuilt(repo.path()).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "{} is damaged: 8 bytes with sha256 {}, but {} says 8 bytes with sha256 {}. Restore \
+             it from git, or rebuild it with `cargo xtask guest --update` (needs clang-16 and \
+             wasi-libc).",
+            wasm.display(),
+            build_guest::sha256_hex(b"\0asm\x01\0\0\x01"),
+            repo.path()
+                .join("crates/codemode-runtime/guest/manifest.txt")
+                .display(),
+            build_guest::sha256_hex(WASM),
+        )
+    );
+}
+
+#[test]
+fn without_the_guest_sources_only_the_bytes_are_checked() {
+    let repo = fake_repo(WASM);
+    fs::remove_dir_all(repo.path().join("crates/codemode-guest")).unwrap();
+    let prebuilt = load_prebuilt(repo.path()).unwrap();
+    assert!(!prebuilt.sources_checked);
+    assert_eq!(prebuilt.wasm, WASM);
+}
+
+#[test]
+fn a_malformed_manifest_names_the_line() {
+    let repo = fake_repo(WASM);
+    let manifest = repo
+        .path()
+        .join("crates/codemode-runtime/guest/manifest.txt");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, text.replace("clang = ", "clang: ")).unwrap();
+    let err = load_prebuilt(repo.path()).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "{}: line 8: expected `key = \"value\"`, found \"clang: \\\"Debian clang version \
+             16.0.6 (15~deb12u1)\\\"\"; run `cargo xtask guest --update`",
+            manifest.display()
+        )
+    );
+}
+
+#[test]
+fn the_manifest_round_trips() {
+    let m = Manifest {
+        wasm_sha256: "ab".into(),
+        wasm_bytes: 12,
+        inputs_sha256: "cd".into(),
+        rustc: "rustc \"quoted\" \\ x".into(),
+        clang: "clang".into(),
+        wasi_libc: "unknown".into(),
+    };
+    assert_eq!(Manifest::parse(&m.render()), Ok(m));
+}
+
+/// The repository's own checked-in guest: its manifest parses, the bytes are the ones it names
+/// and they are a valid module for the host's engine. (Whether it is stale against the sources
+/// is `cargo xtask guest --check`'s job: the lint gate rebuilds and compares.)
+#[test]
+fn the_checked_in_guest_matches_its_manifest_and_validates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = fs::read_to_string(root.join(build_guest::PREBUILT_MANIFEST)).unwrap();
+    let manifest = Manifest::parse(&text).unwrap();
+    let wasm = fs::read(root.join(build_guest::PREBUILT_WASM)).unwrap();
+    assert_eq!(build_guest::sha256_hex(&wasm), manifest.wasm_sha256);
+    assert_eq!(wasm.len() as u64, manifest.wasm_bytes);
+    assert!(build_guest::is_wasm(&wasm));
+    wasmtime::Module::validate(&wasmtime::Engine::default(), &wasm).unwrap();
+}
+
+/// The rustc wrapper, run by `sh` as cargo runs it (`echo` standing in for rustc): the bridge's
+/// and the guest's `-C metadata` become their name and version; any other crate's arguments
+/// pass unchanged, in order.
+#[cfg(unix)]
+#[test]
+fn the_rustc_wrapper_rewrites_only_the_path_crates_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("w.sh");
+    fs::write(&script, build_guest::RUSTC_WRAPPER).unwrap();
+    let run = |crate_name: &str| {
+        let out = Command::new("sh")
+            .arg(&script)
+            .args([
+                "echo",
+                "--crate-name",
+                "x",
+                "-C",
+                "metadata=7c76987f907ee3b5",
+                "a b",
+                "-Cmetadata=1",
+            ])
+            .env("CARGO_PKG_NAME", crate_name)
+            .env("CARGO_PKG_VERSION", "0.1.0")
+            .env_remove("CODEMODE_INNER_RUSTC_WRAPPER")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        run("codemode-bridge"),
+        "--crate-name x -C metadata=codemode-bridge-0.1.0 a b -Cmetadata=codemode-bridge-0.1.0\n"
+    );
+    assert_eq!(
+        run("codemode-guest"),
+        "--crate-name x -C metadata=codemode-guest-0.1.0 a b -Cmetadata=codemode-guest-0.1.0\n"
+    );
+    assert_eq!(
+        run("serde"),
+        "--crate-name x -C metadata=7c76987f907ee3b5 a b -Cmetadata=1\n"
+    );
+}
