@@ -1,5 +1,6 @@
-//! Runtime benchmarks (docs/benchmarks.md): fresh VM from the image vs from scratch, a trivial
-//! cell, an allocation-heavy cell, and snapshot + restore of a suspended VM.
+//! Runtime benchmarks (docs/benchmarks.md): fresh VM from the pre-initialised module vs copying
+//! the image vs from scratch, a trivial cell each way, an allocation-heavy cell, and snapshot +
+//! restore of a suspended VM.
 // `criterion_group!` generates undocumented public functions.
 #![allow(missing_docs)]
 
@@ -21,6 +22,9 @@ fn benches(c: &mut Criterion) {
 
     // Runs on a leg-sized thread, as the facade does.
     let mut group = c.benchmark_group("fresh_vm");
+    group.bench_function("preinit", |b| {
+        b.iter(|| rt.fresh_vm_with(&limits, FreshVm::PreInit).unwrap())
+    });
     group.bench_function("image", |b| {
         b.iter(|| rt.fresh_vm_with(&limits, FreshVm::Image).unwrap())
     });
@@ -29,12 +33,21 @@ fn benches(c: &mut Criterion) {
     });
     group.finish();
 
-    c.bench_function("trivial_cell", |b| {
-        b.iter(|| {
-            let mut vm = rt.fresh_vm(&limits).unwrap();
-            vm.start("return 1 + 2", ctx, &limits, &budget()).unwrap()
-        })
-    });
+    // A fresh VM plus `return 1 + 2`, each way (the default is `preinit`).
+    let mut group = c.benchmark_group("trivial_cell");
+    for (name, how) in [
+        ("preinit", FreshVm::PreInit),
+        ("image", FreshVm::Image),
+        ("init", FreshVm::Init),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut vm = rt.fresh_vm_with(&limits, how).unwrap();
+                vm.start("return 1 + 2", ctx, &limits, &budget()).unwrap()
+            })
+        });
+    }
+    group.finish();
 
     // Allocation-heavy: 100,000 small objects through the guest's QuickJS allocator.
     c.bench_function("alloc_cell", |b| {

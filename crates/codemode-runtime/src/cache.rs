@@ -14,8 +14,10 @@
 //!   they are deserialised; the path is never opened again.
 //!
 //! Any refusal is logged (`tracing` warning) and the guest is compiled instead. Key: the guest's
-//! SHA-256, the wasmtime version and the engine's compatibility hash; wasmtime also checks the
-//! artifact's own compatibility header when loading.
+//! SHA-256, the wasmtime version and the engine's compatibility hash, and for the pre-initialised
+//! guest (docs/guest-abi.md, "Pre-initialisation") a variant naming the wizer step and the hash
+//! of its `cm_init` input; wasmtime also checks the artifact's own compatibility header when
+//! loading.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -78,16 +80,27 @@ fn current_uid() -> u32 {
     }
 }
 
-/// The cache file's name for this engine and guest.
-fn cache_file_name(engine: &Engine, guest_sha256: &str) -> String {
+/// The cache file's name for this engine and guest; `variant` (e.g. `preinit-<hash>`) names a
+/// module derived from the guest.
+fn cache_file_name(engine: &Engine, guest_sha256: &str, variant: Option<&str>) -> String {
     let mut h = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut h);
     let compat = h.finish();
+    let variant = variant.map(|v| format!("-{v}")).unwrap_or_default();
     format!(
-        "guest-{}-wasmtime-{}-{compat:016x}.cm1.cwasm",
+        "guest-{}{variant}-wasmtime-{}-{compat:016x}.cm1.cwasm",
         &guest_sha256[..16.min(guest_sha256.len())],
         WASMTIME_VERSION
     )
+}
+
+/// Where [`load_or_build`]'s module came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Deserialised from a verified cache file.
+    Cache,
+    /// Built and compiled in this process (no cache, a miss or a refusal).
+    Built,
 }
 
 /// Why a cache directory or file was not used. Shown in the warning that precedes compiling.
@@ -152,11 +165,25 @@ pub(crate) fn load_or_compile(
     guest_sha256: &str,
     dir: Option<&Path>,
 ) -> wasmtime::Result<Module> {
+    load_or_build(engine, guest_sha256, None, dir, || Ok(wasm.to_vec())).map(|(m, _)| m)
+}
+
+/// [`load_or_compile`] for a module derived from the guest: the cache file is named by
+/// `guest_sha256` and `variant`, and only on a miss (or a refusal, or without `dir`) does
+/// `build` run to produce the wasm that is then compiled and stored. An error of `build` or of
+/// the compile is returned; cache failures fall back to building, as in [`load_or_compile`].
+pub(crate) fn load_or_build(
+    engine: &Engine,
+    guest_sha256: &str,
+    variant: Option<&str>,
+    dir: Option<&Path>,
+    build: impl FnOnce() -> wasmtime::Result<Vec<u8>>,
+) -> wasmtime::Result<(Module, Origin)> {
     let Some(dir) = dir else {
-        return Module::new(engine, wasm);
+        return Ok((Module::new(engine, build()?)?, Origin::Built));
     };
-    let name = cache_file_name(engine, guest_sha256);
-    imp::load_or_compile(engine, wasm, dir, &name)
+    let name = cache_file_name(engine, guest_sha256, variant);
+    imp::load_or_build(engine, build, dir, &name)
 }
 
 #[cfg(unix)]
@@ -173,14 +200,14 @@ mod imp {
     use sha2::{Digest, Sha256};
     use wasmtime::{Engine, Module};
 
-    use super::{Refusal, HEADER_LEN, MAGIC};
+    use super::{Origin, Refusal, HEADER_LEN, MAGIC};
 
-    pub(super) fn load_or_compile(
+    pub(super) fn load_or_build(
         engine: &Engine,
-        wasm: &[u8],
+        build: impl FnOnce() -> wasmtime::Result<Vec<u8>>,
         dir: &Path,
         name: &str,
-    ) -> wasmtime::Result<Module> {
+    ) -> wasmtime::Result<(Module, Origin)> {
         let path = dir.join(name);
         let dir_fd = match open_private_dir(dir) {
             Ok(fd) => fd,
@@ -189,7 +216,7 @@ mod imp {
                     "refusing the module cache directory {}: {refusal}; compiling the guest",
                     dir.display()
                 );
-                return Module::new(engine, wasm);
+                return Ok((Module::new(engine, build()?)?, Origin::Built));
             }
         };
         match read_verified(&dir_fd, name) {
@@ -210,7 +237,7 @@ mod imp {
                             "loaded the compiled guest from the module cache {}",
                             path.display()
                         );
-                        return Ok(module);
+                        return Ok((module, Origin::Cache));
                     }
                     Err(e) => tracing::warn!(
                         "ignoring the unusable module cache file {}: {e}; compiling the guest",
@@ -224,7 +251,7 @@ mod imp {
                 path.display()
             ),
         }
-        let module = Module::new(engine, wasm)?;
+        let module = Module::new(engine, build()?)?;
         match store(&dir_fd, name, &module) {
             Ok(()) => tracing::debug!(
                 "stored the compiled guest in the module cache {}",
@@ -232,7 +259,7 @@ mod imp {
             ),
             Err(e) => tracing::warn!("cannot write the module cache {}: {e}", path.display()),
         }
-        Ok(module)
+        Ok((module, Origin::Built))
     }
 
     /// Creates `dir` (and missing parents) with mode 0700, opens it and checks the open
@@ -394,14 +421,16 @@ mod imp {
 
     use wasmtime::{Engine, Module};
 
+    use super::Origin;
+
     /// Without uids and `O_NOFOLLOW` the cache cannot check who wrote a file, so it is not used.
-    pub(super) fn load_or_compile(
+    pub(super) fn load_or_build(
         engine: &Engine,
-        wasm: &[u8],
+        build: impl FnOnce() -> wasmtime::Result<Vec<u8>>,
         _dir: &Path,
         _name: &str,
-    ) -> wasmtime::Result<Module> {
-        Module::new(engine, wasm)
+    ) -> wasmtime::Result<(Module, Origin)> {
+        Ok((Module::new(engine, build()?)?, Origin::Built))
     }
 }
 

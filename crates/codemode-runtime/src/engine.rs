@@ -1,14 +1,27 @@
-//! The process-wide [`Runtime`]: engine, compiled guest, `InstancePre`, epoch ticker and the
-//! post-initialisation image.
+//! The process-wide [`Runtime`]: engine, the pre-initialised guest (wizer, cached compiled),
+//! its `InstancePre`, the epoch ticker and the post-initialisation image.
+//!
+//! Pre-initialisation (docs/guest-abi.md, "Pre-initialisation"; the choice in
+//! docs/architecture.md, "The pre-initialised guest"): on a module-cache miss, [`preinitialise`]
+//! instruments [`GUEST_WASM`] with `wasmtime-wizer`, runs it on this engine and linker through
+//! `_initialize` and `cm_init` (exactly what [`FreshVm::Init`] does) and has wizer rewrite the
+//! initialised memory and globals into a new module, which is compiled and cached. Every fresh VM
+//! is then an instantiation whose memory comes copy-on-write from that module.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, Linker, OptLevel, PoolingAllocationConfig,
+    Config, Engine, Instance, InstanceAllocationStrategy, InstancePre, Linker, Module, OptLevel,
+    PoolingAllocationConfig, Store, Val,
 };
+use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 use crate::error::{RuntimeError, VmError};
 use crate::limits::{VmLimits, MAX_WASM_STACK};
@@ -24,13 +37,36 @@ pub const GUEST_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/codemode_
 /// Interval of the epoch ticker; the hard deadline is detected within one tick.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
 
+/// The wizer step's version, part of the pre-initialised module's cache key with the
+/// wasmtime-wizer version and the `cm_init` input: bump it when [`preinitialise`] changes what
+/// it runs.
+const PREINIT_STEP: &str = "wasmtime-wizer 48.0.8, _initialize + cm_init, step 1";
+
 /// How a [`Runtime`] makes a fresh VM (measured in `benches/runtime.rs`, docs/benchmarks.md).
+/// All three give the same guest state; snapshots and restores always use the pre-initialised
+/// guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FreshVm {
-    /// Instantiate and copy the post-initialisation image into linear memory (the default).
+    /// Instantiate the pre-initialised guest: its linear memory *is* the post-initialisation
+    /// image, mapped copy-on-write from the compiled module; no guest code runs and nothing is
+    /// copied (the default).
+    PreInit,
+    /// Instantiate the guest as built and copy the post-initialisation image into its linear
+    /// memory (the way before pre-initialisation; the raw guest is compiled on first use).
     Image,
-    /// Instantiate and initialise QuickJS from scratch (`_initialize` + `cm_init`).
+    /// Instantiate the guest as built and initialise QuickJS from scratch (`_initialize` +
+    /// `cm_init`; the raw guest is compiled on first use).
     Init,
+}
+
+/// How [`Runtime::new`] obtained the pre-initialised guest ([`Runtime::guest_setup`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestSetup {
+    /// Loaded from the module cache: no wizer step, no compile and no guest code ran.
+    Cached,
+    /// Pre-initialised with wizer and compiled in this process (no cache directory, a cache miss
+    /// or a refused cache file), then stored in the cache when its directory is usable.
+    Preinitialised,
 }
 
 /// Options for [`Runtime::new`].
@@ -46,7 +82,7 @@ pub struct RuntimeOptions {
     pub wall_clock: Option<WallClock>,
     /// Bytes the guest's WASI random source cycles through; default the OS generator.
     pub deterministic_random: Option<Vec<u8>>,
-    /// How fresh VMs are made.
+    /// How fresh VMs are made (default [`FreshVm::PreInit`]).
     pub fresh_vm: FreshVm,
 }
 
@@ -57,7 +93,7 @@ impl Default for RuntimeOptions {
             max_live_vms: 128,
             wall_clock: None,
             deterministic_random: None,
-            fresh_vm: FreshVm::Image,
+            fresh_vm: FreshVm::PreInit,
         }
     }
 }
@@ -68,6 +104,7 @@ pub struct Runtime {
     fresh_vm: FreshVm,
     ticker_stop: Arc<AtomicBool>,
     setup_time: Duration,
+    guest_setup: GuestSetup,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -75,6 +112,7 @@ impl std::fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("guest_sha256", &GUEST_SHA256)
             .field("setup_time", &self.setup_time)
+            .field("guest_setup", &self.guest_setup)
             .finish()
     }
 }
@@ -89,9 +127,12 @@ impl Runtime {
             .clone()
     }
 
-    /// Creates a runtime: configures the engine, loads or compiles the guest (disk cache), starts
-    /// the epoch ticker and takes the post-initialisation image. Takes ~0.5–1 s when compiling,
-    /// a few ms with a warm cache.
+    /// Creates a runtime: configures the engine, starts the epoch ticker, loads the
+    /// pre-initialised guest from the disk cache or makes it ([`preinitialise`]: compile the
+    /// instrumented guest, initialise it, rewrite and compile the result, then store it), and
+    /// takes the post-initialisation image from a fresh instance. Takes ~1–2 s on a cache miss,
+    /// a few ms with a warm cache (docs/benchmarks.md). Errors: [`RuntimeError::Setup`] when
+    /// the engine, the guest or its pre-initialisation fails.
     pub fn new(options: RuntimeOptions) -> Result<Arc<Runtime>, RuntimeError> {
         let started = Instant::now();
         let mut config = Config::new();
@@ -112,22 +153,11 @@ impl Runtime {
         let engine = Engine::new(&config)
             .map_err(|e| RuntimeError::setup("cannot configure the engine", e))?;
 
-        let module = crate::cache::load_or_compile(
-            &engine,
-            GUEST_WASM,
-            GUEST_SHA256.trim(),
-            options.cache_dir.as_deref(),
-        )
-        .map_err(|e| RuntimeError::setup("cannot compile the guest", e))?;
-
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut HostState| &mut s.wasi)
             .map_err(|e| RuntimeError::setup("cannot link WASI", e))?;
         vm::add_codemode_imports(&mut linker)
             .map_err(|e| RuntimeError::setup("cannot link the codemode imports", e))?;
-        let pre = linker
-            .instantiate_pre(&module)
-            .map_err(|e| RuntimeError::setup("cannot link the guest", e))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         {
@@ -149,28 +179,58 @@ impl Runtime {
         for (i, byte) in guest_sha256.iter_mut().enumerate() {
             *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2).unwrap_or("00"), 16).unwrap_or(0);
         }
+        // Stop the ticker if the guest or its image cannot be had (the runtime is never built
+        // then).
+        let stop_ticker = |e: RuntimeError| {
+            ticker_stop.store(true, Ordering::Relaxed);
+            e
+        };
+        let init_input = vm::init_input(&VmLimits::default())
+            .map_err(|e| stop_ticker(RuntimeError::setup("cannot encode the cm_init input", e)))?;
+        let variant = preinit_variant(&init_input);
+        let (module, origin) = crate::cache::load_or_build(
+            &engine,
+            GUEST_SHA256.trim(),
+            Some(&variant),
+            options.cache_dir.as_deref(),
+            || preinitialise(&engine, &linker, guest_sha256),
+        )
+        .map_err(|e| stop_ticker(RuntimeError::setup("cannot pre-initialise the guest", e)))?;
+        let guest_setup = match origin {
+            crate::cache::Origin::Cache => GuestSetup::Cached,
+            crate::cache::Origin::Built => GuestSetup::Preinitialised,
+        };
+        let pre = linker
+            .instantiate_pre(&module)
+            .map_err(|e| stop_ticker(RuntimeError::setup("cannot link the guest", e)))?;
         let mut template = VmTemplate {
             engine,
             pre,
+            raw: RawGuest::new(linker, options.cache_dir),
             guest_sha256,
             image: Arc::new(Image::default()),
             wall_clock: options.wall_clock,
             deterministic_random: options.deterministic_random,
         };
-        // Stop the ticker if the image cannot be taken (the runtime is never built then).
-        let image = vm::take_image(&template).inspect_err(|_| {
-            ticker_stop.store(true, Ordering::Relaxed);
-        })?;
+        let image = vm::take_image(&template).map_err(stop_ticker)?;
         template.image = Arc::new(image);
         Ok(Arc::new(Runtime {
             template,
             fresh_vm: options.fresh_vm,
             ticker_stop,
             setup_time: started.elapsed(),
+            guest_setup,
         }))
     }
 
-    /// How long [`Runtime::new`] took (compile or cache load, plus the image).
+    /// Whether [`Runtime::new`] loaded the pre-initialised guest from the module cache or made
+    /// it (ran wizer) in this process.
+    pub fn guest_setup(&self) -> GuestSetup {
+        self.guest_setup
+    }
+
+    /// How long [`Runtime::new`] took (pre-initialisation and compile, or the cache load, plus
+    /// the image).
     pub fn setup_time(&self) -> Duration {
         self.setup_time
     }
@@ -185,13 +245,17 @@ impl Runtime {
         self.fresh_vm_with(limits, self.fresh_vm)
     }
 
-    /// A fresh VM made the given way (both ways give the same guest state; for benchmarks).
+    /// A fresh VM made the given way (all ways give the same guest state; for benchmarks).
+    /// [`FreshVm::Image`] and [`FreshVm::Init`] compile the raw guest on first use (or load it
+    /// from the module cache). Errors: [`RuntimeError::Instantiate`] when the pool is full or
+    /// initialisation fails, [`RuntimeError::Setup`] when the raw guest cannot be compiled.
     pub fn fresh_vm_with(
         self: &Arc<Self>,
         limits: &VmLimits,
         how: FreshVm,
     ) -> Result<Vm, RuntimeError> {
         match how {
+            FreshVm::PreInit => Vm::from_preinit(&self.template, limits),
             FreshVm::Image => Vm::from_image(&self.template, limits),
             FreshVm::Init => Vm::from_init(&self.template, limits),
         }
@@ -213,5 +277,162 @@ impl Runtime {
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The cache variant naming the pre-initialised module: the wizer step and the SHA-256 of the
+/// `cm_init` input (the prelude is the host's, not part of [`GUEST_WASM`]), 16 hex digits.
+fn preinit_variant(init_input: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(PREINIT_STEP.as_bytes());
+    h.update([0]);
+    h.update(init_input);
+    let hex: String = h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("preinit-{hex}")
+}
+
+/// The pre-initialised guest: [`GUEST_WASM`] instrumented by wizer (every mutable global and the
+/// memory exported), compiled and instantiated with `linker` (WASI and the codemode imports,
+/// default clock and random source), initialised by `_initialize` and `cm_init` with
+/// [`vm::init_input`] of [`VmLimits::default`] ([`Vm::initialise`]), then rewritten by wizer: the
+/// initialised memory becomes data segments and the globals their values; `_initialize` and
+/// `cm_init` are no longer exported. Per-run state is still set by `cm_start` (the
+/// `Math.random` seed, the run context, the heap limit). Errors: what wizer, the compile or the
+/// initialisation reported.
+fn preinitialise(
+    engine: &Engine,
+    linker: &Linker<HostState>,
+    guest_sha256: [u8; 32],
+) -> wasmtime::Result<Vec<u8>> {
+    let started = Instant::now();
+    let mut wizer = Wizer::new();
+    wizer.init_func("cm_init");
+    let (cx, instrumented) = wizer.instrument(GUEST_WASM)?;
+    let module = Module::new(engine, &instrumented)?;
+    let pre = linker.instantiate_pre(&module)?;
+    let template = VmTemplate {
+        engine: engine.clone(),
+        pre: pre.clone(),
+        raw: RawGuest::ready(pre),
+        guest_sha256,
+        image: Arc::new(Image::default()),
+        wall_clock: None,
+        deterministic_random: None,
+    };
+    let mut vm = Vm::from_init(&template, &VmLimits::default()).map_err(wasmtime::Error::new)?;
+    let (store, instance) = vm.store_and_instance();
+    let wasm = ready(wizer.snapshot(&cx, &mut InitialisedGuest { store, instance }))??;
+    tracing::debug!(
+        "pre-initialised the guest with wizer in {:?} ({} bytes of wasm)",
+        started.elapsed(),
+        wasm.len()
+    );
+    Ok(wasm)
+}
+
+/// The initialised instance wizer reads globals and memory from (by their instrumented export
+/// names, `__wizer_global_<n>` and `__wizer_memory_<n>`).
+struct InitialisedGuest<'a> {
+    store: &'a mut Store<HostState>,
+    instance: Instance,
+}
+
+impl InstanceState for InitialisedGuest<'_> {
+    /// Panics (as the trait documents) when `name` is not an exported global of a numeric type:
+    /// wizer asks only for the globals its own instrumentation exported.
+    async fn global_get(&mut self, name: &str, _: ValType) -> SnapshotVal {
+        let global = self
+            .instance
+            .get_global(&mut *self.store, name)
+            .unwrap_or_else(|| panic!("wizer asked for {name}, which is not an exported global"));
+        match global.get(&mut *self.store) {
+            Val::I32(x) => SnapshotVal::I32(x),
+            Val::I64(x) => SnapshotVal::I64(x),
+            Val::F32(x) => SnapshotVal::F32(x),
+            Val::F64(x) => SnapshotVal::F64(x),
+            Val::V128(x) => SnapshotVal::V128(x.as_u128()),
+            _ => panic!("wizer asked for {name}, a reference-typed global"),
+        }
+    }
+
+    /// Panics (as the trait documents) when `name` is not an exported memory.
+    async fn memory_contents(&mut self, name: &str, contents: impl FnOnce(&[u8]) + Send) {
+        let memory = self
+            .instance
+            .get_memory(&mut *self.store, name)
+            .unwrap_or_else(|| panic!("wizer asked for {name}, which is not an exported memory"));
+        contents(memory.data(&*self.store))
+    }
+}
+
+/// The output of a future that is ready when first polled (wizer's snapshot over
+/// [`InitialisedGuest`], whose reads never wait); an error if it is not.
+fn ready<F: Future>(future: F) -> wasmtime::Result<F::Output> {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => Ok(output),
+        Poll::Pending => Err(wasmtime::format_err!(
+            "the wizer snapshot did not complete synchronously"
+        )),
+    }
+}
+
+/// The guest as built (not pre-initialised), linked on first use: [`FreshVm::Init`] and
+/// [`FreshVm::Image`] need it, the default path never does.
+pub(crate) struct RawGuest {
+    linker: Option<Linker<HostState>>,
+    cache_dir: Option<PathBuf>,
+    pre: Mutex<Option<InstancePre<HostState>>>,
+}
+
+impl RawGuest {
+    fn new(linker: Linker<HostState>, cache_dir: Option<PathBuf>) -> RawGuest {
+        RawGuest {
+            linker: Some(linker),
+            cache_dir,
+            pre: Mutex::new(None),
+        }
+    }
+
+    /// Already linked (the instrumented guest during [`preinitialise`]).
+    fn ready(pre: InstancePre<HostState>) -> RawGuest {
+        RawGuest {
+            linker: None,
+            cache_dir: None,
+            pre: Mutex::new(Some(pre)),
+        }
+    }
+
+    /// The linked raw guest, compiled (or loaded from the module cache) on the first call.
+    /// Errors: [`RuntimeError::Setup`] when it cannot be compiled or linked.
+    pub(crate) fn get(&self, engine: &Engine) -> Result<InstancePre<HostState>, RuntimeError> {
+        let mut slot = self.pre.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(pre) = &*slot {
+            return Ok(pre.clone());
+        }
+        let Some(linker) = &self.linker else {
+            return Err(RuntimeError::setup(
+                "cannot link the guest",
+                wasmtime::format_err!("no linker for the raw guest"),
+            ));
+        };
+        let module = crate::cache::load_or_compile(
+            engine,
+            GUEST_WASM,
+            GUEST_SHA256.trim(),
+            self.cache_dir.as_deref(),
+        )
+        .map_err(|e| RuntimeError::setup("cannot compile the guest", e))?;
+        let pre = linker
+            .instantiate_pre(&module)
+            .map_err(|e| RuntimeError::setup("cannot link the guest", e))?;
+        *slot = Some(pre.clone());
+        Ok(pre)
     }
 }

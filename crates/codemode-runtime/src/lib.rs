@@ -31,7 +31,7 @@ mod vm;
 mod worker;
 
 pub use budget::{AbortHandle, LegBudget, HARD_DEADLINE_GRACE};
-pub use engine::{FreshVm, Runtime, RuntimeOptions, GUEST_SHA256, GUEST_WASM};
+pub use engine::{FreshVm, GuestSetup, Runtime, RuntimeOptions, GUEST_SHA256, GUEST_WASM};
 pub use error::{RuntimeError, SnapshotError, VmError};
 pub use limits::{
     argument_too_large, delivery_too_large, step_arguments_too_large, VmLimits,

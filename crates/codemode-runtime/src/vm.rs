@@ -13,8 +13,8 @@ use codemode_bridge::{
     BridgeMethod, BridgeRequest, Delivery, GuestReport, OutputItem, ProtocolError, PRELUDE,
 };
 use wasmtime::{
-    Caller, Engine, Global, InstancePre, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder,
-    TypedFunc, UpdateDeadline, Val,
+    Caller, Engine, Global, Instance, InstancePre, Linker, Memory, Store, StoreLimits,
+    StoreLimitsBuilder, TypedFunc, UpdateDeadline, Val,
 };
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -88,7 +88,12 @@ pub(crate) fn add_codemode_imports(linker: &mut Linker<HostState>) -> wasmtime::
 /// the post-initialisation image and the injectable clock and random source.
 pub(crate) struct VmTemplate {
     pub(crate) engine: Engine,
+    /// The guest every fresh VM, restore and snapshot starts from: the pre-initialised module
+    /// (docs/guest-abi.md, "Pre-initialisation"), whose memory is the [`Image`].
     pub(crate) pre: InstancePre<HostState>,
+    /// The guest as built (not pre-initialised), for [`crate::FreshVm::Init`] and
+    /// [`crate::FreshVm::Image`]; linked on first use (benchmarks and tests only).
+    pub(crate) raw: crate::engine::RawGuest,
     pub(crate) guest_sha256: [u8; 32],
     /// Empty while the image itself is being taken.
     pub(crate) image: Arc<Image>,
@@ -97,15 +102,18 @@ pub(crate) struct VmTemplate {
 }
 
 struct Exports {
+    instance: Instance,
     memory: Memory,
     stack_pointer: Global,
     alloc: TypedFunc<u32, u32>,
-    init: TypedFunc<(u32, u32), i32>,
+    /// `cm_init`; absent from the pre-initialised module (it already ran).
+    init: Option<TypedFunc<(u32, u32), i32>>,
     start: TypedFunc<(u32, u32), i32>,
     deliver: TypedFunc<(u32, u32), i32>,
     report_ptr: TypedFunc<(), u32>,
     report_len: TypedFunc<(), u32>,
-    initialize: TypedFunc<(), ()>,
+    /// `_initialize`; absent from the pre-initialised module (it already ran).
+    initialize: Option<TypedFunc<(), ()>>,
     /// `cm_take_output`: the output of a call the epoch backstop trapped (docs/guest-abi.md).
     take_output: TypedFunc<(), i32>,
 }
@@ -147,6 +155,15 @@ impl std::fmt::Debug for Vm {
 
 impl Vm {
     fn instantiate(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
+        Vm::instantiate_from(template, &template.pre, limits)
+    }
+
+    /// A fresh instance of `pre` (the template's pre-initialised guest, or the raw one).
+    fn instantiate_from(
+        template: &VmTemplate,
+        pre: &InstancePre<HostState>,
+        limits: &VmLimits,
+    ) -> Result<Vm, RuntimeError> {
         let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
         let mut builder = WasiCtxBuilder::new();
         builder
@@ -181,12 +198,12 @@ impl Vm {
             }
         });
         store.set_epoch_deadline(1);
-        let instance = template
-            .pre
+        let instance = pre
             .instantiate(&mut store)
             .map_err(|e| RuntimeError::instantiate("instantiating the guest", e))?;
         let exports = (|| -> wasmtime::Result<Exports> {
             Ok(Exports {
+                instance,
                 memory: instance
                     .get_memory(&mut store, "memory")
                     .ok_or_else(|| wasmtime::format_err!("no memory export"))?,
@@ -194,12 +211,12 @@ impl Vm {
                     .get_global(&mut store, "__stack_pointer")
                     .ok_or_else(|| wasmtime::format_err!("no __stack_pointer export"))?,
                 alloc: instance.get_typed_func(&mut store, "cm_alloc")?,
-                init: instance.get_typed_func(&mut store, "cm_init")?,
+                init: optional_func(&instance, &mut store, "cm_init")?,
                 start: instance.get_typed_func(&mut store, "cm_start")?,
                 deliver: instance.get_typed_func(&mut store, "cm_deliver")?,
                 report_ptr: instance.get_typed_func(&mut store, "cm_report_ptr")?,
                 report_len: instance.get_typed_func(&mut store, "cm_report_len")?,
-                initialize: instance.get_typed_func(&mut store, "_initialize")?,
+                initialize: optional_func(&instance, &mut store, "_initialize")?,
                 take_output: instance.get_typed_func(&mut store, "cm_take_output")?,
             })
         })()
@@ -227,23 +244,39 @@ impl Vm {
         })
     }
 
-    /// A fresh VM initialised from scratch: `_initialize`, then `cm_init` with the prelude.
+    /// A fresh VM initialised from scratch: the raw guest, `_initialize`, then `cm_init` with
+    /// the prelude ([`init_input`]).
     pub(crate) fn from_init(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
-        let mut vm = Vm::instantiate(template, limits)?;
+        let raw = template.raw.get(&template.engine)?;
+        let mut vm = Vm::instantiate_from(template, &raw, limits)?;
+        vm.initialise(limits)?;
+        Ok(vm)
+    }
+
+    /// Runs `_initialize` and `cm_init` ([`init_input`] for `limits`) in this raw instance: what
+    /// [`Vm::from_init`] does, and what the pre-initialisation captures
+    /// (crate::engine, docs/guest-abi.md "Pre-initialisation").
+    pub(crate) fn initialise(&mut self, limits: &VmLimits) -> Result<(), RuntimeError> {
+        let vm = self;
+        let missing = |name: &str| {
+            RuntimeError::instantiate(
+                "looking up the guest's exports",
+                wasmtime::format_err!("no {name} export (the guest is pre-initialised)"),
+            )
+        };
+        let initialize = vm
+            .exports
+            .initialize
+            .clone()
+            .ok_or_else(|| missing("_initialize"))?;
+        let init = vm.exports.init.clone().ok_or_else(|| missing("cm_init"))?;
         let budget = LegBudget::new(Duration::from_secs(10), AbortHandle::new());
         vm.arm(&budget);
-        let initialize = vm.exports.initialize.clone();
         initialize
             .call(&mut vm.store, ())
             .map_err(|e| RuntimeError::instantiate("_initialize", e))?;
-        let input = serde_json::to_vec(&InitInput {
-            prelude: Cow::Borrowed(PRELUDE),
-            methods: BridgeMethod::ALL.to_vec(),
-            memory_limit_bytes: limits.memory_limit_bytes,
-            max_stack_bytes: JS_STACK_LIMIT_BYTES,
-        })
-        .map_err(|e| RuntimeError::instantiate("encoding the cm_init input", e))?;
-        let init = vm.exports.init.clone();
+        let input = init_input(limits)
+            .map_err(|e| RuntimeError::instantiate("encoding the cm_init input", e))?;
         let (status, report) = vm
             .call_raw(init, &input)
             .map_err(|e| RuntimeError::instantiate("cm_init", e))?;
@@ -254,12 +287,29 @@ impl Vm {
             ));
         }
         vm.disarm();
-        Ok(vm)
+        Ok(())
     }
 
-    /// A fresh VM from the template's post-initialisation image.
+    /// The store and instance, for reading globals and memory by export name (the wizer
+    /// snapshot of a pre-initialisation).
+    pub(crate) fn store_and_instance(&mut self) -> (&mut Store<HostState>, Instance) {
+        (&mut self.store, self.exports.instance)
+    }
+
+    /// A fresh VM of the pre-initialised guest: an instantiation, whose linear memory is the
+    /// post-initialisation image mapped copy-on-write from the module; no guest code runs.
+    pub(crate) fn from_preinit(
+        template: &VmTemplate,
+        limits: &VmLimits,
+    ) -> Result<Vm, RuntimeError> {
+        Vm::instantiate(template, limits)
+    }
+
+    /// A fresh VM of the raw guest with the template's post-initialisation image copied into
+    /// its memory (the way before pre-initialisation; kept for benchmarks).
     pub(crate) fn from_image(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
-        let mut vm = Vm::instantiate(template, limits)?;
+        let raw = template.raw.get(&template.engine)?;
+        let mut vm = Vm::instantiate_from(template, &raw, limits)?;
         let image = &template.image;
         vm.load_memory(image.pages, image.stack_pointer, |dst| {
             dst.copy_from_slice(&image.data);
@@ -720,9 +770,35 @@ fn json_len(value: &serde_json::Value) -> u64 {
     count.0
 }
 
-/// Takes the post-initialisation image: a VM initialised from scratch, captured once.
+/// The `cm_init` input every VM is initialised with: the built-in prelude, every bridge method,
+/// `limits.memory_limit_bytes` (re-applied per run by `cm_start`) and [`JS_STACK_LIMIT_BYTES`].
+/// Its bytes are part of the pre-initialised module's cache key.
+pub(crate) fn init_input(limits: &VmLimits) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&InitInput {
+        prelude: Cow::Borrowed(PRELUDE),
+        methods: BridgeMethod::ALL.to_vec(),
+        memory_limit_bytes: limits.memory_limit_bytes,
+        max_stack_bytes: JS_STACK_LIMIT_BYTES,
+    })
+}
+
+/// An export that a pre-initialised module no longer has: `None` when absent, an error when
+/// present with another type.
+fn optional_func<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
+    instance: &Instance,
+    store: &mut Store<HostState>,
+    name: &str,
+) -> wasmtime::Result<Option<TypedFunc<P, R>>> {
+    match instance.get_func(&mut *store, name) {
+        Some(f) => Ok(Some(f.typed(&*store)?)),
+        None => Ok(None),
+    }
+}
+
+/// Takes the post-initialisation image: memory of a fresh instance of the pre-initialised guest
+/// (a read; no guest code runs).
 pub(crate) fn take_image(template: &VmTemplate) -> Result<Image, RuntimeError> {
-    let mut vm = Vm::from_init(template, &VmLimits::default())?;
+    let mut vm = Vm::instantiate(template, &VmLimits::default())?;
     vm.image()
         .map_err(|e| RuntimeError::setup("cannot take the VM image", e))
 }
