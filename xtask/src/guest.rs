@@ -79,6 +79,7 @@ fn run(root: &Path, action: Action) -> Result<(), String> {
                 rustc: first_line("rustc", &["-V"]),
                 clang: first_line("clang-16", &["--version"]),
                 wasi_libc: first_line("dpkg-query", &["-W", "-f=${Version}", "wasi-libc"]),
+                files: build_guest::input_file_hashes(&root)?,
             };
             std::fs::write(&wasm_path, &fresh)
                 .map_err(|e| format!("{}: {e}", wasm_path.display()))?;
@@ -107,7 +108,7 @@ fn run(root: &Path, action: Action) -> Result<(), String> {
                     ))
                 }
             };
-            compare(&manifest, &fresh, &inputs, &wasm_path)
+            compare(&manifest, &fresh, &inputs, &root, &wasm_path)
         }
     }
 }
@@ -118,6 +119,7 @@ fn compare(
     manifest: &Manifest,
     fresh: &[u8],
     inputs: &str,
+    root: &Path,
     wasm_path: &Path,
 ) -> Result<(), String> {
     let checked_in =
@@ -132,7 +134,13 @@ fn compare(
         ));
     }
     if inputs != manifest.inputs_sha256 {
-        return Err(build_guest::stale_message(&manifest.inputs_sha256, inputs));
+        let changed =
+            build_guest::changed_inputs(&manifest.files, &build_guest::input_file_hashes(root)?);
+        return Err(build_guest::stale_message(
+            &manifest.inputs_sha256,
+            inputs,
+            &changed,
+        ));
     }
     let fresh_sha = build_guest::sha256_hex(fresh);
     if fresh_sha != manifest.wasm_sha256 {

@@ -199,8 +199,47 @@ pub(crate) fn inputs_sha256(root: &Path) -> Result<String, String> {
     Ok(sha256_hex(&hasher.finalize()))
 }
 
+/// Each input file under `root` with its SHA-256: `(relative path, hex)` in [`input_files`]
+/// order (so the stale message can name what changed). Errors: as [`input_files`].
+pub(crate) fn input_file_hashes(root: &Path) -> Result<Vec<(String, String)>, String> {
+    input_files(root)?
+        .into_iter()
+        .map(|rel| {
+            let path = root.join(&rel);
+            let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((rel, sha256_hex(&bytes)))
+        })
+        .collect()
+}
+
+/// What differs between the recorded input files and the current ones, as `path (changed)`,
+/// `path (new)` and `path (removed)` in path order.
+pub(crate) fn changed_inputs(
+    recorded: &[(String, String)],
+    current: &[(String, String)],
+) -> Vec<String> {
+    let mut out: Vec<(String, &str)> = Vec::new();
+    for (path, hash) in current {
+        match recorded.iter().find(|(p, _)| p == path) {
+            None => out.push((path.clone(), "new")),
+            Some((_, h)) if h != hash => out.push((path.clone(), "changed")),
+            Some(_) => {}
+        }
+    }
+    for (path, _) in recorded {
+        if !current.iter().any(|(p, _)| p == path) {
+            out.push((path.clone(), "removed"));
+        }
+    }
+    out.sort();
+    out.into_iter()
+        .map(|(p, what)| format!("{p} ({what})"))
+        .collect()
+}
+
 /// The checked-in guest's manifest, `manifest.txt`: `key = "value"` lines (`#` comments), keys
-/// `wasm_sha256`, `wasm_bytes`, `inputs_sha256`, `rustc`, `clang`, `wasi_libc`.
+/// `wasm_sha256`, `wasm_bytes`, `inputs_sha256`, `rustc`, `clang`, `wasi_libc`, then one
+/// `file = "<sha256> <path>"` line per input file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Manifest {
     /// SHA-256 of `codemode_guest.wasm` (hex).
@@ -215,12 +254,19 @@ pub(crate) struct Manifest {
     pub(crate) clang: String,
     /// The wasi-libc package version (`dpkg-query`), or `unknown`.
     pub(crate) wasi_libc: String,
+    /// [`input_file_hashes`] of those sources.
+    pub(crate) files: Vec<(String, String)>,
 }
 
 impl Manifest {
     /// The file's text (what `cargo xtask guest --update` writes).
     pub(crate) fn render(&self) -> String {
         let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+        let files: String = self
+            .files
+            .iter()
+            .map(|(path, hash)| format!("file = \"{hash} {}\"\n", quote(path)))
+            .collect();
         format!(
             "# The checked-in wasm guest (docs/guest-abi.md, \"Building\"). Written by\n\
              # `{UPDATE_COMMAND}`; checked by codemode-runtime's build.rs and by\n\
@@ -230,7 +276,8 @@ impl Manifest {
              inputs_sha256 = \"{}\"\n\
              rustc = \"{}\"\n\
              clang = \"{}\"\n\
-             wasi_libc = \"{}\"\n",
+             wasi_libc = \"{}\"\n\
+             {files}",
             self.wasm_sha256,
             self.wasm_bytes,
             self.inputs_sha256,
@@ -241,9 +288,11 @@ impl Manifest {
     }
 
     /// Parses [`Manifest::render`]'s format. Errors: a line that is not `key = "value"`, an
-    /// unknown or repeated key, a missing key, a `wasm_bytes` that is not a number.
+    /// unknown or repeated key (but `file`), a missing key, a `wasm_bytes` that is not a number, a
+    /// `file` that is not `<sha256> <path>`.
     pub(crate) fn parse(text: &str) -> Result<Manifest, String> {
         let mut values: Vec<(String, String)> = Vec::new();
+        let mut files = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -257,6 +306,16 @@ impl Manifest {
                 .and_then(|v| v.strip_suffix('"'))
                 .ok_or_else(bad)?;
             let value = value.replace("\\\"", "\"").replace("\\\\", "\\");
+            if key == "file" {
+                let (hash, path) = value
+                    .split_once(' ')
+                    .filter(|(h, p)| h.len() == 64 && !p.is_empty())
+                    .ok_or_else(|| {
+                        format!("line {}: expected `file = \"<sha256> <path>\"`", n + 1)
+                    })?;
+                files.push((path.to_string(), hash.to_string()));
+                continue;
+            }
             const KEYS: [&str; 6] = [
                 "wasm_sha256",
                 "wasm_bytes",
@@ -290,6 +349,7 @@ impl Manifest {
             rustc: get("rustc")?,
             clang: get("clang")?,
             wasi_libc: get("wasi_libc")?,
+            files,
         })
     }
 }
@@ -336,7 +396,8 @@ pub(crate) fn load_prebuilt(root: &Path) -> Result<Prebuilt, String> {
     if sources_present {
         let inputs = inputs_sha256(root)?;
         if inputs != manifest.inputs_sha256 {
-            return Err(stale_message(&manifest.inputs_sha256, &inputs));
+            let changed = changed_inputs(&manifest.files, &input_file_hashes(root)?);
+            return Err(stale_message(&manifest.inputs_sha256, &inputs, &changed));
         }
     }
     Ok(Prebuilt {
@@ -346,12 +407,17 @@ pub(crate) fn load_prebuilt(root: &Path) -> Result<Prebuilt, String> {
     })
 }
 
-/// The error for a checked-in guest built from other sources than the checkout's.
-pub(crate) fn stale_message(recorded: &str, current: &str) -> String {
+/// The error for a checked-in guest built from other sources than the checkout's; `changed` is
+/// [`changed_inputs`] (empty: the manifest lists no files).
+pub(crate) fn stale_message(recorded: &str, current: &str, changed: &[String]) -> String {
+    let what = if changed.is_empty() {
+        "a file of crates/codemode-guest, crates/codemode-bridge or Cargo.toml changed".to_string()
+    } else {
+        changed.join(", ")
+    };
     format!(
         "the checked-in guest ({PREBUILT_WASM}) is stale: it was built from guest sources with \
-         inputs sha256 {recorded}, but the sources now hash to {current} (a file of \
-         crates/codemode-guest, crates/codemode-bridge/src or Cargo.toml changed). On a machine \
+         inputs sha256 {recorded}, but the sources now hash to {current} ({what}). On a machine \
          with clang-16 and wasi-libc (`cargo xtask setup`), run `{UPDATE_COMMAND}` and commit \
          crates/codemode-runtime/guest/; or set CODEMODE_GUEST_WASM to a guest built from these \
          sources."

@@ -80,11 +80,13 @@ fn fake_repo(wasm: &[u8]) -> tempfile::TempDir {
             fs::write(&path, format!("# {rel}\n")).unwrap();
         }
     }
-    write_prebuilt(root, wasm, &build_guest::inputs_sha256(root).unwrap());
+    write_prebuilt(root, wasm);
     dir
 }
 
-fn write_prebuilt(root: &Path, wasm: &[u8], inputs: &str) {
+/// Writes `wasm` and a manifest of it and of the inputs now under `root`.
+fn write_prebuilt(root: &Path, wasm: &[u8]) {
+    let inputs = build_guest::inputs_sha256(root).unwrap();
     let manifest = Manifest {
         wasm_sha256: build_guest::sha256_hex(wasm),
         wasm_bytes: wasm.len() as u64,
@@ -92,6 +94,7 @@ fn write_prebuilt(root: &Path, wasm: &[u8], inputs: &str) {
         rustc: "rustc 1.95.0 (59807616e 2026-04-14)".into(),
         clang: "Debian clang version 16.0.6 (15~deb12u1)".into(),
         wasi_libc: "0.0~git20220510.9886d3d-2".into(),
+        files: build_guest::input_file_hashes(root).unwrap(),
     };
     let guest = root.join("crates/codemode-runtime/guest");
     fs::create_dir_all(&guest).unwrap();
@@ -118,11 +121,14 @@ fn a_checked_in_guest_that_matches_its_sources_is_embedded() {
 fn a_changed_source_makes_the_checked_in_guest_stale_and_the_message_says_how_to_refresh() {
     let repo = fake_repo(WASM);
     let before = build_guest::inputs_sha256(repo.path()).unwrap();
+    let root = repo.path();
     fs::write(
-        repo.path().join("crates/codemode-bridge/src/prelude.js"),
+        root.join("crates/codemode-bridge/src/prelude.js"),
         "// new\n",
     )
     .unwrap();
+    fs::write(root.join("crates/codemode-guest/c/lib.rs"), "// edited\n").unwrap();
+    fs::remove_file(root.join("crates/codemode-guest/src/lib.rs")).unwrap();
     let after = build_guest::inputs_sha256(repo.path()).unwrap();
     assert_ne!(before, after);
     let err = load_prebuilt(repo.path()).unwrap_err();
@@ -131,8 +137,8 @@ fn a_changed_source_makes_the_checked_in_guest_stale_and_the_message_says_how_to
         format!(
             "the checked-in guest (crates/codemode-runtime/guest/codemode_guest.wasm) is stale: it \
              was built from guest sources with inputs sha256 {before}, but the sources now hash to \
-             {after} (a file of crates/codemode-guest, crates/codemode-bridge/src or Cargo.toml \
-             changed). On a machine with clang-16 and wasi-libc (`cargo xtask setup`), run `cargo \
+             {after} (crates/codemode-bridge/src/prelude.js (new), crates/codemode-guest/c/lib.rs \
+             (changed), crates/codemode-guest/src/lib.rs (removed)). On a machine with clang-16 and wasi-libc (`cargo xtask setup`), run `cargo \
              xtask guest --update` and commit crates/codemode-runtime/guest/; or set \
              CODEMODE_GUEST_WASM to a guest built from these sources."
         )
@@ -211,8 +217,16 @@ fn the_manifest_round_trips() {
         rustc: "rustc \"quoted\" \\ x".into(),
         clang: "clang".into(),
         wasi_libc: "unknown".into(),
+        files: vec![
+            ("Cargo.toml".into(), "a".repeat(64)),
+            ("crates/x y/src/lib.rs".into(), "b".repeat(64)),
+        ],
     };
     assert_eq!(Manifest::parse(&m.render()), Ok(m));
+    assert_eq!(
+        Manifest::parse("file = \"abc Cargo.toml\""),
+        Err("line 1: expected `file = \"<sha256> <path>\"`".into())
+    );
 }
 
 /// The repository's own checked-in guest: its manifest parses, the bytes are the ones it names
