@@ -116,6 +116,7 @@ fn build(repo_root: &Path, out_dir: &Path) -> Vec<u8> {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = build_guest::build_command(
         &cargo,
+        "build",
         repo_root,
         &target_dir,
         build_guest::cargo_home().as_deref(),

@@ -40,6 +40,22 @@ pub(crate) fn task(root: &Path, args: &[String]) -> Result<(), String> {
     run(root, action)
 }
 
+/// The guest's clippy gate of `cargo xtask test` (`-D warnings`), with the build's flags and
+/// target dir so it reuses the build's build-script runs (QuickJS's C compiled once).
+pub(crate) fn clippy(root: &Path) -> Result<(), String> {
+    let target = target_dir(root);
+    std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = build_guest::build_command(
+        &cargo,
+        "clippy",
+        root,
+        &target,
+        build_guest::cargo_home().as_deref(),
+    )?;
+    crate::run(cmd.args(["--", "-D", "warnings"]))
+}
+
 /// The `--check` lint gate of `cargo xtask test`.
 pub(crate) fn check(root: &Path) -> Result<(), String> {
     run(root, Action::Check)
@@ -196,8 +212,13 @@ fn build(root: &Path) -> Result<Vec<u8>, String> {
     let target = target_dir(root);
     std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd =
-        build_guest::build_command(&cargo, root, &target, build_guest::cargo_home().as_deref())?;
+    let mut cmd = build_guest::build_command(
+        &cargo,
+        "build",
+        root,
+        &target,
+        build_guest::cargo_home().as_deref(),
+    )?;
     crate::run(&mut cmd)?;
     let wasm = build_guest::built_wasm(&target);
     let bytes = std::fs::read(&wasm).map_err(|e| format!("{}: {e}", wasm.display()))?;

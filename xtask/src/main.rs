@@ -385,25 +385,10 @@ fn lint() -> Result<(), String> {
         "warnings",
     ]))?;
     if std::env::var_os("CODEMODE_GUEST_WASM").is_none() {
-        let guest_target = std::env::var_os("CODEMODE_GUEST_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root().join("target").join("codemode-guest"));
-        run(
-            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .current_dir(root().join("crates").join("codemode-guest"))
-                .args([
-                    "clippy",
-                    "--release",
-                    "--locked",
-                    "--target",
-                    "wasm32-wasip1",
-                ])
-                .arg("--target-dir")
-                .arg(guest_target)
-                .args(["--", "-D", "warnings"])
-                .env_remove("CARGO_TARGET_DIR"),
-        )?;
-        // The checked-in guest (the no-clang build's) must be what these sources build.
+        // The guest's clippy runs with the nested build's flags (guest.rs), so it shares its
+        // build-script runs; then the checked-in guest (the no-clang build's) must be what these
+        // sources build.
+        guest::clippy(&root())?;
         guest::check(&root())?;
     }
     run(cargo()

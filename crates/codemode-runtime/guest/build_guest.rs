@@ -530,8 +530,10 @@ fn shell_word(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// The nested, reproducible guest build: `cargo build --release --locked --target
-/// wasm32-wasip1 --target-dir <target_dir>` in `<repo_root>/crates/codemode-guest`, with
+/// The nested, reproducible guest build: `cargo <subcommand> --release --locked --target
+/// wasm32-wasip1 --target-dir <target_dir>` in `<repo_root>/crates/codemode-guest`
+/// (`subcommand` is `build`, or `clippy` for the lint gate, which then shares the build's
+/// build-script runs and so compiles QuickJS's C once), with
 /// [`prefix_maps`] given to rustc (`--remap-path-prefix`, appended to the guest's
 /// `.cargo/config.toml` rustflags through `--config`) and to clang (`-ffile-prefix-map` in
 /// `TARGET_CFLAGS`, which the cc crate adds to the config's `CFLAGS_wasm32_wasip1`), and with
@@ -541,6 +543,7 @@ fn shell_word(s: &str) -> String {
 /// the wrapper cannot be written.
 pub(crate) fn build_command(
     cargo: &OsStr,
+    subcommand: &str,
     repo_root: &Path,
     target_dir: &Path,
     cargo_home: Option<&Path>,
@@ -562,7 +565,7 @@ pub(crate) fn build_command(
     let mut cmd = Command::new(cargo);
     cmd.current_dir(repo_root.join("crates/codemode-guest"))
         .args([
-            "build",
+            subcommand,
             "--release",
             "--locked",
             "--target",
