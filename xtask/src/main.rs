@@ -206,9 +206,16 @@ fn setup_mcp_servers() -> Result<(), String> {
     std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))
 }
 
+/// Whether the build embeds a prebuilt guest and needs no guest toolchain: `CODEMODE_GUEST_WASM`
+/// is set or `CODEMODE_GUEST=prebuilt` (docs/guest-abi.md, "Building").
+fn prebuilt_guest() -> bool {
+    std::env::var_os("CODEMODE_GUEST_WASM").is_some_and(|v| !v.is_empty())
+        || std::env::var_os("CODEMODE_GUEST").is_some_and(|v| v == "prebuilt")
+}
+
 /// Makes sure the guest can be built: wasm32-wasip1, clang-16, llvm-ar-16, wasi-libc headers.
 fn setup_guest() -> Result<(), String> {
-    if std::env::var_os("CODEMODE_GUEST_WASM").is_some() {
+    if prebuilt_guest() {
         return Ok(()); // a prebuilt guest is used; no toolchain needed
     }
     let installed = Command::new("rustup")
@@ -243,7 +250,7 @@ fn setup_guest() -> Result<(), String> {
                 .env("DEBIAN_FRONTEND", "noninteractive"))?;
         } else {
             return Err(format!(
-                "the wasm guest needs clang-16, llvm-ar-16 and wasi-libc. On Debian run:\n    sudo apt-get install -y {}\nthen run this command again (or set CODEMODE_GUEST_WASM to a prebuilt guest).",
+                "the wasm guest needs clang-16, llvm-ar-16 and wasi-libc. On Debian run:\n    sudo apt-get install -y {}\nthen run this command again (or set CODEMODE_GUEST=prebuilt to embed the checked-in guest, or CODEMODE_GUEST_WASM to a prebuilt one).",
                 packages.join(" ")
             ));
         }
@@ -384,7 +391,12 @@ fn lint() -> Result<(), String> {
         "-D",
         "warnings",
     ]))?;
-    if std::env::var_os("CODEMODE_GUEST_WASM").is_none() {
+    if prebuilt_guest() {
+        eprintln!(
+            "skipping the guest's clippy and `cargo xtask guest --check`: CODEMODE_GUEST_WASM or \
+             CODEMODE_GUEST=prebuilt says the guest is not built here"
+        );
+    } else {
         // The guest's clippy runs with the nested build's flags (guest.rs), so it shares its
         // build-script runs; then the checked-in guest (the no-clang build's) must be what these
         // sources build.
