@@ -24,6 +24,9 @@ use serde_json::Value;
 pub mod abi;
 pub use abi::{wrap_user_code, USER_SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
 
+mod context;
+pub use context::{ContextSection, RunContext};
+
 mod language;
 pub use language::Language;
 

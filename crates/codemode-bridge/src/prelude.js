@@ -27,6 +27,16 @@
   // Nesting depth of a JSON text, and the count of allocations the heap limit refused so far.
   const jsonDepth = native.jsonDepth;
   const refusedAllocations = native.refusedAllocations;
+  // The run context (docs/guest-abi.md, "Run context"): `context(section)` copies one section in
+  // from the host and parses it; `convenience(name)` asks the host for the id behind
+  // `tools.<name>` (undefined: none).
+  const contextSection = native.context;
+  const convenienceId = native.convenience;
+  const SECTION_TOOLS = 0;
+  const SECTION_API_FILES = 1;
+  const SECTION_MCP = 2;
+  const SECTION_CONVENIENCES = 3;
+  const ProxyCtor = Proxy;
   const RangeErrorCtor = RangeError;
   const apply = Reflect.apply;
   const WeakMapCtor = WeakMap;
@@ -37,6 +47,7 @@
   const stringStartsWith = String.prototype.startsWith;
   const arrayJoin = Array.prototype.join;
   const getPrototypeOf = Object.getPrototypeOf;
+  const setPrototypeOf = Object.setPrototypeOf;
   const numberParse = Number.parseInt;
   const safeName = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
   const reserved = create(null);
@@ -511,9 +522,10 @@
   // The read-only `API` virtual files (docs/contract/mcp.md#s7-4): [{path, description, bytes, content}].
   // Only captured intrinsics and `append`: a user's String/Array prototype changes cannot alter
   // what `list` and `read` answer.
-  function makeApi(files) {
+  function makeApi(filesOf) {
     const list = function list(prefix) {
       return new PromiseCtor((resolve) => {
+        const files = filesOf();
         let p = typeof prefix === "string" ? apply(stringTrim, prefix, []) : "";
         while (apply(stringEndsWith, p, ["/"])) p = apply(slice, p, [0, -1]);
         const out = [];
@@ -540,6 +552,7 @@
           rej(new ErrorCtor("invalid API file path"));
           return;
         }
+        const files = filesOf();
         for (let i = 0; i < files.length; i++) {
           const f = files[i];
           if (f.path === p) {
@@ -622,8 +635,15 @@
   function makeMcp(mcp) {
     const paths = mcp !== null && typeof mcp === "object" && isArray(mcp.paths) ? mcp.paths : [];
     if (paths.length === 0) return undefined;
-    const root = create(null);
-    const names = isArray(mcp.serverNames) ? mcp.serverNames : [];
+    return fillMcp(create(null), mcp);
+  }
+
+  // Builds the scopes of `mcp` (whose `paths` is an array) into the null-prototype `root` and
+  // deep-freezes it.
+  function fillMcp(root, mcp) {
+    const object = mcp !== null && typeof mcp === "object";
+    const paths = object && isArray(mcp.paths) ? mcp.paths : [];
+    const names = object && isArray(mcp.serverNames) ? mcp.serverNames : [];
     for (let i = 0; i < names.length; i++) {
       const scope = create(null);
       defineProperty(scope, "$serverName", { value: names[i][1], enumerable: true });
@@ -703,16 +723,9 @@
     return freeze(n);
   }
 
-  // Installs the run's globals from the host's run context:
-  // {tools: [compact catalog entries], apiFiles: [{path, description, bytes, content}], mcp}.
-  // `lines` is the number of lines of the user's code (error texts cite them, D13).
-  function setup(contextJson, seed, lines) {
-    seedRandom(seed);
-    userLines = typeof lines === "number" ? lines : 0;
-    const context = parse(contextJson);
-    const apiFiles = isArray(context.apiFiles) ? context.apiFiles : [];
-    const entries = isArray(context.tools) ? context.tools : [];
-    const allTools = deepFreeze(entries);
+  // The `tools` functions every catalog has (the bridge methods), on a null-prototype object in
+  // the order `Object.keys(tools)` lists them.
+  function makeToolsApi() {
     const api = create(null);
     api.search = function search(query, options) {
       const limit = options !== null && typeof options === "object" ? options.limit : undefined;
@@ -744,6 +757,29 @@
         return reject(e);
       }
     };
+    return api;
+  }
+
+  // The convenience `tools.<name>` of the tool `id` (docs/contract/catalog.md#s3-4).
+  function convenience(api, id) {
+    return function (input) {
+      return api.callValue(id, input);
+    };
+  }
+
+  // Defines `value` as `name` on `target` the way `freeze` leaves it (defineProperty, not
+  // assignment: a tool named "__proto__" must not replace the prototype).
+  function defineFrozen(target, name, value) {
+    defineProperty(target, name, { value, writable: false, enumerable: true, configurable: false });
+  }
+
+  // The eager install (a run context holding the whole catalog, docs/guest-abi.md "Run
+  // context"): every global built now, from `context` = {tools, apiFiles, mcp}. Returns
+  // {allTools, tools, api, mcp}, `mcp` undefined when there is no MCP namespace.
+  function installEager(api, context) {
+    const apiFiles = isArray(context.apiFiles) ? context.apiFiles : [];
+    const entries = isArray(context.tools) ? context.tools : [];
+    const allTools = deepFreeze(entries);
     // Convenience functions for unambiguous safe names (docs/contract/catalog.md#s3-4).
     const counts = create(null);
     for (let i = 0; i < allTools.length; i++) {
@@ -754,27 +790,157 @@
       const entry = allTools[i];
       const name = entry.name;
       if (typeof name !== "string" || !safeName.test(name) || reserved[name] || counts[name] !== 1) continue;
-      const id = entry.id;
-      api[name] = function (input) {
-        return api.callValue(id, input);
-      };
+      api[name] = convenience(api, entry.id);
     }
-    // defineProperty, not assignment: a tool named "__proto__" must not replace the prototype.
     const toolsObject = {};
     const names = keys(api);
-    for (let i = 0; i < names.length; i++) {
-      defineProperty(toolsObject, names[i], { value: api[names[i]], writable: false, enumerable: true, configurable: false });
+    for (let i = 0; i < names.length; i++) defineFrozen(toolsObject, names[i], api[names[i]]);
+    return { allTools, tools: freeze(toolsObject), api: makeApi(() => apiFiles), mcp: makeMcp(context.mcp) };
+  }
+
+  // The traps of a lazy global (`lazyObject`), each forwarding to the Reflect function of the
+  // same name, captured here.
+  const LAZY_TRAPS = [
+    "get", "has", "ownKeys", "getOwnPropertyDescriptor", "defineProperty", "deleteProperty",
+    "isExtensible", "preventExtensions", "setPrototypeOf",
+  ];
+  const reflect = create(null);
+  for (let i = 0; i < LAZY_TRAPS.length; i++) reflect[LAZY_TRAPS[i]] = Reflect[LAZY_TRAPS[i]];
+  const reflectGet = Reflect.get;
+  const reflectHas = Reflect.has;
+
+  // A Proxy over `target` that runs `fill(target)` (which fills and freezes it) before the first
+  // operation that needs the target's contents, then deletes its own traps: from then on every
+  // operation is the frozen target's own, with its own results and errors. `get` and `has` may
+  // be replaced (`lookups`) by traps that answer single keys without filling. There is no `set`
+  // trap: an assignment reaches the target, and then the proxy's `getOwnPropertyDescriptor`
+  // or `defineProperty`, which fill first, so it fails the way it does on a frozen object.
+  function lazyObject(target, fill, lookups) {
+    const handler = create(null);
+    const state = { filled: false };
+    function ensure() {
+      if (state.filled) return;
+      fill(target);
+      state.filled = true;
+      for (let i = 0; i < LAZY_TRAPS.length; i++) delete handler[LAZY_TRAPS[i]];
     }
-    define("ALL_TOOLS", allTools);
-    define("tools", freeze(toolsObject));
+    for (let i = 0; i < LAZY_TRAPS.length; i++) {
+      const forward = reflect[LAZY_TRAPS[i]];
+      handler[LAZY_TRAPS[i]] = function (a, b, c) {
+        ensure();
+        return forward(a, b, c);
+      };
+    }
+    // Through Object's own functions, which throw the frozen object's own TypeError when the
+    // change is refused (`Reflect`'s false would become the proxy's "proxy: ..." error).
+    handler.defineProperty = function (t, key, descriptor) {
+      ensure();
+      defineProperty(t, key, descriptor);
+      return true;
+    };
+    handler.setPrototypeOf = function (t, proto) {
+      ensure();
+      setPrototypeOf(t, proto);
+      return true;
+    };
+    if (lookups !== undefined) {
+      handler.get = function (t, key, receiver) {
+        if (!state.filled) {
+          const v = lookups(key);
+          if (v !== undefined) return v;
+        }
+        return reflectGet(t, key, receiver);
+      };
+      handler.has = function (t, key) {
+        return (!state.filled && lookups(key) !== undefined) || reflectHas(t, key);
+      };
+    }
+    return new ProxyCtor(target, handler);
+  }
+
+  // The lazy install: `tools`, `ALL_TOOLS`, `MCP` are Proxies over targets filled from the host's
+  // run context on first use (`lazyObject`); `tools.<name>` alone asks the host for that one
+  // name; `API` reads the files on its first call. Returns {allTools, tools, api, mcp}, `mcp`
+  // undefined when the catalog has no MCP namespace (`hasMcp`).
+  function installLazy(api, hasMcp) {
+    const toolsTarget = {};
+    const names = keys(api);
+    for (let i = 0; i < names.length; i++) defineFrozen(toolsTarget, names[i], api[names[i]]);
+    // Conveniences handed out before the fill, so the fill installs the very same functions.
+    const made = create(null);
+    const absent = create(null);
+    function lookup(key) {
+      if (typeof key !== "string" || reserved[key] || absent[key]) return undefined;
+      let f = made[key];
+      if (f !== undefined) return f;
+      const id = convenienceId(key);
+      if (typeof id !== "string") {
+        absent[key] = true;
+        return undefined;
+      }
+      f = convenience(api, id);
+      made[key] = f;
+      return f;
+    }
+    // Writable and configurable until the final freeze, so a fill an out-of-memory error cut
+    // short can run again.
+    function fillConveniences(target) {
+      const pairs = contextSection(SECTION_CONVENIENCES);
+      for (let i = 0; i < pairs.length; i++) {
+        const name = pairs[i][0];
+        let f = made[name];
+        if (f === undefined) f = convenience(api, pairs[i][1]);
+        made[name] = f;
+        defineProperty(target, name, { value: f, writable: true, enumerable: true, configurable: true });
+      }
+      freeze(target);
+    }
+    function fillAllTools(target) {
+      const parsed = contextSection(SECTION_TOOLS);
+      const entries = isArray(parsed) ? parsed : [];
+      for (let i = 0; i < entries.length; i++) {
+        defineProperty(target, i, { value: deepFreeze(entries[i]), writable: true, enumerable: true, configurable: true });
+      }
+      freeze(target);
+    }
+    let files;
+    function filesOf() {
+      if (files === undefined) {
+        const parsed = contextSection(SECTION_API_FILES);
+        files = isArray(parsed) ? parsed : [];
+      }
+      return files;
+    }
+    return {
+      allTools: lazyObject([], fillAllTools),
+      tools: lazyObject(toolsTarget, fillConveniences, lookup),
+      api: makeApi(filesOf),
+      mcp: hasMcp ? lazyObject(create(null), (target) => fillMcp(target, contextSection(SECTION_MCP))) : undefined,
+    };
+  }
+
+  // Installs the run's globals. `contextJson` is {lazy: true, mcp: <has an MCP namespace>} for
+  // a run context the guest reads through the host imports when a program first touches the
+  // catalog (`installLazy`), else the whole context {tools: [compact catalog entries],
+  // apiFiles: [{path, description, bytes, content}], mcp} (`installEager`).
+  // `lines` is the number of lines of the user's code (error texts cite them, D13).
+  function setup(contextJson, seed, lines) {
+    seedRandom(seed);
+    userLines = typeof lines === "number" ? lines : 0;
+    const context = parse(contextJson);
+    const api = makeToolsApi();
+    const lazy = context !== null && typeof context === "object" && context.lazy === true;
+    const globals = lazy ? installLazy(api, context.mcp === true) : installEager(api, context);
+    const mcp = globals.mcp;
+    define("ALL_TOOLS", globals.allTools);
+    define("tools", globals.tools);
     define("text", text);
     define("json", json);
     define("yield_control", yieldControl);
-    define("API", makeApi(apiFiles));
+    define("API", globals.api);
     define("console", makeConsole());
     define("nodes", makeNodes());
     const namespaces = create(null);
-    const mcp = makeMcp(context.mcp);
     if (mcp !== undefined) {
       namespaces.MCP = mcp;
       define("MCP", mcp);

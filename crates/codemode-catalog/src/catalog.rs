@@ -2,6 +2,9 @@
 //! index, output contracts and replay safety (docs/contract/surface.md#s2-5, docs/contract/catalog.md#s3; docs/contract/catalog.md#s3-1, docs/contract/guest.md#runtime-api, docs/contract/catalog.md#names).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+use codemode_bridge::RunContext;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -287,6 +290,11 @@ pub struct Catalog {
     conveniences: Vec<Convenience>,
     quick_index: Option<String>,
     limits: SearchLimits,
+    /// The MCP namespace, built on first use and shared by every run of this catalog.
+    namespace: OnceLock<Arc<crate::McpNamespace>>,
+    /// The guest's run context, built on first use and shared by every run of this catalog
+    /// (docs/benchmarks.md, "Catalog scale").
+    run_context: OnceLock<RunContext>,
 }
 
 /// Where a spec lands: source, id owner segment, `sourceName`, group.
@@ -518,7 +526,22 @@ impl Catalog {
             conveniences,
             quick_index,
             limits: *limits,
+            namespace: OnceLock::new(),
+            run_context: OnceLock::new(),
         })
+    }
+
+    /// The catalog's MCP namespace ([`crate::McpNamespace::build`]), built once and shared.
+    pub fn mcp_namespace(&self) -> Arc<crate::McpNamespace> {
+        self.namespace
+            .get_or_init(|| Arc::new(crate::McpNamespace::build(self)))
+            .clone()
+    }
+
+    /// The guest run context of this catalog: `init` builds it on the first call, every later
+    /// call (every later exec of the catalog) gets the same one, a clone of one `Arc`.
+    pub fn run_context(&self, init: impl FnOnce(&Catalog) -> RunContext) -> RunContext {
+        self.run_context.get_or_init(|| init(self)).clone()
     }
 
     /// The search limits in force.

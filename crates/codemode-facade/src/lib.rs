@@ -271,6 +271,12 @@ pub struct RunEnv {
     /// Where the run's trajectory goes (docs/contract/host.md#h4); every event is stamped with
     /// [`scope`](Self::scope). Default: [`Trajectory::disabled`].
     pub trajectory: Trajectory,
+    /// Build the guest's catalog globals the way every exec did before they were installed
+    /// lazily: the whole run context as JSON for each exec, parsed and built in full before the
+    /// program runs (docs/guest-abi.md, "Run context"). Default `false`; the `catalog_scale`
+    /// benchmark sets it to measure the difference. Behaviour is the same either way (but for
+    /// one error text docs/guest-abi.md names).
+    pub install_catalog_eagerly: bool,
 }
 
 impl RunEnv {
@@ -298,6 +304,7 @@ impl RunEnv {
             hooks: HookChain::new(),
             approvals: None,
             trajectory: Trajectory::disabled(),
+            install_catalog_eagerly: false,
         }
     }
 

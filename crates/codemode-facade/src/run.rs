@@ -7,7 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem};
+use codemode_bridge::{
+    BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem, RunContext,
+};
+use codemode_catalog::Catalog;
 use codemode_runtime::{run_leg, AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
 use codemode_snapshot::{Reservation, SnapshotStore};
 use codemode_telemetry::{
@@ -284,7 +287,7 @@ impl Run {
             trajectory: trajectory.clone(),
             scope: env.scope.clone(),
             parent_tool_call_id: env.parent_tool_call_id.clone(),
-            namespace: Arc::new(codemode_catalog::McpNamespace::build(&env.catalog)),
+            namespace: env.catalog.mcp_namespace(),
             counters: Arc::new(Counters::default()),
             tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds()),
         };
@@ -314,7 +317,8 @@ impl Run {
         }
     }
 
-    /// The first leg: a fresh VM evaluates the prepared JavaScript.
+    /// The first leg: a fresh VM evaluates the prepared JavaScript, with the catalog's run
+    /// context (built once per catalog, docs/guest-abi.md "Run context").
     pub(crate) async fn start(
         &mut self,
         runtime: &Arc<Runtime>,
@@ -324,17 +328,11 @@ impl Run {
     ) {
         self.missing = MissingConveniences::scan(javascript, &self.env.catalog);
         let limits = limits(&self.env);
-        let namespace = &self.dispatcher.namespace;
-        let mcp = json!({
-            "paths": namespace.callable_paths().into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
-            "serverNames": namespace.server_names(),
-        });
-        let context = json!({
-            "tools": self.env.catalog.all_tools(),
-            "apiFiles": namespace.api_files(),
-            "mcp": mcp,
-        })
-        .to_string();
+        let context = if self.env.install_catalog_eagerly {
+            eager_run_context(&self.env.catalog)
+        } else {
+            self.env.catalog.run_context(lazy_run_context)
+        };
         let budget = LegBudget {
             soft_deadline: deadline,
             abort: abort.clone(),
@@ -587,7 +585,9 @@ impl Run {
         let runtime = runtime.clone();
         let restored = run_leg(move || runtime.restore(&snapshot, &limits)).await;
         match restored {
-            Ok(Ok(vm)) => {
+            Ok(Ok(mut vm)) => {
+                // The program may first touch `tools` or `ALL_TOOLS` after this `wait`.
+                vm.set_context(self.env.catalog.run_context(lazy_run_context));
                 self.pending = vm.pending().to_vec();
                 self.vm = Some(vm);
                 Ok(())
@@ -866,4 +866,48 @@ impl Run {
             telemetry: telemetry(&self.env, &self.dispatcher.counters),
         }
     }
+}
+
+/// The lazily installed run context of `catalog` (docs/guest-abi.md, "Run context"): its JSON
+/// sections and conveniences, built once per catalog ([`Catalog::run_context`]).
+fn lazy_run_context(catalog: &Catalog) -> RunContext {
+    let namespace = catalog.mcp_namespace();
+    let paths: Vec<Vec<String>> = namespace
+        .callable_paths()
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    let has_mcp = !paths.is_empty();
+    let mcp = json!({"paths": paths, "serverNames": namespace.server_names()});
+    let conveniences = catalog
+        .conveniences()
+        .iter()
+        .map(|c| (c.name.clone(), c.id.clone()))
+        .collect();
+    RunContext::new(
+        json!(catalog.all_tools()).to_string(),
+        json!(namespace.api_files()).to_string(),
+        mcp.to_string(),
+        has_mcp,
+        conveniences,
+    )
+}
+
+/// The run context as every exec built it before lazy installation: the whole JSON, made for
+/// this exec and handed to the guest's `setup` in `cm_start` ([`RunEnv::install_catalog_eagerly`],
+/// for the `catalog_scale` benchmark).
+fn eager_run_context(catalog: &Catalog) -> RunContext {
+    let namespace = codemode_catalog::McpNamespace::build(catalog);
+    let mcp = json!({
+        "paths": namespace.callable_paths().into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
+        "serverNames": namespace.server_names(),
+    });
+    RunContext::eager(
+        json!({
+            "tools": catalog.all_tools(),
+            "apiFiles": namespace.api_files(),
+            "mcp": mcp,
+        })
+        .to_string(),
+    )
 }

@@ -29,6 +29,15 @@ extern "C" {
     /// Asks the host whether the guest must stop now (deadline or abort). Non-zero = stop.
     /// Polled by QuickJS's interrupt handler.
     fn interrupt() -> i32;
+    /// Byte length of run-context section `section` (docs/guest-abi.md, "Run context"); -1
+    /// for an unknown section or when the host has no context.
+    fn context_len(section: i32) -> i32;
+    /// Copies the whole of section `section` (`len` must be its length) to `ptr`; 0 on
+    /// success, -1 otherwise.
+    fn context_read(section: i32, ptr: *mut u8, len: i32) -> i32;
+    /// The byte length of the tool id behind the convenience `tools.<name>` (-1: none), copied
+    /// to `out` when it fits in `out_cap` bytes.
+    fn context_convenience(name: *const u8, name_len: i32, out: *mut u8, out_cap: i32) -> i32;
 }
 
 extern "C" {
@@ -239,6 +248,12 @@ fn init(input: InitInput<'static>) -> Result<Guest, String> {
         native
             .set("refusedAllocations", Func::from(native_refused_allocations))
             .map_err(|e| e.to_string())?;
+        native
+            .set("context", Func::from(native_context))
+            .map_err(|e| e.to_string())?;
+        native
+            .set("convenience", Func::from(native_convenience))
+            .map_err(|e| e.to_string())?;
         let mut opts = EvalOptions::default();
         opts.global = true;
         opts.strict = true;
@@ -337,6 +352,53 @@ fn json_depth(text: &[u8]) -> u32 {
 /// far; the JSON adapter tells an out-of-memory failure from an unstringifiable value with it.
 fn native_refused_allocations() -> f64 {
     heap::refused_allocations() as f64
+}
+
+/// `native.context(section)`: run-context section `section` (docs/guest-abi.md, "Run
+/// context") copied in from the host and parsed with the engine's JSON parser. Throws when the
+/// host has no such section or its text is not JSON; running out of memory is the usual
+/// catchable error.
+fn native_context<'js>(ctx: Ctx<'js>, section: i32) -> rquickjs::Result<Value<'js>> {
+    // SAFETY: a host import taking a number and touching no guest memory.
+    let len = unsafe { context_len(section) };
+    let Ok(len) = usize::try_from(len) else {
+        return Err(throw_error(&ctx, "code mode run context is unavailable"));
+    };
+    let mut bytes: Vec<u8> = Vec::new();
+    // One more byte for the NUL `json_parse` appends (no reallocation of a large section).
+    if bytes.try_reserve_exact(len + 1).is_err() {
+        return Err(throw_error(&ctx, "out of memory"));
+    }
+    bytes.resize(len, 0);
+    // SAFETY: `bytes` is valid for `len` bytes; the host writes exactly `len` bytes or none.
+    if unsafe { context_read(section, bytes.as_mut_ptr(), len as i32) } != 0 {
+        return Err(throw_error(&ctx, "code mode run context is unavailable"));
+    }
+    ctx.json_parse(bytes)
+}
+
+/// `native.convenience(name)`: the tool id behind the convenience `tools.<name>`, or
+/// `undefined` when the catalog has none (one host lookup, whatever the catalog's size).
+fn native_convenience(name: String) -> Option<String> {
+    let mut out = vec![0u8; 128];
+    loop {
+        // SAFETY: `name` and `out` are valid for the lengths passed; the host writes at most
+        // `out.len()` bytes to `out`.
+        let len = unsafe {
+            context_convenience(
+                name.as_ptr(),
+                i32::try_from(name.len()).ok()?,
+                out.as_mut_ptr(),
+                out.len() as i32,
+            )
+        };
+        let len = usize::try_from(len).ok()?;
+        if len <= out.len() {
+            out.truncate(len);
+            return String::from_utf8(out).ok();
+        }
+        out = vec![0u8; len];
+    }
 }
 
 /// `native.output(itemJson)`: buffers one output item (JSON text built by the prelude). Text that

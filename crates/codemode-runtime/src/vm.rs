@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use codemode_bridge::abi::{self, InitInput, StartInput};
 use codemode_bridge::{
-    BridgeMethod, BridgeRequest, Delivery, GuestReport, OutputItem, ProtocolError, PRELUDE,
+    BridgeMethod, BridgeRequest, ContextSection, Delivery, GuestReport, OutputItem, ProtocolError,
+    RunContext, PRELUDE,
 };
 use wasmtime::{
     Caller, Engine, Global, Instance, InstancePre, Linker, Memory, Store, StoreLimits,
@@ -39,6 +40,9 @@ pub(crate) struct HostState {
     stderr: MemoryOutputPipe,
     /// [`native_stack_position`] when the current guest call was entered (0: not measured).
     native_stack_entry: usize,
+    /// The run's catalog context the `codemode.context_*` imports copy from ([`Vm::start`],
+    /// [`Vm::set_context`]); `None` until set, when the imports answer -1.
+    context: Option<RunContext>,
 }
 
 /// An address in the current frame of the native stack. Guest code runs synchronously on the
@@ -79,6 +83,113 @@ pub(crate) fn add_codemode_imports(linker: &mut Linker<HostState>) -> wasmtime::
             let entry = caller.data().native_stack_entry;
             let used = entry.saturating_sub(native_stack_position());
             i32::from(entry != 0 && used > MAX_WASM_STACK - NATIVE_STACK_HEADROOM)
+        },
+    )?;
+    add_context_imports(linker)
+}
+
+/// The guest's linear memory, from inside an import.
+fn guest_memory(caller: &mut Caller<'_, HostState>) -> Option<Memory> {
+    caller.get_export("memory")?.into_memory()
+}
+
+/// `[ptr, ptr + len)` as a range of a memory of `size` bytes, `None` when it does not fit.
+fn guest_range(ptr: i32, len: i32, size: usize) -> Option<std::ops::Range<usize>> {
+    let start = usize::try_from(u32::try_from(ptr).ok()?).ok()?;
+    let len = usize::try_from(u32::try_from(len).ok()?).ok()?;
+    let end = start.checked_add(len)?;
+    (end <= size).then_some(start..end)
+}
+
+/// The run-context imports (docs/guest-abi.md, "Run context"). Each one copies only the host's
+/// own context bytes into guest memory, at a range checked against the memory's size; any bad
+/// argument (unknown section, a range outside memory, a length that is not the section's, a
+/// name that is not UTF-8, no context set) answers -1 and changes nothing.
+fn add_context_imports(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    // `context_len(section) -> i32`: the section's length in bytes.
+    linker.func_wrap(
+        "codemode",
+        "context_len",
+        |caller: Caller<'_, HostState>, section: i32| -> i32 {
+            let Some(context) = &caller.data().context else {
+                return -1;
+            };
+            u32::try_from(section)
+                .ok()
+                .and_then(ContextSection::from_index)
+                .and_then(|s| i32::try_from(context.section(s).len()).ok())
+                .unwrap_or(-1)
+        },
+    )?;
+    // `context_read(section, ptr, len) -> i32`: copies the whole section (`len` must be its
+    // length) to `ptr`; 0 when done.
+    linker.func_wrap(
+        "codemode",
+        "context_read",
+        |mut caller: Caller<'_, HostState>, section: i32, ptr: i32, len: i32| -> i32 {
+            let Some(context) = caller.data().context.clone() else {
+                return -1;
+            };
+            let Some(section) = u32::try_from(section)
+                .ok()
+                .and_then(ContextSection::from_index)
+            else {
+                return -1;
+            };
+            let bytes = context.section(section).as_bytes();
+            if usize::try_from(len).ok() != Some(bytes.len()) {
+                return -1;
+            }
+            let Some(memory) = guest_memory(&mut caller) else {
+                return -1;
+            };
+            let data = memory.data_mut(&mut caller);
+            match guest_range(ptr, len, data.len()) {
+                Some(range) => {
+                    data[range].copy_from_slice(bytes);
+                    0
+                }
+                None => -1,
+            }
+        },
+    )?;
+    // `context_convenience(name_ptr, name_len, out_ptr, out_cap) -> i32`: the byte length of
+    // the id of the convenience `tools.<name>` (-1: none), copied to `out_ptr` when it fits in
+    // `out_cap` bytes (else the guest asks again with a bigger buffer).
+    linker.func_wrap(
+        "codemode",
+        "context_convenience",
+        |mut caller: Caller<'_, HostState>,
+         name_ptr: i32,
+         name_len: i32,
+         out_ptr: i32,
+         out_cap: i32|
+         -> i32 {
+            let Some(context) = caller.data().context.clone() else {
+                return -1;
+            };
+            let Some(memory) = guest_memory(&mut caller) else {
+                return -1;
+            };
+            let data = memory.data_mut(&mut caller);
+            let Some(name) = guest_range(name_ptr, name_len, data.len())
+                .and_then(|range| std::str::from_utf8(&data[range]).ok())
+            else {
+                return -1;
+            };
+            let Some(id) = context.convenience(name) else {
+                return -1;
+            };
+            let Ok(id_len) = i32::try_from(id.len()) else {
+                return -1;
+            };
+            if id_len <= out_cap {
+                match guest_range(out_ptr, id_len, data.len()) {
+                    Some(range) => data[range].copy_from_slice(id.as_bytes()),
+                    None => return -1,
+                }
+            }
+            id_len
         },
     )?;
     Ok(())
@@ -187,6 +298,7 @@ impl Vm {
             deadline: Deadline::default(),
             stderr,
             native_stack_entry: 0,
+            context: None,
         };
         let mut store = Store::new(&template.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -476,17 +588,24 @@ impl Vm {
 
     /// Evaluates `code` as the body of an async function (docs/contract/guest.md#s4-1, wrapped by the guest
     /// with [`codemode_bridge::wrap_user_code`]) after installing the run's globals from
-    /// `context_json` ([`StartInput::context`]), then drains jobs.
+    /// `context`, then drains jobs. A [`RunContext`] is installed lazily: the VM keeps it and
+    /// the guest reads a section through the `codemode.context_*` imports when the program
+    /// first touches the global that needs it (docs/guest-abi.md, "Run context"); a JSON string
+    /// (`{tools, apiFiles, mcp}`) is an eager one ([`RunContext::eager`]), handed whole to
+    /// `setup` as [`StartInput::context`].
     pub fn start(
         &mut self,
         code: &str,
-        context_json: &str,
+        context: impl Into<RunContext>,
         limits: &VmLimits,
         budget: &LegBudget,
     ) -> Result<GuestReport, VmError> {
+        let context = context.into();
+        let start_json = context.start_json();
+        self.set_context(context);
         let input = serde_json::to_vec(&StartInput {
             code: Cow::Borrowed(code),
-            context: Cow::Borrowed(context_json),
+            context: Cow::Owned(start_json),
             memory_limit_bytes: limits.memory_limit_bytes,
             max_output_bytes: limits.max_output_bytes,
             max_requests: limits.max_requests,
@@ -494,6 +613,13 @@ impl Vm {
         .map_err(|e| VmError::Protocol(e.to_string()))?;
         let start = self.exports.start.clone();
         self.step(start, &input, budget, None)
+    }
+
+    /// Sets the run context the `codemode.context_*` imports answer from. [`Vm::start`] sets it;
+    /// a VM restored from a snapshot needs it again before its first step, since a program may
+    /// first touch `tools` or `ALL_TOOLS` after a `wait`.
+    pub fn set_context(&mut self, context: RunContext) {
+        self.store.data_mut().context = Some(context);
     }
 
     /// Settles one pending bridge request and drains jobs (docs/contract/guest.md#s4-3, "Settlement").
