@@ -9,8 +9,9 @@
 //!   bridge request; both return a [`codemode_bridge::GuestReport`]. Each call runs under a
 //!   [`LegBudget`]: QuickJS's interrupt handler stops the guest at the soft deadline and a wasmtime
 //!   epoch deadline at most [`HARD_DEADLINE_GRACE`] later traps it (docs/contract/decisions.md#d6).
-//! - [`Snapshot`]: the whole VM state (linear memory in use, `__stack_pointer`, the pending-request
-//!   table) in a versioned, zstd-compressed byte format that records the guest's hash.
+//! - [`Snapshot`]: the whole VM state (the pages of linear memory that differ from the image,
+//!   `__stack_pointer`, the pending-request table) in a versioned, zstd-compressed byte format
+//!   that records the guest's hash.
 //!   [`Runtime::restore`] continues it in a fresh instance, as often as needed.
 //! - [`run_leg`]: runs guest work on a dedicated thread with a stack large enough for
 //!   `max_wasm_stack`, so guest execution never blocks the async runtime's workers.
@@ -37,6 +38,6 @@ pub use limits::{
     argument_too_large, delivery_too_large, step_arguments_too_large, VmLimits,
     MAX_REQUEST_ARGUMENT_BYTES, MAX_STEP_ARGUMENT_BYTES, SHADOW_STACK_BYTES,
 };
-pub use snapshot::{Snapshot, SNAPSHOT_FORMAT_VERSION};
+pub use snapshot::{Snapshot, SnapshotFormat, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_PAGE_BYTES};
 pub use vm::{Vm, WallClock};
 pub use worker::{on_leg_stack, run_leg, LegPanic, LEG_THREAD_STACK_BYTES};

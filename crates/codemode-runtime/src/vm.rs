@@ -24,7 +24,7 @@ use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 use crate::budget::{AbortHandle, Deadline, LegBudget};
 use crate::error::{RuntimeError, VmError};
 use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES, MAX_WASM_STACK, NATIVE_STACK_HEADROOM};
-use crate::snapshot::{self, Image, MemoryAtRest, Snapshot};
+use crate::snapshot::{self, Image, MemoryAtRest, Snapshot, SnapshotFormat};
 
 /// Bytes of guest stdout/stderr kept for diagnostics (the guest never writes there on purpose).
 const STDIO_CAPTURE_BYTES: usize = 16 * 1024;
@@ -440,7 +440,10 @@ impl Vm {
         limits: &VmLimits,
     ) -> Result<Vm, VmError> {
         snapshot.check_origin(&template.guest_sha256, &template.image)?;
-        let mut vm = Vm::instantiate(template, limits)?;
+        // A fresh VM of the pre-initialised guest: its memory is the image (copy-on-write), so
+        // a dirty-page snapshot writes only the pages the run changed (docs/guest-abi.md,
+        // "Snapshots").
+        let mut vm = Vm::from_preinit(template, limits)?;
         if snapshot.base != vm.base {
             return Err(VmError::Protocol("snapshot memory layout mismatch".into()));
         }
@@ -454,6 +457,8 @@ impl Vm {
     }
 
     /// Grows memory to `pages` and fills `[base, end)` with `fill`; sets the stack pointer.
+    /// Errors: [`VmError::Protocol`] when memory is already larger than `pages` (it cannot
+    /// shrink) or smaller than the stack, [`VmError::Unavailable`] when it cannot grow.
     fn load_memory(
         &mut self,
         pages: u64,
@@ -462,6 +467,11 @@ impl Vm {
     ) -> Result<(), VmError> {
         let memory = self.exports.memory;
         let current = memory.size(&self.store);
+        if pages < current {
+            return Err(VmError::Protocol(
+                "snapshot memory is smaller than a fresh VM's".into(),
+            ));
+        }
         if pages > current {
             memory
                 .grow(&mut self.store, pages - current)
@@ -481,7 +491,7 @@ impl Vm {
     }
 
     /// Linear memory at rest: checks the shadow stack is empty and hands over memory from the
-    /// stack top up, without trailing zeros beyond the module's initial memory.
+    /// stack top to its end.
     fn at_rest(&mut self) -> Result<MemoryAtRest<'_>, VmError> {
         let sp = self
             .exports
@@ -500,7 +510,8 @@ impl Vm {
             pages,
             stack_pointer: sp,
             base: self.base,
-            data: snapshot::used_memory(data, self.base as usize, self.initial_bytes),
+            data: data.get(self.base as usize..).unwrap_or(&[]),
+            initial_bytes: self.initial_bytes,
         })
     }
 
@@ -509,10 +520,18 @@ impl Vm {
         Ok(Image::capture(self.at_rest()?))
     }
 
-    /// Serialises the whole VM state: linear memory in use (zstd), `__stack_pointer`, the pending
-    /// requests and id counters. Only valid between calls, which is the only time the host holds
-    /// the VM. The VM stays usable.
+    /// Serialises the whole VM state: the pages of linear memory that differ from the image
+    /// (zstd), `__stack_pointer`, the pending requests and id counters. Only valid between calls,
+    /// which is the only time the host holds the VM. The VM stays usable. Errors:
+    /// [`VmError::Poisoned`], [`VmError::Protocol`] when the guest stack is not empty.
     pub fn snapshot(&mut self) -> Result<Snapshot, VmError> {
+        self.snapshot_with(SnapshotFormat::default())
+    }
+
+    /// [`Vm::snapshot`] in the given format (benchmarks compare them; everything else uses the
+    /// default). Errors: as [`Vm::snapshot`], and [`VmError::Protocol`] for an unsupported page
+    /// size.
+    pub fn snapshot_with(&mut self, format: SnapshotFormat) -> Result<Snapshot, VmError> {
         if let Some(p) = &self.poisoned {
             return Err(VmError::Poisoned(p.clone()));
         }
@@ -521,14 +540,15 @@ impl Vm {
         let pending = self.pending.clone();
         let counters = self.counters.clone();
         let memory = self.at_rest()?;
-        Snapshot::capture(guest_sha256, &image, memory, pending, counters)
+        Snapshot::capture(guest_sha256, &image, memory, pending, counters, format)
     }
 
     /// [`Vm::snapshot`] within bounds: `Ok(None)` once the stored size would pass
     /// `max_stored_bytes` (compression stops there), [`VmError::Timeout`] once `until` passes
-    /// (checked after every 1 MiB of memory). Parking uses it so a huge heap at the deadline can
-    /// neither hold the answer past `until` nor make the host compress it all only to refuse it
-    /// (docs/contract/lifecycle.md#s5-6, docs/threat-model.md "Deadlines").
+    /// (checked after every 1 MiB of memory compared, and at the end). Parking uses it so a huge
+    /// heap at the deadline can neither hold the answer past `until` nor make the host compress
+    /// it all only to refuse it (docs/contract/lifecycle.md#s5-6, docs/threat-model.md
+    /// "Deadlines").
     pub fn snapshot_bounded(
         &mut self,
         max_stored_bytes: u64,
@@ -548,9 +568,9 @@ impl Vm {
         Ok(snapshot.filter(|s| s.stored_bytes() as u64 <= max_stored_bytes))
     }
 
-    /// An upper bound in bytes on [`Snapshot::stored_bytes`] were a snapshot taken now: memory in
-    /// use at zstd's worst-case expansion plus the header and pending table. Lets callers skip
-    /// compressing when the bound is already under a limit.
+    /// An upper bound in bytes on [`Snapshot::stored_bytes`] were a snapshot taken now: memory
+    /// from the stack top at zstd's worst-case expansion, the longest page list, the header and
+    /// the pending table. Lets callers skip compressing when the bound is already under a limit.
     pub fn snapshot_bound(&self) -> u64 {
         let memory = self.exports.memory.data_size(&self.store);
         let raw = memory.saturating_sub(self.base as usize);
@@ -559,7 +579,7 @@ impl Vm {
             .iter()
             .map(|p| p.id.len() + p.args.to_string().len() + 64)
             .sum();
-        (zstd::zstd_safe::compress_bound(raw) + table + 256) as u64
+        snapshot::stored_bound(raw, table)
     }
 
     /// Bridge requests the guest still waits for, in creation order.
