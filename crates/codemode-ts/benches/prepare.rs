@@ -1,10 +1,16 @@
-//! Source preparation of a 10-line JavaScript cell and a 10-line TypeScript cell
-//! (docs/contract/guest.md#s4-4). The JavaScript path must not touch swc's TypeScript transform;
-//! the benchmark checks that with `typescript_transform_count`.
+//! Source preparation (docs/contract/guest.md#s4-4): a 10-line JavaScript cell and a 10-line
+//! TypeScript cell; and the lean JavaScript path against the full swc path, side by side in one
+//! run (`lean_vs_full/<program>/{lean,full}`), on `return 1+2`, a 10-call program, a 5 KB
+//! program, and the 10-call program with a `require` in a comment (the lean path's fallback
+//! cost: its text checks, then the full parse). The JavaScript path must not touch swc's
+//! TypeScript transform; the benchmark checks that with `typescript_transform_count`.
 // `criterion_group!` generates undocumented public functions.
 #![allow(missing_docs)]
 
-use codemode_ts::{prepare_source, typescript_transform_count, Language};
+use codemode_ts::{
+    javascript_needs_parse, prepare_source, prepare_source_with, typescript_transform_count,
+    CheckPath, Language,
+};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 const LANGUAGES: &[Language] = &[Language::JavaScript, Language::TypeScript];
@@ -32,6 +38,47 @@ for (const id of ids) {
 }
 return results;"#;
 
+/// Ten sequential tool calls, as the facade's `exec_10_sequential_calls` runs them.
+const TEN_CALLS: &str = r#"const out = [];
+out.push(await tools.callValue("ping", { n: 0 }));
+out.push(await tools.callValue("ping", { n: 1 }));
+out.push(await tools.callValue("ping", { n: 2 }));
+out.push(await tools.callValue("ping", { n: 3 }));
+out.push(await tools.callValue("ping", { n: 4 }));
+out.push(await tools.callValue("ping", { n: 5 }));
+out.push(await tools.callValue("ping", { n: 6 }));
+out.push(await tools.callValue("ping", { n: 7 }));
+out.push(await tools.callValue("ping", { n: 8 }));
+out.push(await tools.callValue("ping", { n: 9 }));
+return out;"#;
+
+/// One block of the 5 KB program: searches, calls, templates, regexes, closures.
+const BLOCK: &str = r#"
+{
+  const hits = await tools.search("issue tracker", { limit: 10 });
+  const wanted = hits.filter((hit) => /issue|ticket/i.test(hit.name)).map((hit) => hit.id);
+  for (const id of wanted) {
+    const details = await tools.describe(id);
+    const value = await tools.callValue(id, { query: `state:open label:${details.name}`, page: 1 });
+    if (Array.isArray(value)) {
+      summary.push({ id, count: value.length, first: value[0] ?? null });
+    } else if (value && typeof value === "object") {
+      summary.push({ id, keys: Object.keys(value).sort().join(",") });
+    }
+  }
+  text(`checked ${wanted.length} tools, ${summary.length} answered`);
+}
+"#;
+
+fn five_kb_program() -> String {
+    let mut program = String::from("const summary = [];\n");
+    while program.len() < 5 * 1024 {
+        program.push_str(BLOCK);
+    }
+    program.push_str("return summary;");
+    program
+}
+
 fn prepare(c: &mut Criterion) {
     let before = typescript_transform_count();
     c.bench_function("prepare_javascript_10_lines", |b| {
@@ -51,5 +98,29 @@ fn prepare(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, prepare);
+fn lean_vs_full(c: &mut Criterion) {
+    let five_kb = five_kb_program();
+    let ten_calls_with_comment = format!("// no require here\n{TEN_CALLS}");
+    let programs: [(&str, &str, bool); 4] = [
+        ("return_1_plus_2", "return 1+2", false),
+        ("ten_calls", TEN_CALLS, false),
+        ("five_kb", &five_kb, false),
+        ("ten_calls_needing_the_parse", &ten_calls_with_comment, true),
+    ];
+    let mut group = c.benchmark_group("lean_vs_full");
+    for (name, program, needs_parse) in programs {
+        assert_eq!(javascript_needs_parse(program), needs_parse, "{name}");
+        for (label, path) in [("lean", CheckPath::Lean), ("full", CheckPath::Full)] {
+            group.bench_function(format!("{name}/{label}"), |b| {
+                b.iter(|| {
+                    prepare_source_with(black_box(program), Language::JavaScript, LANGUAGES, path)
+                        .unwrap()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, prepare, lean_vs_full);
 criterion_main!(benches);

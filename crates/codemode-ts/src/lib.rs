@@ -26,6 +26,7 @@
 mod checks;
 mod depth;
 mod input;
+mod lean;
 mod module_access;
 mod parse;
 mod prepare;
@@ -35,9 +36,12 @@ mod shell;
 mod typescript;
 mod wrapper;
 
+pub use checks::{javascript_check_parse_count, CheckPath};
 pub use input::{parse_exec_input, ExecInput, Language};
 pub use module_access::is_module_access_reference_error;
-pub use prepare::{prepare_exec, prepare_source, PreparedExec};
+pub use prepare::{
+    javascript_needs_parse, prepare_exec, prepare_source, prepare_source_with, PreparedExec,
+};
 pub use rejection::{
     Rejection, CODE_AND_COMMAND_MISMATCH, INVALID_INPUT, INVALID_LANGUAGE, INVALID_RESTART_SAFE,
     JAVASCRIPT_DISABLED, MAX_SOURCE_BYTES, MISSING_SOURCE, MODULE_ACCESS_DISABLED, SHELL_SOURCE,

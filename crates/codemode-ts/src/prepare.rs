@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::checks::check_javascript;
+use crate::checks::{check_javascript, lean_verdict, CheckPath};
 use crate::input::{parse_exec_input, Language};
 use crate::rejection::Rejection;
 use crate::typescript;
@@ -53,19 +53,46 @@ pub fn prepare_exec(input: &Value, languages: &[Language]) -> Result<PreparedExe
 ///
 /// A JavaScript source comes back unchanged, including one that does not parse: QuickJS then
 /// reports the `SyntaxError` (docs/contract/examples.md#e36). The input rules (a blank source) are [`prepare_exec`]'s job.
+///
+/// Steps 3 and 4 take the lean path ([`CheckPath::Lean`]): a cell whose text decides them (see
+/// [`javascript_needs_parse`]) is not parsed; the result is the one the parse gives.
 pub fn prepare_source(
     source: &str,
     language: Language,
     languages: &[Language],
 ) -> Result<String, Rejection> {
+    prepare_source_with(source, language, languages, CheckPath::Lean)
+}
+
+/// [`prepare_source`] with the checks of steps 3 and 4 taking `path`: [`CheckPath::Lean`] is
+/// what `prepare_source` does, [`CheckPath::Full`] parses every cell's JavaScript with swc (the
+/// reference the lean path is proven and benchmarked against). Both return the same `Ok` text or
+/// the same [`Rejection`] for every input; only the time differs.
+pub fn prepare_source_with(
+    source: &str,
+    language: Language,
+    languages: &[Language],
+    path: CheckPath,
+) -> Result<String, Rejection> {
     if !languages.contains(&language) {
         return Err(Rejection::LanguageDisabled(language));
     }
     match language {
-        Language::TypeScript => typescript::strip(source, true),
+        Language::TypeScript => typescript::strip(source, true, path),
         Language::JavaScript => {
-            check_javascript(source, source, true)?;
+            check_javascript(source, source, true, path)?;
             Ok(source.to_owned())
         }
     }
+}
+
+/// Whether the JavaScript cell `source` needs swc's parse in [`prepare_source`]: `true` when it
+/// contains the word `import` or `require` (anywhere, also in comments, strings or spelled with
+/// unicode escapes; docs/contract/guest.md#s4-5), or when the text steps of the shell check
+/// (docs/contract/guest.md#s4-6 steps 1–8) leave the verdict to the parse (the cell starts with
+/// a word that is neither a keyword nor a global, or with a path, followed by more text).
+/// `false` means the lean path decides both checks from the text. Pure and cheap (a few
+/// substring searches and anchored regexes).
+pub fn javascript_needs_parse(source: &str) -> bool {
+    lean_verdict(source, source, true).is_none()
 }

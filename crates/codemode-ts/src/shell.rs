@@ -302,24 +302,50 @@ struct Command<'a> {
     known: bool,
 }
 
+/// What the text steps of docs/contract/guest.md#s4-6 (1–8, which read only the original
+/// source) make of a cell.
+pub(crate) enum TextSteps<'a> {
+    /// Steps 1–8 decided: `true` for a shell command, `false` for code.
+    Decided(bool),
+    /// Steps 9–12 need the parse of the prepared JavaScript.
+    NeedParse(PendingSteps<'a>),
+}
+
+/// What steps 9–12 carry over from steps 1–8: the command of step 6 (`None` when step 7's path
+/// stands in for it) and the text after the command or the path.
+pub(crate) struct PendingSteps<'a> {
+    command: Option<Command<'a>>,
+    rest: &'a str,
+}
+
 /// Whether the source is a shell command rather than code (docs/contract/guest.md#s4-6, steps 1–12).
 /// `original` is the cell as the model sent it; `prepared` is the parse of the JavaScript that
 /// would run (for JavaScript cells, of `original` itself).
 pub(crate) fn is_shell_source(original: &str, prepared: &Parsed) -> bool {
+    match text_steps(original) {
+        TextSteps::Decided(verdict) => verdict,
+        TextSteps::NeedParse(pending) => pending.finish(prepared),
+    }
+}
+
+/// Steps 1–8 of docs/contract/guest.md#s4-6 on the cell as the model sent it. They never look at
+/// a parse, so a cell they decide needs none for the shell check (the lean path of
+/// `checks::check_javascript`).
+pub(crate) fn text_steps(original: &str) -> TextSteps<'_> {
     // 1. A shebang.
     let source = js_trim(original);
     if source.starts_with("#!") {
-        return true;
+        return TextSteps::Decided(true);
     }
     // 2. Leading comments.
     let source = strip_leading_comments(source);
     // 3. Nothing left, or module syntax.
     if source.is_empty() || EXPORT.is_match(source) {
-        return false;
+        return TextSteps::Decided(false);
     }
     // 4. Shell control syntax.
     if CONTROL.is_match(source) {
-        return true;
+        return TextSteps::Decided(true);
     }
     // 5. Leading `NAME=value ` assignments.
     let mut source = source;
@@ -333,43 +359,51 @@ pub(crate) fn is_shell_source(original: &str, prepared: &Parsed) -> bool {
         Some(command) => &source[command.1..],
         None => match PATH.find(source) {
             Some(_) => &source[token_end(source)..],
-            None => return false,
+            None => return TextSteps::Decided(false),
         },
     };
     let command = command.map(|(command, _)| command);
     // 8. A command alone.
     if let Some(command) = &command {
         if js_trim(rest).is_empty() {
-            return command.known;
+            return TextSteps::Decided(command.known);
         }
     }
-    // 9. Not JavaScript at all.
-    let Some(script) = prepared.clean_script() else {
-        return true;
-    };
-    // 10. A hoisted declaration of the command's name makes it JavaScript.
-    if let Some(command) = &command {
-        let mut finder = HoistedDeclaration {
-            name: command.name,
-            function_depth: 0,
-            found: false,
+    TextSteps::NeedParse(PendingSteps { command, rest })
+}
+
+impl PendingSteps<'_> {
+    /// Steps 9–12 of docs/contract/guest.md#s4-6 with the parse of the prepared JavaScript.
+    fn finish(self, prepared: &Parsed) -> bool {
+        let PendingSteps { command, rest } = self;
+        // 9. Not JavaScript at all.
+        let Some(script) = prepared.clean_script() else {
+            return true;
         };
-        script.visit_with(&mut finder);
-        if finder.found {
-            return false;
+        // 10. A hoisted declaration of the command's name makes it JavaScript.
+        if let Some(command) = &command {
+            let mut finder = HoistedDeclaration {
+                name: command.name,
+                function_depth: 0,
+                found: false,
+            };
+            script.visit_with(&mut finder);
+            if finder.found {
+                return false;
+            }
         }
+        let known = command.as_ref().is_some_and(|command| command.known);
+        // 11. A statement separator or a pipe after the command.
+        let rest = rest.trim_start_matches([' ', '\t']);
+        if rest.starts_with([';', '&', '|']) || rest.starts_with(is_line_terminator) {
+            return known;
+        }
+        // 12. Arguments that only a shell command has.
+        FLAG.is_match(rest)
+            || PATH.is_match(rest)
+            || (known && REDIRECTION.is_match(rest))
+            || (command.is_some_and(|command| command.name == "jq") && rest.starts_with('.'))
     }
-    let known = command.as_ref().is_some_and(|command| command.known);
-    // 11. A statement separator or a pipe after the command.
-    let rest = rest.trim_start_matches([' ', '\t']);
-    if rest.starts_with([';', '&', '|']) || rest.starts_with(is_line_terminator) {
-        return known;
-    }
-    // 12. Arguments that only a shell command has.
-    FLAG.is_match(rest)
-        || PATH.is_match(rest)
-        || (known && REDIRECTION.is_match(rest))
-        || (command.is_some_and(|command| command.name == "jq") && rest.starts_with('.'))
 }
 
 /// Step 2: removes leading `//…`, `/*…*/` and `#…` comments (and the white space around them).

@@ -11,7 +11,7 @@ use swc_core::ecma::codegen::{Config as CodegenConfig, Emitter, Result as WriteR
 use swc_core::ecma::transforms::base::{fixer::fixer, hygiene::hygiene, resolver};
 use swc_core::ecma::transforms::typescript::{typescript, Config as TsConfig};
 
-use crate::checks::check_javascript;
+use crate::checks::{check_javascript, CheckPath};
 use crate::depth::{self, Depth};
 use crate::module_access::{masked_source_has_module_access, tree_has_module_access};
 use crate::parse::{self, Grammar, Parsed};
@@ -44,15 +44,16 @@ pub fn typescript_transform_count() -> u64 {
 ///   `<line>:<column>: <message>` in the user's code; also when the code closes the wrapper's
 ///   braces early (`}); …`), since the result could not be re-wrapped faithfully.
 pub fn strip_typescript(source: &str) -> Result<String, Rejection> {
-    strip(source, false)
+    strip(source, false, CheckPath::Lean)
 }
 
 /// [`strip_typescript`], followed by the shell check of docs/contract/guest.md#s4-6 when `shell_check`
-/// (text steps on `source`, parsing steps on the emitted JavaScript).
-pub(crate) fn strip(source: &str, shell_check: bool) -> Result<String, Rejection> {
+/// (text steps on `source`, parsing steps on the emitted JavaScript). `path` is how the checks
+/// of the emitted JavaScript decide ([`CheckPath`]); the TypeScript itself is always parsed.
+pub(crate) fn strip(source: &str, shell_check: bool, path: CheckPath) -> Result<String, Rejection> {
     let depth = depth::measure(source);
     let javascript = parse::with_stack_for(&depth, || strip_types(source, &depth))?;
-    check_javascript(source, &javascript, shell_check)?;
+    check_javascript(source, &javascript, shell_check, path)?;
     Ok(javascript)
 }
 
