@@ -182,14 +182,31 @@ pub(crate) fn input_files(root: &Path) -> Result<Vec<String>, String> {
     Ok(files)
 }
 
+/// An input file's bytes as hashed: CRLF line ends read as LF, so a Windows checkout
+/// (`core.autocrlf`) hashes like the one the manifest was written from.
+fn read_input(root: &Path, rel: &str) -> Result<Vec<u8>, String> {
+    let path = root.join(rel);
+    let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !bytes.windows(2).any(|w| w == b"\r\n") {
+        return Ok(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        if !(b == b'\r' && bytes.get(i + 1) == Some(&b'\n')) {
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
 /// SHA-256 over the guest's inputs under `root` (the repository root): for each file of
 /// [`input_files`] in order, its relative path, a NUL, its length in bytes as decimal, a NUL and
-/// its bytes. Independent of the checkout's path and of file times. Errors: as [`input_files`].
+/// its bytes (CRLF read as LF). Independent of the checkout's path, file times and line-end
+/// conversion. Errors: as [`input_files`].
 pub(crate) fn inputs_sha256(root: &Path) -> Result<String, String> {
     let mut hasher = Sha256::new();
     for rel in input_files(root)? {
-        let path = root.join(&rel);
-        let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let bytes = read_input(root, &rel)?;
         hasher.update(rel.as_bytes());
         hasher.update([0]);
         hasher.update(bytes.len().to_string().as_bytes());
@@ -205,8 +222,7 @@ pub(crate) fn input_file_hashes(root: &Path) -> Result<Vec<(String, String)>, St
     input_files(root)?
         .into_iter()
         .map(|rel| {
-            let path = root.join(&rel);
-            let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let bytes = read_input(root, &rel)?;
             Ok((rel, sha256_hex(&bytes)))
         })
         .collect()

@@ -157,6 +157,18 @@ fn the_inputs_hash_sees_a_renamed_file_and_ignores_the_checkout_path() {
 }
 
 #[test]
+fn crlf_line_ends_hash_like_lf_so_a_windows_checkout_is_not_stale() {
+    let repo = fake_repo(WASM);
+    let lib = repo.path().join("crates/codemode-guest/src/lib.rs");
+    fs::write(&lib, "// a\n// b\n").unwrap();
+    let lf = build_guest::inputs_sha256(repo.path()).unwrap();
+    fs::write(&lib, "// a\r\n// b\r\n").unwrap();
+    assert_eq!(build_guest::inputs_sha256(repo.path()).unwrap(), lf);
+    fs::write(&lib, "// a\r// b\n").unwrap();
+    assert_ne!(build_guest::inputs_sha256(repo.path()).unwrap(), lf);
+}
+
+#[test]
 fn damaged_bytes_are_refused() {
     let repo = fake_repo(WASM);
     let wasm = repo
