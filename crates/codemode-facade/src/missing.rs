@@ -10,7 +10,7 @@
 //! suggestions (docs/contract/catalog.md#s3-4-suggestions). A program that catches the
 //! `TypeError` itself still sees the engine's text.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use codemode_catalog::Catalog;
 
@@ -32,23 +32,41 @@ impl MissingConveniences {
     /// Scans `javascript` (the prepared body, line-for-line the user's program) for
     /// `tools.<identifier>(` (spaces allowed before the parenthesis) whose identifier is neither
     /// a bridge member nor one of `catalog`'s conveniences.
+    ///
+    /// The cost follows the program, not the catalog: a program without `tools.` returns at
+    /// once, and each distinct called name that is not a bridge member costs one
+    /// [`Catalog::lookup`] (a hash lookup; a name the catalog lacks also computes its
+    /// suggestions, which the failing call needs anyway). No set of the catalog's names is
+    /// built per exec (docs/benchmarks.md, "Lean JavaScript path"). A convenience is a name
+    /// carried by exactly one guest-visible entry ([`Catalog::conveniences`]); ids are
+    /// `<source>:<owner>:<name>` and never an identifier, so `lookup` of an identifier answers
+    /// by name, and `Ok` with that name means exactly one such entry.
     pub(crate) fn scan(javascript: &str, catalog: &Catalog) -> MissingConveniences {
         if !javascript.contains("tools.") {
             return MissingConveniences::default();
         }
-        let known: HashSet<&str> = catalog
-            .conveniences()
-            .iter()
-            .map(|c| c.name.as_str())
-            .chain(BRIDGE_MEMBERS)
-            .collect();
         let mut found = Vec::new();
         for (index, line) in javascript.lines().enumerate() {
-            for (column, name) in missing_calls(line, &known) {
-                found.push((index + 1, column, name));
+            for (column, name) in calls(line) {
+                if !BRIDGE_MEMBERS.contains(&name) {
+                    found.push((index + 1, column, name));
+                }
             }
         }
-        MissingConveniences(found)
+        let mut missing: HashMap<&str, bool> = HashMap::new();
+        found.retain(|(_, _, name)| {
+            *missing.entry(*name).or_insert_with(|| {
+                !catalog
+                    .lookup(name)
+                    .is_ok_and(|entry| entry.name() == *name)
+            })
+        });
+        MissingConveniences(
+            found
+                .into_iter()
+                .map(|(line, column, name)| (line, column, name.to_string()))
+                .collect(),
+        )
     }
 
     /// `error` with the unknown-tool text appended to its first line when it is the engine's
@@ -79,9 +97,8 @@ impl MissingConveniences {
     }
 }
 
-/// Every `tools.<identifier>(` on `line` whose identifier is not in `known`, with the
-/// identifier's column (characters, from 1).
-fn missing_calls(line: &str, known: &HashSet<&str>) -> Vec<(usize, String)> {
+/// Every `tools.<identifier>(` on `line`, with the identifier's column (characters, from 1).
+fn calls(line: &str) -> Vec<(usize, &str)> {
     let mut found = Vec::new();
     let mut at = 0;
     while let Some(offset) = line[at..].find("tools.") {
@@ -104,8 +121,8 @@ fn missing_calls(line: &str, known: &HashSet<&str>) -> Vec<(usize, String)> {
             continue;
         }
         let ident = &line[at..at + ident_len];
-        if line[at + ident_len..].trim_start().starts_with('(') && !known.contains(ident) {
-            found.push((line[..at].chars().count() + 1, ident.to_string()));
+        if line[at + ident_len..].trim_start().starts_with('(') {
+            found.push((line[..at].chars().count() + 1, ident));
         }
     }
     found
@@ -114,6 +131,7 @@ fn missing_calls(line: &str, known: &HashSet<&str>) -> Vec<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     fn known() -> HashSet<&'static str> {
         ["read", "search", "describe", "call", "callValue"]
@@ -122,7 +140,12 @@ mod tests {
     }
 
     fn names(line: &str) -> Vec<(usize, String)> {
-        missing_calls(line, &known())
+        let known = known();
+        calls(line)
+            .into_iter()
+            .filter(|(_, name)| !known.contains(name))
+            .map(|(column, name)| (column, name.to_string()))
+            .collect()
     }
 
     #[test]
@@ -136,5 +159,73 @@ mod tests {
         assert!(names("tools.read({}); tools.callValue('a')").is_empty());
         assert!(names("tools.nope; tools.").is_empty());
         assert_eq!(names("tools.$a_1(1)"), [(7, "$a_1".to_string())]);
+    }
+
+    #[test]
+    fn scan_keeps_only_names_the_catalog_lacks() {
+        use codemode_catalog::{SearchLimits, ToolSpec};
+        let catalog = Catalog::build(
+            vec![
+                ToolSpec::core("read", "Read a file."),
+                ToolSpec::core("write", "Write a file."),
+            ],
+            &SearchLimits::default(),
+        )
+        .unwrap();
+        let program = "const a = await tools.read({});\n\
+                       await tools.search('x'); tools.file_write({}); tools.write({})\n\
+                       tools.file_write(1); tools.nope ()";
+        assert_eq!(
+            MissingConveniences::scan(program, &catalog).0,
+            [
+                (2, 32, "file_write".to_string()),
+                (3, 7, "file_write".to_string()),
+                (3, 28, "nope".to_string()),
+            ]
+        );
+        assert!(MissingConveniences::scan("return tools.read({})", &catalog)
+            .0
+            .is_empty());
+        assert!(MissingConveniences::scan("return 1 + 2", &catalog)
+            .0
+            .is_empty());
+        assert!(
+            MissingConveniences::scan("tools.search('a'); tools.call('b', {})", &catalog)
+                .0
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn scan_agrees_with_the_catalogs_conveniences() {
+        use codemode_catalog::{SearchLimits, ToolSpec};
+        // `read` is carried by two guest-visible entries (no convenience), `search` is
+        // reserved, `hidden` is an MCP tool (not guest-visible), `write` and `deploy_1` are conveniences.
+        let catalog = Catalog::build(
+            vec![
+                ToolSpec::core("read", "Read a file."),
+                ToolSpec::plugin("files", "read", "Read a file too."),
+                ToolSpec::core("write", "Write a file."),
+                ToolSpec::client(None, "deploy_1", "Deploy."),
+                ToolSpec::core("search", "A core tool named like the bridge."),
+                ToolSpec::mcp("docs", "hidden", "An MCP tool: not guest-visible."),
+            ],
+            &SearchLimits::default(),
+        )
+        .unwrap();
+        let conveniences: Vec<&str> = catalog
+            .conveniences()
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(conveniences, ["write", "deploy_1"]);
+        for name in [
+            "read", "write", "deploy_1", "search", "hidden", "nope", "files",
+        ] {
+            let program = format!("await tools.{name}({{}})");
+            let missing = MissingConveniences::scan(&program, &catalog).0;
+            let expected = !conveniences.contains(&name) && !BRIDGE_MEMBERS.contains(&name);
+            assert_eq!(missing.len(), usize::from(expected), "{name}: {missing:?}");
+        }
     }
 }
