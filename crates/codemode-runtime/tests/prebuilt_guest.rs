@@ -298,3 +298,87 @@ fn the_rustc_wrapper_rewrites_only_the_path_crates_metadata() {
         "--crate-name x -C metadata=7c76987f907ee3b5 a b -Cmetadata=1\n"
     );
 }
+
+/// The nested build's command: the recipe stamp and the prefix maps (shortest first, so the
+/// target dir inside the checkout wins) for rustc through `--config`, the same maps for clang in
+/// `TARGET_CFLAGS` (shell-quoted, a path with a space stays one flag), the wrapper, and the
+/// caller's C flags removed.
+#[cfg(unix)]
+#[test]
+fn the_build_command_maps_every_path_for_rustc_and_clang() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("my checkout");
+    let target = root.join("target/codemode-guest");
+    let home = dir.path().join("cargo-home");
+    fs::create_dir_all(&target).unwrap();
+    fs::create_dir_all(&home).unwrap();
+    let root = fs::canonicalize(&root).unwrap();
+    let target = fs::canonicalize(&target).unwrap();
+    let home = fs::canonicalize(&home).unwrap();
+    let cmd = build_guest::build_command(OsStr::new("cargo"), "build", &root, &target, Some(&home))
+        .unwrap();
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let (r, t, h) = (root.display(), target.display(), home.display());
+    let mut maps = vec![
+        (format!("{r}"), "/codemode"),
+        (format!("{h}"), "/cargo"),
+        (format!("{t}"), "/codemode-guest-target"),
+    ];
+    maps.sort_by_key(|(p, _)| p.len());
+    let rustflags: Vec<String> = maps
+        .iter()
+        .map(|(p, to)| format!("\"--remap-path-prefix={p}={to}\""))
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "build".to_string(),
+            "--release".into(),
+            "--locked".into(),
+            "--target".into(),
+            "wasm32-wasip1".into(),
+            "--config".into(),
+            format!(
+                "target.wasm32-wasip1.rustflags=[\"--remap-path-prefix=/codemode-guest-recipe-1=\
+                 /codemode-guest-recipe-1\", {}]",
+                rustflags.join(", ")
+            ),
+            "--target-dir".into(),
+            format!("{t}"),
+        ]
+    );
+    assert_eq!(
+        cmd.get_current_dir(),
+        Some(root.join("crates/codemode-guest").as_path())
+    );
+    let env = |key: &str| {
+        cmd.get_envs()
+            .find(|(k, _)| *k == OsStr::new(key))
+            .map(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    };
+    let cflags: Vec<String> = maps
+        .iter()
+        .map(|(p, to)| format!("'-ffile-prefix-map={p}={to}'"))
+        .collect();
+    assert_eq!(env("TARGET_CFLAGS"), Some(Some(cflags.join(" "))));
+    assert_eq!(env("CC_SHELL_ESCAPED_FLAGS"), Some(Some("1".into())));
+    assert_eq!(
+        env("RUSTC_WRAPPER"),
+        Some(Some(format!("{t}/codemode-rustc-wrapper.sh")))
+    );
+    assert_eq!(
+        fs::read_to_string(target.join("codemode-rustc-wrapper.sh")).unwrap(),
+        build_guest::RUSTC_WRAPPER
+    );
+    for removed in [
+        "CFLAGS",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+    ] {
+        assert_eq!(env(removed), Some(None), "{removed}");
+    }
+}
