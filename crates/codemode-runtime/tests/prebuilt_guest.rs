@@ -322,7 +322,7 @@ fn the_build_command_maps_every_path_for_rustc_and_clang() {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let (r, t, h) = (root.display(), target.display(), home.display());
-    let mut maps = vec![
+    let mut maps = [
         (format!("{r}"), "/codemode"),
         (format!("{h}"), "/cargo"),
         (format!("{t}"), "/codemode-guest-target"),
