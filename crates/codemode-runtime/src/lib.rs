@@ -13,8 +13,9 @@
 //!   `__stack_pointer`, the pending-request table) in a versioned, zstd-compressed byte format
 //!   that records the guest's hash.
 //!   [`Runtime::restore`] continues it in a fresh instance, as often as needed.
-//! - [`run_leg`]: runs guest work on a dedicated thread with a stack large enough for
-//!   `max_wasm_stack`, so guest execution never blocks the async runtime's workers.
+//! - [`run_leg`]: runs guest work on a worker of the [`LegPool`] (threads with a stack large
+//!   enough for `max_wasm_stack`, reused across legs), so guest execution never blocks the async
+//!   runtime's workers.
 //!
 //! Errors never panic the host: traps, protocol violations and panics in host code become
 //! [`VmError`] values that the facade maps to `failed` results (docs/contract/decisions.md#d10).
@@ -40,4 +41,7 @@ pub use limits::{
 };
 pub use snapshot::{Snapshot, SnapshotFormat, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_PAGE_BYTES};
 pub use vm::{Vm, WallClock};
-pub use worker::{on_leg_stack, run_leg, LegPanic, LEG_THREAD_STACK_BYTES};
+pub use worker::{
+    in_leg, leg_threads, on_leg_stack, run_leg, run_leg_with, set_leg_threads, LegPanic, LegPool,
+    LegPoolConfig, LegThreads, LEG_THREAD_NAME, LEG_THREAD_STACK_BYTES,
+};
