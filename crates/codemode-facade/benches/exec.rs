@@ -9,7 +9,7 @@ use std::time::Duration;
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_facade::{CodeMode, RunEnv};
-use codemode_runtime::{AbortHandle, Runtime};
+use codemode_runtime::{AbortHandle, LegThreads, Runtime};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 
@@ -42,6 +42,13 @@ fn benches(c: &mut Criterion) {
     c.bench_function("exec_trivial", |b| {
         b.iter(|| rt.block_on(cm.exec(&env, &trivial, &abort)))
     });
+    // The same on a fresh leg thread per leg, the path before the leg pool (docs/benchmarks.md
+    // "Leg threads"), side by side in this run.
+    codemode_runtime::set_leg_threads(LegThreads::Fresh);
+    c.bench_function("exec_trivial_fresh_leg_threads", |b| {
+        b.iter(|| rt.block_on(cm.exec(&env, &trivial, &abort)))
+    });
+    codemode_runtime::set_leg_threads(LegThreads::Pool);
     let ten = json!({"code": "let n = 0; for (let i = 0; i < 10; i++) n += (await tools.echo({ i })).i; return n;"});
     c.bench_function("exec_10_sequential_calls", |b| {
         b.iter(|| {
