@@ -418,7 +418,9 @@ impl Vm {
     }
 
     /// A fresh VM of the raw guest with the template's post-initialisation image copied into
-    /// its memory (the way before pre-initialisation; kept for benchmarks).
+    /// its memory (the way before pre-initialisation; kept for benchmarks). The first call
+    /// compiles the raw guest. A restore does not need it: [`Vm::from_preinit`]'s instance
+    /// already holds exactly the image.
     pub(crate) fn from_image(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
         let raw = template.raw.get(&template.engine)?;
         let mut vm = Vm::instantiate_from(template, &raw, limits)?;
