@@ -444,21 +444,28 @@ async fn out_of_memory_while_adapting_fails_instead_of_changing_the_value() {
         "InternalError: out of memory".to_string(),
         json!("internal_error"),
     );
+    // 4.5 million references to one 8-character string: ~36 MB of array (8-byte values) fits
+    // the 64 MiB heap, its JSON text (11 bytes per element, ~50 MB) does not. The array alone
+    // must fit, or the cases below would pass by failing before adapting. (It was
+    // `new Array(6e6).fill(0)`, whose last growth step stopped fitting when the prelude's heap
+    // layout changed: a fast array grows by realloc in steps of 1.5x.)
+    let big = "new Array(4.5e6).fill('abcdefgh')";
     assert_eq!(
-        first_line(&h.exec("text(new Array(6e6).fill(0)); return 1").await),
-        oom
+        value(&h.exec(&format!("const a = {big}; return a.length")).await),
+        json!(4_500_000)
     );
     assert_eq!(
-        first_line(&h.exec("return new Array(6e6).fill(0)").await),
+        first_line(&h.exec(&format!("text({big}); return 1")).await),
         oom
     );
+    assert_eq!(first_line(&h.exec(&format!("return {big}")).await), oom);
     assert_eq!(
-        first_line(&h.exec("json(new Array(6e6).fill(0)); return 1").await),
+        first_line(&h.exec(&format!("json({big}); return 1")).await),
         oom
     );
     // Caught, it is the catchable QuickJS error, and the program goes on.
     let r = h
-        .exec("let a = new Array(6e6).fill(0); try { text(a); } catch (e) { a = null; return [e instanceof InternalError, e.message]; }")
+        .exec(&format!("let a = {big}; try {{ text(a); }} catch (e) {{ a = null; return [e instanceof InternalError, e.message]; }}"))
         .await;
     assert_eq!(value(&r), json!([true, "out of memory"]));
     // A value that cannot be stringified for other reasons still falls back to String(v).
