@@ -48,9 +48,39 @@ mod guest;
 mod peer;
 mod python;
 
+/// What `cargo xtask --help` (or `help`, `-h`, or `--help` after any task) prints: each task and
+/// what it installs, before anything runs.
+const HELP: &str = "\
+usage: cargo xtask <task> [options]     (--help anywhere prints this and changes nothing)
+
+  setup      install what building and testing need: the wasm32-wasip1 target; clang-16, llvm-16
+             and wasi-libc through apt-get when run as root on Debian (else it prints the commands;
+             with CODEMODE_GUEST=prebuilt none of these: the checked-in guest is used); the npm MCP
+             servers into target/mcp-servers, the MCP conformance suite (and Node 22 when the
+             system Node is older) into target/conformance, a Python venv with the mcp SDK into
+             target/python-mcp (needs Node 20+, npm, python3)
+  demo       setup, build, then run every program in examples/ and the two-server MCP example
+  test       setup, the lint gates, then cargo test --workspace (what CI runs)
+  e2e        setup, build, then the 16-step end-to-end plan [--bin PATH]
+  lint       the lint gates only (citations, fmt, clippy, guest clippy, guest --check, rustdoc)
+  bench      the criterion benchmarks; --peer [--bin PATH] [--iterations N] [--warmup N] runs
+             OpenClaw's code mode side by side (installs openclaw and Node 24 into target/peer)
+  fuzz       [--seconds N] [--release] [TARGET...] every fuzz target for N seconds (default 60)
+  guest      [--update | --check] a fresh reproducible guest build against the checked-in one
+  citations  check every docs/contract reference resolves
+
+Without clang, and without installing anything: cargo build -p codemode-cli (the checked-in guest
+is embedded) and run target/debug/codemode.";
+
 fn main() -> ExitCode {
     let task = std::env::args().nth(1).unwrap_or_default();
     let rest: Vec<String> = std::env::args().skip(2).collect();
+    if matches!(task.as_str(), "help" | "-h" | "--help")
+        || rest.iter().any(|a| a == "--help" || a == "-h")
+    {
+        println!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     let result = match task.as_str() {
         "setup" => setup(),
         "demo" => setup().and_then(|()| demo()),
@@ -65,9 +95,7 @@ fn main() -> ExitCode {
         "guest" => setup_guest().and_then(|()| guest::task(&root(), &rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
         _ => {
-            eprintln!(
-                "usage: cargo xtask <setup | demo | test | e2e | lint | bench | fuzz | guest | citations>"
-            );
+            eprintln!("{HELP}");
             return ExitCode::from(2);
         }
     };

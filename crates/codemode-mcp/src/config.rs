@@ -1,5 +1,6 @@
 //! The MCP servers config: the `{"mcpServers": {…}}` file format that Claude Desktop, Cursor and
-//! most MCP clients already use, so a user can point `codemode` at the file they have.
+//! most MCP clients already use, so a user can point `codemode` at the file they have (VS Code's
+//! `{"servers": {…}, "inputs": […]}` is read the same way, its `inputs` ignored).
 //!
 //! ```json
 //! {"mcpServers": {
@@ -112,8 +113,14 @@ impl McpServersConfig {
         let root = value
             .as_object()
             .ok_or_else(|| ConfigError("the MCP config must be a JSON object".into()))?;
-        let bare = !root.contains_key("mcpServers");
-        let servers = match root.get("mcpServers") {
+        // VS Code's `.vscode/mcp.json` keeps the same server objects under `servers` (next to its
+        // `inputs`); a bare map's server *named* "servers" has a `command` or `url` of its own.
+        let key = match root.get("servers").and_then(Value::as_object) {
+            Some(s) if !root.contains_key("mcpServers") && !is_server(s) => "servers",
+            _ => "mcpServers",
+        };
+        let bare = !root.contains_key(key);
+        let servers = match root.get(key) {
             Some(Value::Object(servers)) => servers,
             Some(_) => return Err(ConfigError("\"mcpServers\" must be an object".into())),
             None if root.values().all(|v| v.is_object()) => root,
@@ -177,12 +184,12 @@ impl McpServersConfig {
 /// A would-be server entry that has neither `command` nor `url` but whose values look like
 /// servers: a wrong top-level key such as VS Code's `"servers"` or a misspelt `"mcpServer"`.
 fn holds_servers(entry: &Map<String, Value>) -> bool {
-    !entry.contains_key("command")
-        && !entry.contains_key("url")
-        && entry.values().any(|v| {
-            v.as_object()
-                .is_some_and(|v| v.contains_key("command") || v.contains_key("url"))
-        })
+    !is_server(entry) && entry.values().any(|v| v.as_object().is_some_and(is_server))
+}
+
+/// A server entry says how to reach it: `command` (stdio) or `url` (streamable HTTP).
+fn is_server(entry: &Map<String, Value>) -> bool {
+    entry.contains_key("command") || entry.contains_key("url")
 }
 
 fn parse_server(
@@ -468,6 +475,37 @@ mod tests {
     }
 
     #[test]
+    fn vs_code_files_keep_their_servers_under_servers() {
+        let names = |v: Value| -> Vec<String> {
+            McpServersConfig::from_value_with_env(&v, &lookup)
+                .unwrap()
+                .servers
+                .into_keys()
+                .collect()
+        };
+        assert_eq!(
+            names(json!({"servers": {}, "inputs": [{"id": "key", "type": "promptString"}]})),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            names(json!({"servers": {"gh": {"type": "stdio", "command": "gh-mcp"}}})),
+            vec!["gh"]
+        );
+        // A bare map whose server is named "servers".
+        assert_eq!(
+            names(json!({"servers": {"command": "x"}, "other": {"url": "http://127.0.0.1:1/mcp"}})),
+            vec!["other", "servers"]
+        );
+        // mcpServers wins when both are there.
+        assert_eq!(
+            names(
+                json!({"mcpServers": {"a": {"command": "x"}}, "servers": {"b": {"command": "y"}}})
+            ),
+            vec!["a"]
+        );
+    }
+
+    #[test]
     fn variables_expand_in_command_args_env_url_and_headers() {
         let config = McpServersConfig::from_value_with_env(
             &json!({"mcpServers": {
@@ -568,8 +606,8 @@ mod tests {
             "MCP server \"a\" needs \"command\" (stdio) or \"url\" (streamable HTTP)"
         );
         assert_eq!(
-            err(json!({"servers": {"memory": {"command": "mcp-server-memory"}}})),
-            "\"servers\" holds servers, but the MCP config's top-level key must be \"mcpServers\" (or the file is the bare map of servers)"
+            err(json!({"mcp_servers": {"memory": {"command": "mcp-server-memory"}}})),
+            "\"mcp_servers\" holds servers, but the MCP config's top-level key must be \"mcpServers\" (or the file is the bare map of servers)"
         );
         assert_eq!(
             err(json!({"mcpServer": {"web": {"url": "http://127.0.0.1:1/mcp"}}})),
