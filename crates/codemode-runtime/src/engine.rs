@@ -128,7 +128,7 @@ impl Runtime {
     }
 
     /// Creates a runtime: configures the engine, starts the epoch ticker, loads the
-    /// pre-initialised guest from the disk cache or makes it ([`preinitialise`]: compile the
+    /// pre-initialised guest from the disk cache or makes it (`preinitialise`: compile the
     /// instrumented guest, initialise it, rewrite and compile the result, then store it), and
     /// takes the post-initialisation image from a fresh instance. Takes ~1–2 s on a cache miss,
     /// a few ms with a warm cache (docs/benchmarks.md). Errors: [`RuntimeError::Setup`] when
