@@ -43,6 +43,7 @@
   const weakGet = WeakMap.prototype.get;
   const weakSet = WeakMap.prototype.set;
   const stringTrim = String.prototype.trim;
+  const charCodeAt = String.prototype.charCodeAt;
   const stringEndsWith = String.prototype.endsWith;
   const stringStartsWith = String.prototype.startsWith;
   const arrayJoin = Array.prototype.join;
@@ -647,7 +648,9 @@
     for (let i = 0; i < names.length; i++) {
       const scope = create(null);
       defineProperty(scope, "$serverName", { value: names[i][1], enumerable: true });
-      defineProperty(root, names[i][0], { value: scope, enumerable: true });
+      // Configurable until freezeDeep below, so a lazy fill an out-of-memory error cut short
+      // can run again (the frozen result is the same either way).
+      defineProperty(root, names[i][0], { value: scope, enumerable: true, configurable: true });
     }
     for (let i = 0; i < paths.length; i++) {
       const path = paths[i];
@@ -656,11 +659,11 @@
         let next = target[path[j]];
         if (next === undefined) {
           next = create(null);
-          defineProperty(target, path[j], { value: next, enumerable: true });
+          defineProperty(target, path[j], { value: next, enumerable: true, configurable: true });
         }
         target = next;
       }
-      defineProperty(target, path[path.length - 1], { value: namespaceCall(path), enumerable: true });
+      defineProperty(target, path[path.length - 1], { value: namespaceCall(path), enumerable: true, configurable: true });
     }
     return freezeDeep(root);
   }
@@ -858,6 +861,19 @@
     return new ProxyCtor(target, handler);
   }
 
+  // `safeName.test(s)` without RegExp.prototype (a program may have replaced `exec`/`test` by the
+  // time a lazy lookup runs): only such names have conveniences, so nothing else is asked of the
+  // host (a lone surrogate could not even be passed to it).
+  function isSafeName(s) {
+    if (s.length === 0) return false;
+    for (let i = 0; i < s.length; i++) {
+      const c = apply(charCodeAt, s, [i]);
+      const letter = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 36;
+      if (!letter && !(i > 0 && c >= 48 && c <= 57)) return false;
+    }
+    return true;
+  }
+
   // The lazy install: `tools`, `ALL_TOOLS`, `MCP` are Proxies over targets filled from the host's
   // run context on first use (`lazyObject`); `tools.<name>` alone asks the host for that one
   // name; `API` reads the files on its first call. Returns {allTools, tools, api, mcp}, `mcp`
@@ -870,7 +886,7 @@
     const made = create(null);
     const absent = create(null);
     function lookup(key) {
-      if (typeof key !== "string" || reserved[key] || absent[key]) return undefined;
+      if (typeof key !== "string" || !isSafeName(key) || reserved[key] || absent[key]) return undefined;
       let f = made[key];
       if (f !== undefined) return f;
       const id = convenienceId(key);

@@ -297,6 +297,28 @@ async fn conveniences_call_the_right_tool_before_and_after_a_wait() {
 }
 
 #[tokio::test]
+async fn keys_that_cannot_be_conveniences_answer_without_the_host() {
+    let h = harness_with(specs());
+    // A lone surrogate cannot cross to the host as UTF-8; a patched RegExp must not change which
+    // names are looked up. Each probe runs first, before anything fills `tools`.
+    assert_eq!(
+        h.value(
+            r#"return [tools["\uD800"], "\uD800" in tools, tools["ech\uDC00o"], typeof tools[""]]"#
+        )
+        .await,
+        json!([null, false, null, "undefined"])
+    );
+    assert_eq!(
+        h.value(
+            r#"RegExp.prototype.exec = () => null; RegExp.prototype.test = () => false;
+               return [typeof tools.echo, typeof tools.$ship_it, "echo" in tools, typeof tools["bad-name"]]"#
+        )
+        .await,
+        json!(["function", "function", true, "undefined"])
+    );
+}
+
+#[tokio::test]
 async fn patched_intrinsics_do_not_change_what_the_fill_builds() {
     let h = harness_with(specs());
     assert_eq!(
