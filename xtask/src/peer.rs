@@ -127,6 +127,10 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
         options.warmup
     );
     print!("{}", render_table(&rows));
+    println!(
+        "\nWhat bounds each missed goal (profiles of a release build, and what was tried): \
+         docs/benchmarks.md, \"What bounds the missed goals\"."
+    );
     Ok(())
 }
 
