@@ -3,7 +3,6 @@
 use codemode_bridge::OutputItem;
 pub use codemode_telemetry::Telemetry;
 
-use crate::pipeline::PendingApproval;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -150,4 +149,19 @@ impl CodeModeResult {
         let text = serde_json::to_string_pretty(&details).unwrap_or_default();
         serde_json::json!({"content": [{"type": "text", "text": text}], "details": details})
     }
+}
+
+/// One entry of a `waiting` result's `pendingApprovals` (docs/contract/host.md#h3):
+/// `{approvalId, toolCallId, toolId, input}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// The id to answer.
+    pub approval_id: String,
+    /// The waiting call's id.
+    pub tool_call_id: String,
+    /// The tool's catalog id.
+    pub tool_id: String,
+    /// The input it would run with.
+    pub input: Value,
 }

@@ -21,9 +21,15 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::dispatch::{Counters, Dispatcher};
+use crate::env::RunEnv;
+use crate::limits::{
+    output_limit_message, pending_limit_message, snapshot_limit_message, timeout_message,
+};
+use crate::messages::{
+    PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS,
+};
 use crate::pipeline::{RunApprovals, ToolPipeline};
 use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
-use crate::{RunEnv, PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS};
 
 pub(crate) enum Readiness {
     Ready,
@@ -87,9 +93,9 @@ pub(crate) struct Run {
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
 pub(crate) const SNAPSHOT_TTL: &str = "snapshot TTL";
-/// `reason` of `run_expired` when [`crate::CodeMode::end_session`] dropped the run.
+/// `reason` of `run_expired` when [`crate::code_mode::CodeMode::end_session`] dropped the run.
 pub(crate) const SESSION_ENDED: &str = "session ended";
-/// `reason` of `run_expired` when [`crate::CodeMode::clear`] dropped the run.
+/// `reason` of `run_expired` when [`crate::code_mode::CodeMode::clear`] dropped the run.
 pub(crate) const RUNS_CLEARED: &str = "runs cleared";
 /// `reason` of `run_expired` when an outer `after_tool_call` hook withheld (or replaced) the
 /// `waiting` result that named the run, so the model never got its `runId`.
@@ -140,10 +146,7 @@ fn limits(env: &RunEnv) -> VmLimits {
 /// The result code for a VM error; the message is always the error's `Display`.
 fn map_vm_error(e: &VmError, config: &codemode_config::CodeModeConfig) -> (ErrorCode, String) {
     if *e == VmError::Timeout {
-        return (
-            ErrorCode::Timeout,
-            crate::timeout_message(config.timeout_ms()),
-        );
+        return (ErrorCode::Timeout, timeout_message(config.timeout_ms()));
     }
     let code = match e {
         VmError::Timeout => ErrorCode::Timeout,
@@ -364,10 +367,7 @@ impl Run {
                     if report.request_overflow {
                         self.error = Some((
                             ErrorCode::InvalidInput,
-                            crate::pending_limit_message(
-                                None,
-                                self.env.config.max_pending_tool_calls(),
-                            ),
+                            pending_limit_message(None, self.env.config.max_pending_tool_calls()),
                         ));
                         self.vm = None;
                         return;
@@ -376,7 +376,7 @@ impl Run {
                         self.output.clear();
                         self.error = Some((
                             ErrorCode::OutputLimitExceeded,
-                            crate::output_limit_message(None, self.env.config.max_output_bytes()),
+                            output_limit_message(None, self.env.config.max_output_bytes()),
                         ));
                         self.vm = None;
                         return;
@@ -421,7 +421,7 @@ impl Run {
                 return Outcome::Done(self.finish());
             }
             if self.pending.len() as u64 > config.max_pending_tool_calls() {
-                let message = crate::pending_limit_message(
+                let message = pending_limit_message(
                     Some(self.pending.len() as u64),
                     config.max_pending_tool_calls(),
                 );
@@ -634,7 +634,7 @@ impl Run {
             }
         };
         if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes() {
-            let message = crate::snapshot_limit_message(
+            let message = snapshot_limit_message(
                 snapshot.stored_bytes() as u64,
                 self.env.config.max_snapshot_bytes(),
             );
@@ -773,7 +773,7 @@ impl Run {
         }
         if measure > self.env.config.max_output_bytes() {
             self.output.clear();
-            let message = crate::output_limit_message(
+            let message = output_limit_message(
                 (measure != u64::MAX).then_some(measure),
                 self.env.config.max_output_bytes(),
             );
@@ -796,7 +796,7 @@ impl Run {
                 None
             }
             Ok(s) => {
-                let message = crate::snapshot_limit_message(s.stored_bytes() as u64, max);
+                let message = snapshot_limit_message(s.stored_bytes() as u64, max);
                 Some(self.fail(ErrorCode::SnapshotLimitExceeded, &message))
             }
             Err(e) => {

@@ -1,0 +1,313 @@
+//! The tool pipeline ([`ToolPipeline`]): policy, `before_tool_call` hooks, approval, the
+//! executor and `after_tool_call` hooks around every call, and how a call ended ([`CallError`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{ContractError, LookupError};
+use codemode_config::ToolPolicy;
+use codemode_telemetry::{
+    ApprovalRequestedEvent, ApprovalResolvedEvent, EventKind, NestedStatus, Trajectory,
+};
+use serde_json::Value;
+
+use super::approvals::{
+    ask, denial_reason, new_approval_id, ApprovalDecision, ApprovalRequest, Approver,
+};
+use super::hooks::{HookChain, ToolCallInfo};
+
+/// `Tool "<id>" was blocked before execution: <reason>` (docs/contract/catalog.md#s3-5, docs/contract/host.md#h2):
+/// the `Display` of [`ContractError::BlockedBeforeExecution`], the catalog's one copy of the text.
+pub fn blocked_message(tool_id: &str, reason: &str) -> String {
+    ContractError::BlockedBeforeExecution {
+        id: tool_id.to_string(),
+        reason: reason.to_string(),
+    }
+    .to_string()
+}
+
+/// `Tool "<id>" was blocked after execution: <reason>`: an `after_tool_call` hook failed, so the
+/// result is withheld (our wording; the spec has none for this case).
+pub fn blocked_after_message(tool_id: &str, reason: &str) -> String {
+    format!("Tool \"{tool_id}\" was blocked after execution: {reason}")
+}
+
+/// `Tool "<id>" was not approved: <reason>` (docs/contract/host.md#h3).
+pub fn not_approved_message(tool_id: &str, reason: &str) -> String {
+    format!("Tool \"{tool_id}\" was not approved: {reason}")
+}
+
+/// The unknown-tool error of docs/contract/catalog.md#s3-4 without suggestions, which a policy-denied tool
+/// gets (docs/contract/host.md#h1: no hint that the tool exists): `Unknown tool id: <id>. Use tools.search to
+/// find a tool, tools.describe to inspect it, then tools.call with the exact id or name.`
+///
+/// The `Display` of [`LookupError::UnknownTool`] with no suggestions (the catalog's one copy of
+/// the text and of `UNKNOWN_TOOL_RECOVERY`).
+pub fn unknown_tool_message(tool_id: &str) -> String {
+    LookupError::UnknownTool {
+        needle: tool_id.to_string(),
+        suggestions: Vec::new(),
+    }
+    .to_string()
+}
+
+/// A [`ToolExecutor`] that runs every call through policy, hooks and approval before the wrapped
+/// executor, and the after-hooks behind it (docs/contract/host.md#h2):
+///
+/// 1. **policy**: a tool the [`ToolPolicy`] does not allow fails with
+///    [`unknown_tool_message`] for its id;
+/// 2. **`before_tool_call` hooks** ([`HookChain::run_before`]): a block fails with
+///    [`blocked_message`]; a rewritten input replaces the call's input;
+/// 3. **approval**, when a hook asked or the tool matches `tools.approvals.require`: the
+///    [`Approver`] decides; a denial fails with [`not_approved_message`] (reason `denied` when it
+///    gave none; with no approver configured every approval is denied) and the tool never runs;
+/// 4. **execute** the wrapped executor with the final input;
+/// 5. **`after_tool_call` hooks** ([`HookChain::run_after`]): a `result` replaces the outcome; a
+///    failing hook fails the call with [`blocked_after_message`].
+///
+/// The facade's dispatcher then checks the declared output contract on the final result's
+/// `details`. Cheap to clone.
+#[derive(Clone)]
+pub struct ToolPipeline {
+    executor: Arc<dyn ToolExecutor>,
+    policy: Arc<ToolPolicy>,
+    hooks: HookChain,
+    approver: Option<Arc<dyn Approver>>,
+    trajectory: Trajectory,
+}
+
+impl ToolPipeline {
+    /// A pipeline over `executor` with the default policy (everything allowed), no hooks and no
+    /// approver.
+    pub fn new(executor: Arc<dyn ToolExecutor>) -> Self {
+        ToolPipeline {
+            executor,
+            policy: Arc::new(ToolPolicy::default()),
+            hooks: HookChain::new(),
+            approver: None,
+            trajectory: Trajectory::disabled(),
+        }
+    }
+
+    /// The same pipeline with `policy`.
+    pub fn with_policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    /// The same pipeline with a shared `policy` (the facade passes its `RunEnv`'s).
+    pub fn with_shared_policy(mut self, policy: Arc<ToolPolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The same pipeline recording `approval_requested` / `approval_resolved` into `trajectory`
+    /// (docs/telemetry.md); the default records nothing.
+    pub fn with_trajectory(mut self, trajectory: Trajectory) -> Self {
+        self.trajectory = trajectory;
+        self
+    }
+
+    /// The same pipeline with `hooks` (replacing the previous chain).
+    pub fn with_hooks(mut self, hooks: HookChain) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The same pipeline with `approver` (e.g. an [`ApprovalBroker`]).
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &ToolPolicy {
+        &self.policy
+    }
+
+    /// The hooks.
+    pub fn hooks(&self) -> &HookChain {
+        &self.hooks
+    }
+
+    /// The approver, if any.
+    pub fn approver(&self) -> Option<&Arc<dyn Approver>> {
+        self.approver.as_ref()
+    }
+
+    /// Runs `call` through every step (see the type's docs) and says how it ended:
+    /// `Ok(result)` (the whole tool result, after the after-hooks), or a [`CallError`] whose
+    /// `Display` is the message the guest sees and whose [`status`](CallError::status) is the
+    /// trajectory's `nested_tool_result` status.
+    pub async fn call(&self, mut call: ToolCall) -> Result<Value, CallError> {
+        if !self.policy.allows(&call.tool_name, &call.tool_id) {
+            return Err(CallError::NotAllowed(unknown_tool_message(&call.tool_id)));
+        }
+        // Without hooks no event is built: each one copies the input (docs/threat-model.md,
+        // "Host memory").
+        let (ask_hook, ask_reason) = if self.hooks.is_empty() {
+            (false, None)
+        } else {
+            let verdict = self
+                .hooks
+                .run_before(ToolCallInfo::nested(&call))
+                .await
+                .map_err(|reason| CallError::Blocked(blocked_message(&call.tool_id, &reason)))?;
+            call.input = verdict.input;
+            (verdict.ask, verdict.ask_reason)
+        };
+        if ask_hook
+            || self
+                .policy
+                .requires_approval(&call.tool_name, &call.tool_id)
+        {
+            let request = ApprovalRequest {
+                approval_id: new_approval_id(),
+                tool_call_id: call.tool_call_id.clone(),
+                tool_id: call.tool_id.clone(),
+                tool_name: call.tool_name.clone(),
+                input: call.input.clone(),
+                reason: ask_reason,
+                parent_tool_call_id: call.parent_tool_call_id.clone(),
+                bridge_id: Some(call.bridge_id.clone()),
+                scope: call.scope.clone(),
+            };
+            self.record_requested(&request, call.code_mode_run_id.as_deref());
+            let approval_id = request.approval_id.clone();
+            let decision = ask(self.approver.as_deref(), request).await;
+            self.record_resolved(
+                &approval_id,
+                &call.tool_call_id,
+                call.code_mode_run_id.as_deref(),
+                &decision,
+            );
+            denial_reason(&decision).map_or(Ok(()), |reason| {
+                Err(CallError::NotApproved(not_approved_message(
+                    &call.tool_id,
+                    &reason,
+                )))
+            })?;
+        }
+        if self.hooks.is_empty() {
+            return self.executor.execute(call).await.map_err(CallError::Failed);
+        }
+        let info = ToolCallInfo::nested(&call);
+        let tool_id = call.tool_id.clone();
+        let started = Instant::now();
+        let outcome = self.executor.execute(call).await;
+        match self
+            .hooks
+            .run_after(&info, outcome, started.elapsed())
+            .await
+        {
+            Ok(outcome) => outcome.map_err(CallError::Failed),
+            Err(reason) => Err(CallError::BlockedAfter(blocked_after_message(
+                &tool_id, &reason,
+            ))),
+        }
+    }
+
+    fn record_requested(&self, request: &ApprovalRequest, code_mode_run_id: Option<&str>) {
+        if !self.trajectory.is_enabled() {
+            return;
+        }
+        self.trajectory
+            .record(EventKind::ApprovalRequested(ApprovalRequestedEvent {
+                approval_id: request.approval_id.clone(),
+                tool_call_id: request.tool_call_id.clone(),
+                parent_tool_call_id: request.parent_tool_call_id.clone(),
+                code_mode_run_id: code_mode_run_id.map(str::to_string),
+                tool_id: request.tool_id.clone(),
+                tool_name: request.tool_name.clone(),
+                input: request.input.clone(),
+                reason: request.reason.clone(),
+            }));
+    }
+
+    fn record_resolved(
+        &self,
+        approval_id: &str,
+        tool_call_id: &str,
+        code_mode_run_id: Option<&str>,
+        decision: &ApprovalDecision,
+    ) {
+        if !self.trajectory.is_enabled() {
+            return;
+        }
+        self.trajectory
+            .record(EventKind::ApprovalResolved(ApprovalResolvedEvent {
+                approval_id: approval_id.to_string(),
+                tool_call_id: tool_call_id.to_string(),
+                code_mode_run_id: code_mode_run_id.map(str::to_string),
+                decision: decision.decision,
+                reason: denial_reason(decision).or_else(|| decision.reason.clone()),
+            }));
+    }
+}
+
+/// Why a call through [`ToolPipeline::call`] did not return a result. `Display` is the exact
+/// message the guest's promise rejects with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The [`ToolPolicy`] does not allow the tool: [`unknown_tool_message`] (docs/contract/host.md#h1).
+    #[error("{0}")]
+    NotAllowed(String),
+    /// A `before_tool_call` hook blocked the call (or failed): [`blocked_message`].
+    #[error("{0}")]
+    Blocked(String),
+    /// Approval was denied, expired or cancelled: [`not_approved_message`]; the tool never ran.
+    #[error("{0}")]
+    NotApproved(String),
+    /// The tool ran, but an `after_tool_call` hook failed and withheld the result:
+    /// [`blocked_after_message`].
+    #[error("{0}")]
+    BlockedAfter(String),
+    /// The wrapped executor failed (its message, verbatim).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CallError {
+    /// The trajectory status of this outcome: `blocked` for a policy refusal or a hook block
+    /// (before or after execution), `denied` for a refused approval, `error` for a tool failure.
+    pub fn status(&self) -> NestedStatus {
+        match self {
+            CallError::NotAllowed(_) | CallError::Blocked(_) | CallError::BlockedAfter(_) => {
+                NestedStatus::Blocked
+            }
+            CallError::NotApproved(_) => NestedStatus::Denied,
+            CallError::Failed(_) => NestedStatus::Error,
+        }
+    }
+
+    /// The message (the same text as `Display`).
+    pub fn message(&self) -> &str {
+        match self {
+            CallError::NotAllowed(m)
+            | CallError::Blocked(m)
+            | CallError::NotApproved(m)
+            | CallError::BlockedAfter(m)
+            | CallError::Failed(m) => m,
+        }
+    }
+}
+
+impl From<CallError> for String {
+    fn from(e: CallError) -> String {
+        match e {
+            CallError::NotAllowed(m)
+            | CallError::Blocked(m)
+            | CallError::NotApproved(m)
+            | CallError::BlockedAfter(m)
+            | CallError::Failed(m) => m,
+        }
+    }
+}
+
+impl ToolExecutor for ToolPipeline {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        let this = self.clone();
+        Box::pin(async move { this.call(call).await.map_err(String::from) })
+    }
+}
