@@ -37,6 +37,7 @@ pub mod surface;
 
 pub use code_mode::CodeMode;
 pub use env::RunEnv;
+pub use limits::LimitExceeded;
 pub use nodes::NODES_TOOL_ID;
 pub use pipeline::{
     ApprovalBroker, ApprovalDecision, ApprovalRequest, Approver, CallError, HookChain, ToolHook,

@@ -1,6 +1,6 @@
 //! Result shapes of `exec` and `wait` (docs/contract/surface.md#s2-2, docs/contract/lifecycle.md#s5-1 and docs/contract/telemetry.md#s9).
 
-use codemode_bridge::OutputItem;
+use codemode_bridge::{BridgeMethod, OutputItem};
 pub use codemode_telemetry::Telemetry;
 
 use serde::{Deserialize, Serialize};
@@ -41,8 +41,8 @@ pub enum WaitReason {
 pub struct PendingToolCall {
     /// The bridge id.
     pub id: String,
-    /// The bridge method's wire name.
-    pub method: String,
+    /// The bridge method (JSON: its wire name, `"callValue"`).
+    pub method: BridgeMethod,
 }
 
 /// The result of `exec` or `wait` (spec `CodeModeResult`). Serialises with `status` first and

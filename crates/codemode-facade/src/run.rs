@@ -22,9 +22,7 @@ use tokio::task::JoinHandle;
 
 use crate::dispatch::{Counters, Dispatcher};
 use crate::env::RunEnv;
-use crate::limits::{
-    output_limit_message, pending_limit_message, snapshot_limit_message, timeout_message,
-};
+use crate::limits::LimitExceeded;
 use crate::messages::{
     PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS,
 };
@@ -146,7 +144,10 @@ fn limits(env: &RunEnv) -> VmLimits {
 /// The result code for a VM error; the message is always the error's `Display`.
 fn map_vm_error(e: &VmError, config: &codemode_config::CodeModeConfig) -> (ErrorCode, String) {
     if *e == VmError::Timeout {
-        return (ErrorCode::Timeout, timeout_message(config.timeout_ms()));
+        return (
+            ErrorCode::Timeout,
+            LimitExceeded::timeout(config.timeout_ms()).to_string(),
+        );
     }
     let code = match e {
         VmError::Timeout => ErrorCode::Timeout,
@@ -367,7 +368,8 @@ impl Run {
                     if report.request_overflow {
                         self.error = Some((
                             ErrorCode::InvalidInput,
-                            pending_limit_message(None, self.env.config.max_pending_tool_calls()),
+                            LimitExceeded::pending(None, self.env.config.max_pending_tool_calls())
+                                .to_string(),
                         ));
                         self.vm = None;
                         return;
@@ -376,7 +378,8 @@ impl Run {
                         self.output.clear();
                         self.error = Some((
                             ErrorCode::OutputLimitExceeded,
-                            output_limit_message(None, self.env.config.max_output_bytes()),
+                            LimitExceeded::output(None, self.env.config.max_output_bytes())
+                                .to_string(),
                         ));
                         self.vm = None;
                         return;
@@ -421,10 +424,11 @@ impl Run {
                 return Outcome::Done(self.finish());
             }
             if self.pending.len() as u64 > config.max_pending_tool_calls() {
-                let message = pending_limit_message(
+                let message = LimitExceeded::pending(
                     Some(self.pending.len() as u64),
                     config.max_pending_tool_calls(),
-                );
+                )
+                .to_string();
                 return Outcome::Done(self.fail(ErrorCode::InvalidInput, &message));
             }
             if self.pending.iter().any(|p| p.method == BridgeMethod::Yield) {
@@ -634,10 +638,11 @@ impl Run {
             }
         };
         if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes() {
-            let message = snapshot_limit_message(
+            let message = LimitExceeded::snapshot(
                 snapshot.stored_bytes() as u64,
                 self.env.config.max_snapshot_bytes(),
-            );
+            )
+            .to_string();
             return Parking::Failed(self.fail(ErrorCode::SnapshotLimitExceeded, &message));
         }
         if let Some(result) = self.output_limit_failure(None) {
@@ -742,7 +747,7 @@ impl Run {
             .iter()
             .map(|p| PendingToolCall {
                 id: p.id.clone(),
-                method: p.method.as_str().to_string(),
+                method: p.method,
             })
             .collect();
         CodeModeResult::Waiting {
@@ -773,10 +778,11 @@ impl Run {
         }
         if measure > self.env.config.max_output_bytes() {
             self.output.clear();
-            let message = output_limit_message(
+            let message = LimitExceeded::output(
                 (measure != u64::MAX).then_some(measure),
                 self.env.config.max_output_bytes(),
-            );
+            )
+            .to_string();
             return Some(self.fail(ErrorCode::OutputLimitExceeded, &message));
         }
         None
@@ -796,7 +802,7 @@ impl Run {
                 None
             }
             Ok(s) => {
-                let message = snapshot_limit_message(s.stored_bytes() as u64, max);
+                let message = LimitExceeded::snapshot(s.stored_bytes() as u64, max).to_string();
                 Some(self.fail(ErrorCode::SnapshotLimitExceeded, &message))
             }
             Err(e) => {

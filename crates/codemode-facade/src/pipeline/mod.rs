@@ -44,7 +44,4 @@ pub(crate) use outer::{
     unless_aborted,
 };
 pub use outer::{after_outer_call, before_outer_call};
-pub use tool::{
-    blocked_after_message, blocked_message, not_approved_message, unknown_tool_message, CallError,
-    ToolPipeline,
-};
+pub use tool::{CallError, ToolPipeline};

@@ -14,7 +14,7 @@ use crate::result::{CodeModeResult, ErrorCode};
 
 use super::approvals::{approve, new_approval_id, ApprovalRequest, Approver};
 use super::hooks::{HookChain, OuterKind, ToolCallInfo};
-use super::tool::{blocked_after_message, blocked_message, not_approved_message};
+use super::tool::CallError;
 
 /// Runs the `before_tool_call` hooks for a model-visible `exec` or `wait` call
 /// (`toolKind: "code_mode_exec"` with `toolInputKind` from the input's `language`, or
@@ -38,7 +38,13 @@ pub async fn before_outer_call(
     let verdict = hooks
         .run_before(ToolCallInfo::outer(kind, tool_call_id, input, scope))
         .await
-        .map_err(|reason| blocked_message(name, &reason))?;
+        .map_err(|reason| {
+            CallError::Blocked {
+                tool_id: name.to_string(),
+                reason,
+            }
+            .to_string()
+        })?;
     if verdict.ask {
         let request = ApprovalRequest {
             approval_id: new_approval_id(),
@@ -51,9 +57,13 @@ pub async fn before_outer_call(
             bridge_id: None,
             scope: scope.clone(),
         };
-        approve(approver, request)
-            .await
-            .map_err(|reason| not_approved_message(name, &reason))?;
+        approve(approver, request).await.map_err(|reason| {
+            CallError::NotApproved {
+                tool_id: name.to_string(),
+                reason,
+            }
+            .to_string()
+        })?;
     }
     Ok(verdict.input)
 }
@@ -75,7 +85,11 @@ pub async fn after_outer_call(
     match hooks.run_after(&info, Ok(result), duration).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(message)) => Err(message),
-        Err(reason) => Err(blocked_after_message(kind.tool_name(), &reason)),
+        Err(reason) => Err(CallError::BlockedAfter {
+            tool_id: kind.tool_name().to_string(),
+            reason,
+        }
+        .to_string()),
     }
 }
 
@@ -206,10 +220,12 @@ pub(crate) async fn after_outer(
     .await
     .and_then(|value| {
         serde_json::from_value::<CodeModeResult>(value).map_err(|_| {
-            blocked_after_message(
-                kind.tool_name(),
-                "a hook replaced the result with one that is not a code mode result",
-            )
+            CallError::BlockedAfter {
+                tool_id: kind.tool_name().to_string(),
+                reason: "a hook replaced the result with one that is not a code mode result"
+                    .to_string(),
+            }
+            .to_string()
         })
     });
     match replaced {

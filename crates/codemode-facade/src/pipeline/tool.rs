@@ -17,54 +17,19 @@ use super::approvals::{
 };
 use super::hooks::{HookChain, ToolCallInfo};
 
-/// `Tool "<id>" was blocked before execution: <reason>` (docs/contract/catalog.md#s3-5, docs/contract/host.md#h2):
-/// the `Display` of [`ContractError::BlockedBeforeExecution`], the catalog's one copy of the text.
-pub fn blocked_message(tool_id: &str, reason: &str) -> String {
-    ContractError::BlockedBeforeExecution {
-        id: tool_id.to_string(),
-        reason: reason.to_string(),
-    }
-    .to_string()
-}
-
-/// `Tool "<id>" was blocked after execution: <reason>`: an `after_tool_call` hook failed, so the
-/// result is withheld (our wording; the spec has none for this case).
-pub fn blocked_after_message(tool_id: &str, reason: &str) -> String {
-    format!("Tool \"{tool_id}\" was blocked after execution: {reason}")
-}
-
-/// `Tool "<id>" was not approved: <reason>` (docs/contract/host.md#h3).
-pub fn not_approved_message(tool_id: &str, reason: &str) -> String {
-    format!("Tool \"{tool_id}\" was not approved: {reason}")
-}
-
-/// The unknown-tool error of docs/contract/catalog.md#s3-4 without suggestions, which a policy-denied tool
-/// gets (docs/contract/host.md#h1: no hint that the tool exists): `Unknown tool id: <id>. Use tools.search to
-/// find a tool, tools.describe to inspect it, then tools.call with the exact id or name.`
-///
-/// The `Display` of [`LookupError::UnknownTool`] with no suggestions (the catalog's one copy of
-/// the text and of `UNKNOWN_TOOL_RECOVERY`).
-pub fn unknown_tool_message(tool_id: &str) -> String {
-    LookupError::UnknownTool {
-        needle: tool_id.to_string(),
-        suggestions: Vec::new(),
-    }
-    .to_string()
-}
-
 /// A [`ToolExecutor`] that runs every call through policy, hooks and approval before the wrapped
 /// executor, and the after-hooks behind it (docs/contract/host.md#h2):
 ///
 /// 1. **policy**: a tool the [`ToolPolicy`] does not allow fails with
-///    [`unknown_tool_message`] for its id;
+///    [`CallError::NotAllowed`] (the unknown-tool error for its id);
 /// 2. **`before_tool_call` hooks** ([`HookChain::run_before`]): a block fails with
-///    [`blocked_message`]; a rewritten input replaces the call's input;
+///    [`CallError::Blocked`]; a rewritten input replaces the call's input;
 /// 3. **approval**, when a hook asked or the tool matches `tools.approvals.require`: the
-///    [`Approver`] decides; a denial fails with [`not_approved_message`] (reason `denied` when it
+///    [`Approver`] decides; a denial fails with [`CallError::NotApproved`] (reason `denied` when it
 ///    gave none; with no approver configured every approval is denied) and the tool never runs;
 /// 4. **execute** the wrapped executor with the final input;
 /// 5. **`after_tool_call` hooks** ([`HookChain::run_after`]): a `result` replaces the outcome; a
-///    failing hook fails the call with [`blocked_after_message`].
+///    failing hook fails the call with [`CallError::BlockedAfter`].
 ///
 /// The facade's dispatcher then checks the declared output contract on the final result's
 /// `details`. Cheap to clone.
@@ -142,7 +107,9 @@ impl ToolPipeline {
     /// trajectory's `nested_tool_result` status.
     pub async fn call(&self, mut call: ToolCall) -> Result<Value, CallError> {
         if !self.policy.allows(&call.tool_name, &call.tool_id) {
-            return Err(CallError::NotAllowed(unknown_tool_message(&call.tool_id)));
+            return Err(CallError::NotAllowed {
+                tool_id: call.tool_id,
+            });
         }
         // Without hooks no event is built: each one copies the input (docs/threat-model.md,
         // "Host memory").
@@ -153,7 +120,10 @@ impl ToolPipeline {
                 .hooks
                 .run_before(ToolCallInfo::nested(&call))
                 .await
-                .map_err(|reason| CallError::Blocked(blocked_message(&call.tool_id, &reason)))?;
+                .map_err(|reason| CallError::Blocked {
+                    tool_id: call.tool_id.clone(),
+                    reason,
+                })?;
             call.input = verdict.input;
             (verdict.ask, verdict.ask_reason)
         };
@@ -183,14 +153,19 @@ impl ToolPipeline {
                 &decision,
             );
             denial_reason(&decision).map_or(Ok(()), |reason| {
-                Err(CallError::NotApproved(not_approved_message(
-                    &call.tool_id,
-                    &reason,
-                )))
+                Err(CallError::NotApproved {
+                    tool_id: call.tool_id.clone(),
+                    reason,
+                })
             })?;
         }
         if self.hooks.is_empty() {
-            return self.executor.execute(call).await.map_err(CallError::Failed);
+            let tool_id = call.tool_id.clone();
+            return self
+                .executor
+                .execute(call)
+                .await
+                .map_err(|message| CallError::Failed { tool_id, message });
         }
         let info = ToolCallInfo::nested(&call);
         let tool_id = call.tool_id.clone();
@@ -201,10 +176,8 @@ impl ToolPipeline {
             .run_after(&info, outcome, started.elapsed())
             .await
         {
-            Ok(outcome) => outcome.map_err(CallError::Failed),
-            Err(reason) => Err(CallError::BlockedAfter(blocked_after_message(
-                &tool_id, &reason,
-            ))),
+            Ok(outcome) => outcome.map_err(|message| CallError::Failed { tool_id, message }),
+            Err(reason) => Err(CallError::BlockedAfter { tool_id, reason }),
         }
     }
 
@@ -248,59 +221,101 @@ impl ToolPipeline {
 
 /// Why a call through [`ToolPipeline::call`] did not return a result. `Display` is the exact
 /// message the guest's promise rejects with.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallError {
-    /// The [`ToolPolicy`] does not allow the tool: [`unknown_tool_message`] (docs/contract/host.md#h1).
-    #[error("{0}")]
-    NotAllowed(String),
-    /// A `before_tool_call` hook blocked the call (or failed): [`blocked_message`].
-    #[error("{0}")]
-    Blocked(String),
-    /// Approval was denied, expired or cancelled: [`not_approved_message`]; the tool never ran.
-    #[error("{0}")]
-    NotApproved(String),
-    /// The tool ran, but an `after_tool_call` hook failed and withheld the result:
-    /// [`blocked_after_message`].
-    #[error("{0}")]
-    BlockedAfter(String),
-    /// The wrapped executor failed (its message, verbatim).
-    #[error("{0}")]
-    Failed(String),
+    /// The [`ToolPolicy`] does not allow the tool (docs/contract/host.md#h1): the unknown-tool
+    /// error of docs/contract/catalog.md#s3-4 without suggestions, so nothing hints that the
+    /// tool exists: `Unknown tool id: <id>. Use tools.search to find a tool, tools.describe to
+    /// inspect it, then tools.call with the exact id or name.` (the `Display` of
+    /// [`LookupError::UnknownTool`], the catalog's one copy of the text).
+    NotAllowed {
+        /// The catalog id called.
+        tool_id: String,
+    },
+    /// A `before_tool_call` hook blocked the call (or failed): `Tool "<id>" was blocked before
+    /// execution: <reason>` (docs/contract/catalog.md#s3-5, docs/contract/host.md#h2; the
+    /// `Display` of [`ContractError::BlockedBeforeExecution`], the catalog's one copy).
+    Blocked {
+        /// The catalog id (`exec` / `wait` for the outer calls).
+        tool_id: String,
+        /// The hook's reason.
+        reason: String,
+    },
+    /// Approval was denied, expired or cancelled; the tool never ran: `Tool "<id>" was not
+    /// approved: <reason>` (docs/contract/host.md#h3).
+    NotApproved {
+        /// The catalog id (`exec` / `wait` for the outer calls).
+        tool_id: String,
+        /// The denial's reason (`denied` when it gave none).
+        reason: String,
+    },
+    /// The tool ran, but an `after_tool_call` hook failed and withheld the result: `Tool "<id>"
+    /// was blocked after execution: <reason>` (our wording; the spec has none for this case).
+    BlockedAfter {
+        /// The catalog id (`exec` / `wait` for the outer calls).
+        tool_id: String,
+        /// The hook's reason.
+        reason: String,
+    },
+    /// The wrapped executor failed; `Display` is its message, verbatim.
+    Failed {
+        /// The catalog id.
+        tool_id: String,
+        /// The executor's message.
+        message: String,
+    },
 }
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::NotAllowed { tool_id } => LookupError::UnknownTool {
+                needle: tool_id.clone(),
+                suggestions: Vec::new(),
+            }
+            .fmt(f),
+            CallError::Blocked { tool_id, reason } => ContractError::BlockedBeforeExecution {
+                id: tool_id.clone(),
+                reason: reason.clone(),
+            }
+            .fmt(f),
+            CallError::NotApproved { tool_id, reason } => {
+                write!(f, "Tool \"{tool_id}\" was not approved: {reason}")
+            }
+            CallError::BlockedAfter { tool_id, reason } => {
+                write!(
+                    f,
+                    "Tool \"{tool_id}\" was blocked after execution: {reason}"
+                )
+            }
+            CallError::Failed { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
 
 impl CallError {
     /// The trajectory status of this outcome: `blocked` for a policy refusal or a hook block
     /// (before or after execution), `denied` for a refused approval, `error` for a tool failure.
     pub fn status(&self) -> NestedStatus {
         match self {
-            CallError::NotAllowed(_) | CallError::Blocked(_) | CallError::BlockedAfter(_) => {
-                NestedStatus::Blocked
-            }
-            CallError::NotApproved(_) => NestedStatus::Denied,
-            CallError::Failed(_) => NestedStatus::Error,
+            CallError::NotAllowed { .. }
+            | CallError::Blocked { .. }
+            | CallError::BlockedAfter { .. } => NestedStatus::Blocked,
+            CallError::NotApproved { .. } => NestedStatus::Denied,
+            CallError::Failed { .. } => NestedStatus::Error,
         }
     }
 
-    /// The message (the same text as `Display`).
-    pub fn message(&self) -> &str {
+    /// The catalog id of the call.
+    pub fn tool_id(&self) -> &str {
         match self {
-            CallError::NotAllowed(m)
-            | CallError::Blocked(m)
-            | CallError::NotApproved(m)
-            | CallError::BlockedAfter(m)
-            | CallError::Failed(m) => m,
-        }
-    }
-}
-
-impl From<CallError> for String {
-    fn from(e: CallError) -> String {
-        match e {
-            CallError::NotAllowed(m)
-            | CallError::Blocked(m)
-            | CallError::NotApproved(m)
-            | CallError::BlockedAfter(m)
-            | CallError::Failed(m) => m,
+            CallError::NotAllowed { tool_id }
+            | CallError::Blocked { tool_id, .. }
+            | CallError::NotApproved { tool_id, .. }
+            | CallError::BlockedAfter { tool_id, .. }
+            | CallError::Failed { tool_id, .. } => tool_id,
         }
     }
 }
@@ -308,6 +323,6 @@ impl From<CallError> for String {
 impl ToolExecutor for ToolPipeline {
     fn execute(&self, call: ToolCall) -> ToolFuture {
         let this = self.clone();
-        Box::pin(async move { this.call(call).await.map_err(String::from) })
+        Box::pin(async move { this.call(call).await.map_err(|e| e.to_string()) })
     }
 }
