@@ -18,7 +18,8 @@
 //! - [`pipeline`]: the host half of every tool call (hooks, command hooks, approvals, the tool
 //!   pipeline and the model-visible outer calls), over `result`;
 //! - [`limits`] and [`messages`]: the facade's fixed error texts;
-//! - `env` ([`RunEnv`]), `nodes`, `missing`, `dispatch` (one run's bridge requests), `run` (one
+//! - `env` ([`RunEnv`]), `failure` (results of runs that never started), `prepare` (the source
+//!   and the run context), `nodes`, `missing`, `dispatch` (one run's bridge requests), `run` (one
 //!   run: legs, the settle loop, parking) and `code_mode` ([`CodeMode`]) on top.
 //!
 //! [`prelude`] is what an embedding host imports.
@@ -26,11 +27,13 @@
 mod code_mode;
 mod dispatch;
 mod env;
+mod failure;
 pub mod limits;
 pub mod messages;
 mod missing;
 mod nodes;
 pub mod pipeline;
+mod prepare;
 pub mod result;
 mod run;
 pub mod surface;
