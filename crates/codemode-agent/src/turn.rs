@@ -57,7 +57,7 @@ impl AgentError {
 
 /// Everything one agent turn runs with (see the module docs).
 pub struct AgentTurn {
-    /// The resolved activation ([`resolve_activation`]).
+    /// The resolved activation ([`resolve_activation`](crate::resolve_activation)).
     pub activation: Activation,
     /// The effective tools before policy: core, plugin, MCP and client specs, in host order.
     pub specs: Vec<ToolSpec>,

@@ -1,6 +1,6 @@
 //! The code-mode model surface: `exec` and `wait` (docs/contract/surface.md#s2-2, docs/contract/surface.md#s2-3, docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5).
 //!
-//! [`CodeMode`] is the per-process front: it owns the shared [`Runtime`] and the in-process map
+//! [`CodeMode`] is the per-process front: it owns the shared [`Runtime`](codemode_runtime::Runtime) and the in-process map
 //! of parked runs. A host calls [`CodeMode::exec`] with a [`RunEnv`] (resolved config, run-scoped
 //! catalog, tool executor, owner scope) and the model's `exec` arguments, and
 //! [`CodeMode::wait`] with the caller's scope and the `wait` arguments. Both return a
