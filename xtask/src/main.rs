@@ -13,7 +13,7 @@
 //!   profile), run the `codemode` binary on every program in `examples/`, then run
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
 //!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
-//! - `test`: setup, the lint gates (citations, `cargo fmt --check`, `cargo clippy --workspace --all-targets
+//! - `test`: setup, the lint gates (citations, layers, `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, clippy on the wasm guest, `cargo xtask guest --check`, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin`, `CODEMODE_CONFORMANCE` to `target/conformance` and
@@ -27,6 +27,9 @@
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
 //!   (`citations.rs`). The first of `test`'s lint gates.
+//! - `layers`: the dependency-direction gate (`layers.rs`): crates depend only on lower layers
+//!   (docs/architecture.md#layers, over `cargo metadata`), no import cycle between the modules of
+//!   a crate, no module importing from its crate root. The second of `test`'s lint gates.
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
 //!   `bench --peer [--bin PATH] [--iterations N] [--warmup N]`: OpenClaw's code mode side by side with
 //!   `codemode session` (`peer.rs`; installs the pinned peer into `target/peer`).
@@ -45,6 +48,7 @@ mod conformance;
 mod e2e;
 mod fuzz;
 mod guest;
+mod layers;
 mod peer;
 mod python;
 
@@ -62,12 +66,15 @@ usage: cargo xtask <task> [options]     (--help anywhere prints this and changes
   demo       setup, build, then run every program in examples/ and the two-server MCP example
   test       setup, the lint gates, then cargo test --workspace (what CI runs)
   e2e        setup, build, then the 16-step end-to-end plan [--bin PATH]
-  lint       the lint gates only (citations, fmt, clippy, guest clippy, guest --check, rustdoc)
+  lint       the lint gates only (citations, layers, fmt, clippy, guest clippy, guest --check,
+             rustdoc)
   bench      the criterion benchmarks; --peer [--bin PATH] [--iterations N] [--warmup N] runs
              OpenClaw's code mode side by side (installs openclaw and Node 24 into target/peer)
   fuzz       [--seconds N] [--release] [TARGET...] every fuzz target for N seconds (default 60)
   guest      [--update | --check] a fresh reproducible guest build against the checked-in one
   citations  check every docs/contract reference resolves
+  layers     check crates depend only downwards and modules have no import cycle and no import
+             from their crate root
 
 Without clang, and without installing anything: cargo build -p codemode-cli (the checked-in guest
 is embedded) and run target/debug/codemode.";
@@ -91,6 +98,7 @@ fn main() -> ExitCode {
         }
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         "citations" => check_citations(&rest),
+        "layers" => layers::check(&root()),
         "fuzz" => setup_guest().and_then(|()| fuzz::task(&rest)),
         "guest" => setup_guest().and_then(|()| guest::task(&root(), &rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
@@ -409,6 +417,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 /// under `[workspace.lints]`).
 fn lint() -> Result<(), String> {
     citations::check(&root())?;
+    layers::check(&root())?;
     run(cargo().args(["fmt", "--all", "--check"]))
         .map_err(|e| format!("{e}\nRun `cargo fmt --all` and commit the result."))?;
     run(cargo().args([
