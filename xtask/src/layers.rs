@@ -14,8 +14,10 @@
 //!    the module that defines it.
 //!
 //! Only `src/` of library and binary targets are read (every `mod x;` from each target's root,
-//! `#[path]` honoured); comments, strings and `$crate` are skipped; inline modules (`mod tests {
-//! … }`) belong to their file, so `super::*` in a test module is the file itself.
+//! `#[path]` honoured); comments, strings and `$crate` are skipped; inline modules belong to
+//! their file. Test modules (`#[cfg(test)] mod tests { … }` or `#[cfg(test)] mod x;`) are not
+//! read: nothing imports them, so they cannot close a cycle, and a test may reach across its
+//! crate to check that two sides agree (the bridge's wire-format tests parse what they wrote).
 //!
 //! The parser reads tokens, not a syntax tree: a path is `crate`/`super` followed by `::`, then
 //! identifiers, `::`, `{ … , … }` groups and `*`. That is every form the workspace writes; a path
@@ -579,25 +581,51 @@ fn parse_module(tokens: &[(usize, Tok)], file_path: &[String]) -> Parsed {
         inline: Vec::new(),
         refs: Vec::new(),
     };
-    // The inline module stack: (name, brace depth at which it closes).
-    let mut inline: Vec<(String, usize)> = Vec::new();
+    // The inline module stack: (name, brace depth at which it closes, is a test module).
+    let mut inline: Vec<(String, usize, bool)> = Vec::new();
     let mut depth = 0usize;
     let mut pending_path: Option<String> = None;
-    let current = |inline: &[(String, usize)]| {
+    // Set by `#[cfg(test)]`, taken by the next `mod`, dropped by any other item.
+    let mut pending_test = false;
+    let current = |inline: &[(String, usize, bool)]| {
         let mut p = file_path.to_vec();
-        p.extend(inline.iter().map(|(n, _)| n.clone()));
+        p.extend(inline.iter().map(|(n, _, _)| n.clone()));
         p
     };
+    let cfg_test = [
+        Tok::Punct('#'),
+        Tok::Punct('['),
+        Tok::Ident("cfg".into()),
+        Tok::Punct('('),
+        Tok::Ident("test".into()),
+        Tok::Punct(')'),
+        Tok::Punct(']'),
+    ];
     let mut i = 0;
     while i < tokens.len() {
         let (line, tok) = &tokens[i];
         match tok {
-            Tok::Punct('{') => depth += 1,
+            Tok::Punct('{') => {
+                depth += 1;
+                pending_test = false;
+            }
+            Tok::Punct(';') => pending_test = false,
             Tok::Punct('}') => {
                 depth = depth.saturating_sub(1);
-                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                if inline.last().is_some_and(|(_, d, _)| *d == depth) {
                     inline.pop();
                 }
+            }
+            Tok::Punct('#')
+                if tokens.len() >= i + cfg_test.len()
+                    && tokens[i..i + cfg_test.len()]
+                        .iter()
+                        .map(|(_, t)| t)
+                        .eq(cfg_test.iter()) =>
+            {
+                pending_test = true;
+                i += cfg_test.len();
+                continue;
             }
             Tok::Punct('#') if is(i + 1, &Tok::Punct('[')) && ident(i + 2) == Some("path") => {
                 if let Some((_, Tok::Str(p))) = tokens.get(i + 4) {
@@ -605,19 +633,42 @@ fn parse_module(tokens: &[(usize, Tok)], file_path: &[String]) -> Parsed {
                 }
             }
             Tok::Ident(w) if w == "mod" => {
+                let test =
+                    std::mem::take(&mut pending_test) || inline.iter().any(|(_, _, test)| *test);
                 if let Some(name) = ident(i + 1) {
                     let mut path = current(&inline);
                     path.push(name.to_owned());
                     if is(i + 2, &Tok::Punct(';')) {
-                        parsed.children.push((path, pending_path.take()));
+                        let explicit = pending_path.take();
+                        if !test {
+                            parsed.children.push((path, explicit));
+                        }
+                        i += 3;
+                        continue;
                     } else if is(i + 2, &Tok::Punct('{')) {
                         parsed.inline.push(path);
-                        inline.push((name.to_owned(), depth));
+                        inline.push((name.to_owned(), depth, test));
                         depth += 1;
                         i += 3;
                         continue;
                     }
                 }
+            }
+            Tok::Ident(w)
+                if matches!(
+                    w.as_str(),
+                    "fn" | "use"
+                        | "struct"
+                        | "enum"
+                        | "impl"
+                        | "const"
+                        | "static"
+                        | "trait"
+                        | "type"
+                        | "macro_rules"
+                ) =>
+            {
+                pending_test = false;
             }
             Tok::Ident(w)
                 if (w == "crate" || w == "super")
@@ -642,8 +693,10 @@ fn parse_module(tokens: &[(usize, Tok)], file_path: &[String]) -> Parsed {
                 }
                 let mut paths = Vec::new();
                 let end = use_tree(tokens, j, base, &mut paths);
-                for p in paths {
-                    parsed.refs.push((*line, p));
+                if !inline.iter().any(|(_, _, test)| *test) {
+                    for p in paths {
+                        parsed.refs.push((*line, p));
+                    }
                 }
                 i = end.max(i + 1);
                 continue;
@@ -733,8 +786,13 @@ mod tests {
             /// [`crate::doc::Link`]
             use crate::{a::B, c::{self, D as E}, F};
             fn f() { let s = "crate::in_string"; crate::g::h(); '\''; }
-            mod tests { use super::*; use super::super::Up; }
+            mod inner { use super::*; use super::super::Up; }
             macro_rules! m { () => { $crate::Root } }
+            #[cfg(test)]
+            mod tests { use crate::Skipped; }
+            #[cfg(test)]
+            fn only_in_tests() {}
+            mod after { use crate::Kept; }
         "#;
         assert_eq!(
             refs(src, &["x", "y"]),
@@ -746,6 +804,7 @@ mod tests {
                 p(&["g", "h"]),
                 p(&["x", "y"]),
                 p(&["x", "Up"]),
+                p(&["Kept"]),
             ]
         );
     }
@@ -753,7 +812,10 @@ mod tests {
     #[test]
     fn mod_declarations_are_children_with_their_path_attribute() {
         let parsed = parse_module(
-            &tokenize("mod a;\n#[path = \"../b.rs\"]\nmod b;\n#[cfg(test)] mod t { mod inner; }"),
+            &tokenize(
+                "mod a;\n#[path = \"../b.rs\"]\nmod b;\n#[cfg(test)] mod t { mod inner; }\n\
+                 #[cfg(test)]\nmod tested;\nmod c { mod d; }",
+            ),
             &p(&["top"]),
         );
         assert_eq!(
@@ -761,10 +823,10 @@ mod tests {
             vec![
                 (p(&["top", "a"]), None),
                 (p(&["top", "b"]), Some("../b.rs".into())),
-                (p(&["top", "t", "inner"]), None),
+                (p(&["top", "c", "d"]), None),
             ]
         );
-        assert_eq!(parsed.inline, vec![p(&["top", "t"])]);
+        assert_eq!(parsed.inline, vec![p(&["top", "t"]), p(&["top", "c"])]);
     }
 
     #[test]
