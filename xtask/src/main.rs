@@ -43,7 +43,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use cmd::{cargo, have, mcp_servers_dir, root, run, test_build, MCP_SERVERS};
+
 mod citations;
+mod cmd;
 mod conformance;
 mod e2e;
 mod fuzz;
@@ -114,64 +117,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_path_buf()
-}
-
-fn run(cmd: &mut Command) -> Result<(), String> {
-    eprintln!("+ {cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?} failed with {status}"))
-    }
-}
-
-fn have(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
-fn cargo() -> Command {
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(root());
-    cmd
-}
-
-/// The npm MCP servers the `codemode-mcp` tests run: (package, exact version, binary in
-/// `node_modules/.bin`).
-const MCP_SERVERS: [(&str, &str, &str); 3] = [
-    (
-        "@modelcontextprotocol/server-everything",
-        "2026.8.31",
-        "mcp-server-everything",
-    ),
-    (
-        "@modelcontextprotocol/server-memory",
-        "2026.8.31",
-        "mcp-server-memory",
-    ),
-    (
-        "@modelcontextprotocol/server-filesystem",
-        "2026.8.31",
-        "mcp-server-filesystem",
-    ),
-];
-
-/// Where setup installs [`MCP_SERVERS`] (a scratch npm prefix).
-fn mcp_servers_dir() -> PathBuf {
-    root().join("target").join("mcp-servers")
 }
 
 /// Everything the tests need: the guest toolchain and the npm MCP servers.
@@ -392,18 +337,6 @@ fn mcp_demo_config(bins: &Path, dir: &Path, notes: &Path) -> String {
         json(&bins.join("mcp-server-filesystem")),
         json(notes),
     )
-}
-
-/// `cargo test --workspace` with the environment the MCP tests read: the one build `test` and
-/// `demo` share.
-fn test_build() -> Command {
-    let servers = mcp_servers_dir().join("node_modules").join(".bin");
-    let mut cmd = cargo();
-    cmd.args(["test", "--workspace"])
-        .env("CODEMODE_MCP_SERVERS", servers)
-        .env("CODEMODE_CONFORMANCE", conformance::dir(&root()))
-        .env("CODEMODE_PYTHON_MCP", python::interpreter(&root()));
-    cmd
 }
 
 fn test(extra: &[String]) -> Result<(), String> {

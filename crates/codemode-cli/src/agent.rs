@@ -29,7 +29,8 @@ use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use codemode_telemetry::JsonLinesSink;
 use serde_json::Value;
 
-use crate::{host, static_tools, Failure};
+use crate::output::{print_line, Failure};
+use crate::{host, static_tools};
 
 /// `codemode agent` options.
 #[derive(Args)]
@@ -209,7 +210,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
         serde_json::to_string(&value)
     }
     .unwrap_or_default();
-    crate::print_line(&text)?;
+    print_line(&text)?;
     Ok(code)
 }
 

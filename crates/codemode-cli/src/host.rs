@@ -21,7 +21,8 @@ use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use codemode_telemetry::{FanOut, JsonLinesSink, TracingSink, Trajectory};
 use serde_json::{json, Value};
 
-use crate::{progress, static_tools, tools, Failure};
+use crate::output::Failure;
+use crate::{progress, static_tools, tools};
 
 /// Options that decide the tools, config and scope of the runs.
 #[derive(Args)]

@@ -204,12 +204,21 @@ pub(crate) struct VmTemplate {
     pub(crate) pre: InstancePre<HostState>,
     /// The guest as built (not pre-initialised), for [`crate::FreshVm::Init`] and
     /// [`crate::FreshVm::Image`]; linked on first use (benchmarks and tests only).
-    pub(crate) raw: crate::engine::RawGuest,
+    pub(crate) raw: Box<dyn RawGuestSource>,
     pub(crate) guest_sha256: [u8; 32],
     /// Empty while the image itself is being taken.
     pub(crate) image: Arc<Image>,
     pub(crate) wall_clock: Option<WallClock>,
     pub(crate) deterministic_random: Option<Vec<u8>>,
+}
+
+/// Where a [`VmTemplate`] gets the raw guest (not pre-initialised) from. The engine module
+/// implements it (compiling, or loading from the module cache, and linking on first use); a
+/// trait here so that this module does not import the engine that builds templates.
+pub(crate) trait RawGuestSource: Send + Sync {
+    /// The linked raw guest. Errors: [`RuntimeError::Setup`] when it cannot be compiled or
+    /// linked.
+    fn get(&self, engine: &Engine) -> Result<InstancePre<HostState>, RuntimeError>;
 }
 
 struct Exports {
