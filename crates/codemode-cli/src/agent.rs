@@ -126,10 +126,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
     for warning in &activation.warnings {
         eprintln!("codemode: config: {}", warning.message);
     }
-    let limits = SearchLimits {
-        max_search_limit: activation.config.max_search_limit() as u32,
-        search_default_limit: activation.config.search_default_limit() as u32,
-    };
+    let limits = activation.config.search_limits();
     let (mut specs, static_executor) = match &args.tools {
         Some(path) => {
             let text = std::fs::read_to_string(path)

@@ -174,10 +174,7 @@ fn build(
         .transpose()
         .map_err(|e| Failure::Usage(format!("--mcp-config {e}")))?;
 
-    let limits = SearchLimits {
-        max_search_limit: report.config.max_search_limit() as u32,
-        search_default_limit: report.config.search_default_limit() as u32,
-    };
+    let limits = report.config.search_limits();
     let (base_specs, base_executor): (Vec<ToolSpec>, Option<Arc<dyn ToolExecutor>>) =
         match (&args.tools, &args.root) {
             (Some(path), _) if !runs_calls => {
