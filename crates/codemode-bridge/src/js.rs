@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn identifiers_are_the_ascii_form() {
-        for name in ["a", "_", "$", "a1", "$_x9"] {
+        for name in ["a", "_", "$", "a1", "A_b$"] {
             assert!(is_identifier(name), "{name}");
         }
         for name in ["", "1a", "a-b", "é", "a b"] {

@@ -52,7 +52,7 @@ mod session;
 mod static_tools;
 mod tools;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
