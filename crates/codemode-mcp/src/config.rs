@@ -737,7 +737,7 @@ mod tests {
 
     #[test]
     fn bad_configs_name_the_server_and_key() {
-        let err = |v: Value| McpServersConfig::from_value(&v).unwrap_err().0;
+        let err = |v: Value| McpServersConfig::from_value(&v).unwrap_err().to_string();
         assert_eq!(err(json!([])), "the MCP config must be a JSON object");
         assert_eq!(
             err(json!({"mcpServers": {"a": {}}})),
