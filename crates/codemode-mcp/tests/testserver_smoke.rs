@@ -124,7 +124,7 @@ fn tool_names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-const ALL_TOOLS: [&str; 10] = [
+const ALL_TOOLS: [&str; 13] = [
     "echo",
     "fail",
     "protocol_error",
@@ -135,6 +135,9 @@ const ALL_TOOLS: [&str; 10] = [
     "env",
     "client_info",
     "big",
+    "ask",
+    "task_slow",
+    "task_polls",
 ];
 
 #[test]
