@@ -12,7 +12,7 @@ use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest,
     CustomRequest, JsonRpcMessage, RequestId, ServerResult,
 };
-use rmcp::service::ClientServiceExt;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -264,7 +264,21 @@ impl ServerClient {
         }
     }
 
+    /// Connects with `server/discover` (2026-07-28), falling back to `initialize`
+    /// (`lifecycle.rs`). A server that knows the current revision's discovery but supports only
+    /// older versions answers it with `-32022` listing them; rmcp gives up there, so the client
+    /// connects again (a new child, for stdio) with the `initialize` handshake.
     async fn connect(&self) -> Result<Connection, ClientError> {
+        match self.connect_with(lifecycle::auto()).await {
+            Err(ClientError::Connect { source, .. }) if lifecycle::only_legacy(&source) => {
+                tracing::info!(server = %self.name, "MCP server supports only revisions with initialize; connecting again with it");
+                self.connect_with(ClientLifecycleMode::Initialize).await
+            }
+            other => other,
+        }
+    }
+
+    async fn connect_with(&self, mode: ClientLifecycleMode) -> Result<Connection, ClientError> {
         let handler = self.handler();
         let fail = |source| ClientError::Connect {
             server: self.name.clone(),
@@ -309,7 +323,7 @@ impl ServerClient {
                 ));
                 child = Some(process);
                 handler
-                    .serve_with_lifecycle((reader, pipes.stdin), lifecycle::auto())
+                    .serve_with_lifecycle((reader, pipes.stdin), mode)
                     .await
                     .map_err(fail)?
             }
@@ -340,13 +354,13 @@ impl ServerClient {
                 if let Some(oauth) = crate::auth::client_for(&self.name, url, headers).await {
                     let inner = StreamableHttpClientTransport::with_client(oauth, config);
                     handler
-                        .serve_with_lifecycle(Watched { inner, broken }, lifecycle::auto())
+                        .serve_with_lifecycle(Watched { inner, broken }, mode)
                         .await
                         .map_err(fail)?
                 } else {
                     let inner = StreamableHttpClientTransport::from_config(config);
                     handler
-                        .serve_with_lifecycle(Watched { inner, broken }, lifecycle::auto())
+                        .serve_with_lifecycle(Watched { inner, broken }, mode)
                         .await
                         .map_err(fail)?
                 }

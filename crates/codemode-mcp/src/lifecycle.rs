@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
-use rmcp::service::{ClientLifecycleMode, Peer};
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, Peer};
 use rmcp::RoleClient;
 
 /// The lifecycle of every downstream connection: probe with `server/discover` offering
@@ -21,6 +21,18 @@ pub(crate) fn auto() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+/// Whether `error` is the discovery's answer of a server whose versions all have the
+/// `initialize` handshake (it knows `server/discover` but not 2026-07-28), so `initialize` may
+/// still work.
+pub(crate) fn only_legacy(error: &ClientInitializeError) -> bool {
+    match error {
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } => !server_supported.is_empty() && server_supported.iter().all(|v| v.has_initialize()),
+        _ => false,
     }
 }
 

@@ -19,7 +19,10 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, NumberOrString, RequestId};
+// Sampling is deprecated by SEP-2577 but still part of the revisions servers speak.
+#[allow(deprecated)]
+use rmcp::model::CreateMessageRequestParams;
+use rmcp::model::{ElicitRequestParams, NumberOrString, RequestId};
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Map, Value};
@@ -152,6 +155,7 @@ impl ServerClient {
 
     /// Answers every request of `requests` (an `inputRequests` object: key → `{method,
     /// params}`) through the connection's handler, as `inputResponses` (key → result).
+    #[allow(deprecated)]
     pub(crate) async fn answer_input(
         &self,
         request: &McpRequest,
@@ -196,7 +200,6 @@ impl ServerClient {
                     to_json(result)?
                 }
                 "sampling/createMessage" => {
-                    #[allow(deprecated)]
                     let params: CreateMessageRequestParams = serde_json::from_value(params)
                         .map_err(|e| refuse(format!("its sampling params are invalid: {e}")))?;
                     let result = handler

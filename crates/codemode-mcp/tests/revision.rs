@@ -175,6 +175,27 @@ async fn a_legacy_server_gets_initialize_over_http() {
     a_legacy_server_gets_initialize(server.config()).await;
 }
 
+/// A server that knows `server/discover` but supports only revisions up to 2025-11-25 answers
+/// it with `-32022`; rmcp stops there, so the client connects again with `initialize`.
+async fn a_server_of_old_versions_gets_initialize(config: McpServersConfig) {
+    let hub = connect(&config).await;
+    let info = client_info(&hub).await;
+    assert_eq!(info["protocolVersion"], "2025-11-25", "{info}");
+    assert_eq!(hub.status()[0].connects, 1);
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_of_old_versions_gets_initialize_over_stdio() {
+    a_server_of_old_versions_gets_initialize(stdio(&["--old-versions"])).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_of_old_versions_gets_initialize_over_http() {
+    let server = HttpServer::start(&["--old-versions"]);
+    a_server_of_old_versions_gets_initialize(server.config()).await;
+}
+
 /// MRTR: the `ask` tool answers `input_required` with an elicitation; `exec` has nobody to ask,
 /// so the elicitation is declined with the reason, and the retry carries that answer and the
 /// echoed `requestState` (the server checks it) and gets the tool's result.

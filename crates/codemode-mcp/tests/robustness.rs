@@ -356,7 +356,8 @@ async fn routes_keep_the_current_and_previous_listing() {
 /// connect nor gets listed more than once per `MIN_RELIST_INTERVAL`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_flood_is_rate_limited() {
-    let (hub, client) = quickly_connected(&["--legacy-only", "--flood-list-changed", "--rotating-tools"]).await;
+    let (hub, client) =
+        quickly_connected(&["--legacy-only", "--flood-list-changed", "--rotating-tools"]).await;
     let before = client.listings();
     tokio::time::sleep(Duration::from_millis(3_500)).await;
     let during = client.listings() - before;

@@ -148,7 +148,10 @@ fn tools_resources_prompts_and_crash() {
         init["result"],
         json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {"prompts": {}, "resources": {}, "tools": {"listChanged": true}},
+            "capabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}},
+                "prompts": {}, "resources": {}, "tools": {"listChanged": true}
+            },
             "serverInfo": {"name": "codemode-mcp-testserver", "version": env!("CARGO_PKG_VERSION")}
         })
     );

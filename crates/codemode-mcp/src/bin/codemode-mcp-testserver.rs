@@ -63,6 +63,9 @@
 //!   `tools/call` it cancels, `-` if unknown; `<reason>` is `-` when none was given).
 //! - `--legacy-only`: `server/discover` is answered with `-32601` (method not found), as by
 //!   servers of revisions before 2026-07-28; only `initialize` works.
+//! - `--old-versions`: the protocol versions it supports end at 2025-11-25, so `server/discover`
+//!   offering 2026-07-28 is answered with `-32022` (unsupported protocol version) listing them,
+//!   as by an SDK that knows the current revision but was configured without it.
 //! - `--modern-only`: `initialize` is refused with `-32022` (unsupported protocol version,
 //!   `data.supported: ["2026-07-28"]`); only `server/discover` and per-request `_meta` work.
 //! - `--http`: serves streamable HTTP on `127.0.0.1` (a free port) instead of stdio and prints
@@ -107,6 +110,7 @@ struct Flags {
     flood_list_changed: bool,
     exit_after_init: bool,
     legacy_only: bool,
+    old_versions: bool,
     modern_only: bool,
 }
 
@@ -141,6 +145,7 @@ fn parse_flags() -> Result<Flags, String> {
             "--http" => flags.http = true,
             "--legacy-only" => flags.legacy_only = true,
             "--modern-only" => flags.modern_only = true,
+            "--old-versions" => flags.old_versions = true,
             other => return Err(format!("unknown argument: {other}")),
         }
     }
@@ -362,13 +367,13 @@ impl TestServer {
             "client_info" => {
                 // On 2026-07-28 there is no initialize: the same three facts come in every
                 // request's `_meta`.
-                let info = match context.peer.peer_info() {
-                    Some(info) => serde_json::to_value(info).expect("params are JSON"),
-                    None => json!({
-                        "protocolVersion": context.meta.protocol_version(),
+                let info = match (context.meta.protocol_version(), context.peer.peer_info()) {
+                    (Some(version), _) => json!({
+                        "protocolVersion": version,
                         "capabilities": context.meta.client_capabilities(),
                         "clientInfo": context.meta.client_info(),
                     }),
+                    (None, info) => serde_json::to_value(info).expect("params are JSON"),
                 };
                 text_result(info.to_string())
             }
@@ -412,6 +417,7 @@ impl ServerHandler for TestServer {
                 .enable_resources()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         );
         info.server_info =
@@ -475,7 +481,7 @@ impl ServerHandler for TestServer {
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        if self.flags.legacy_only {
+        if self.flags.old_versions {
             std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(
                 &ProtocolVersion::LATEST_WITH_INITIALIZE,
             ))
