@@ -25,7 +25,7 @@ use crate::error::{ClientError, McpRequest};
 use crate::forward::Handler;
 use crate::lifecycle;
 use crate::process::ChildProcess;
-use crate::rounds::Next;
+use crate::rounds::{without_result_type, Next};
 use crate::stderr::StderrTail;
 use crate::stdio;
 
@@ -725,6 +725,7 @@ impl ServerClient {
             })
             .await?,
         )
+        .map(without_result_type)
     }
 
     /// `prompts/get` of `name` with string `arguments`: the raw `{description?, messages}`.
@@ -747,6 +748,7 @@ impl ServerClient {
             })
             .await?,
         )
+        .map(without_result_type)
     }
 
     /// Closes the connection: a stdio child gets its stdin closed, up to 3 s to exit, then SIGKILL

@@ -67,6 +67,17 @@ fn poll_interval(task: &Value) -> Option<Duration> {
         .map(|ms| Duration::from_millis(ms).clamp(MIN_POLL, MAX_POLL))
 }
 
+/// `result` without `resultType: "complete"`, the 2026-07-28 marker of a final result: the
+/// guest gets the same result from a server of either revision.
+pub(crate) fn without_result_type(mut result: Value) -> Value {
+    if let Some(fields) = result.as_object_mut() {
+        if fields.get("resultType").and_then(Value::as_str) == Some("complete") {
+            fields.remove("resultType");
+        }
+    }
+    result
+}
+
 /// Sends `tasks/cancel` for a task when dropped while armed (the caller gave up).
 struct CancelTask {
     peer: Peer<RoleClient>,
@@ -149,7 +160,7 @@ impl ServerClient {
                 }
                 Ok(Next::Retry(retry))
             }
-            _ => Ok(Next::Done(result)),
+            _ => Ok(Next::Done(without_result_type(result))),
         }
     }
 
@@ -298,7 +309,7 @@ impl ServerClient {
                 Some("completed") => {
                     cancel.task_id = None;
                     return match got.get("result") {
-                        Some(result @ Value::Object(_)) => Ok(result.clone()),
+                        Some(result @ Value::Object(_)) => Ok(without_result_type(result.clone())),
                         _ => Err(malformed(
                             "tasks/get result",
                             "status completed without a result object".into(),
