@@ -311,8 +311,9 @@ fn server_scenarios_against_codemode_serve_http() {
     drop(serve);
 }
 
-/// The 2026-07-28 line's server scenarios (`--spec-version 2026-07-28`: the active suite's
-/// scenarios of that revision) against `codemode serve --http` with code mode on.
+/// The 2026-07-28 line's server scenarios (`--suite all --spec-version 2026-07-28`: every
+/// scenario of that revision, with the draft ones: stateless, caching, header validation) against
+/// `codemode serve --http` with code mode on.
 #[test]
 fn server_scenarios_2026_07_28_against_codemode_serve_http() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -329,6 +330,8 @@ fn server_scenarios_2026_07_28_against_codemode_serve_http() {
             "server",
             "--url",
             &url,
+            "--suite",
+            "all",
             "--spec-version",
             "2026-07-28",
         ]],
