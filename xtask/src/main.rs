@@ -6,7 +6,8 @@
 //!   `server-memory` and `server-filesystem`, exact versions in [`MCP_SERVERS`]) into
 //!   `target/mcp-servers` with `npm install` (needs Node 20+ and npm). A stamp file there records
 //!   the installed versions, so a second run does nothing. Then the official MCP conformance
-//!   suite (and Node 22 from npm when the system Node is older) into `target/conformance`
+//!   suite, 0.1.16 and its 2026-07-28 line 0.2.0-alpha.12 (and Node 22 from npm when the system Node
+//!   is older), into `target/conformance`
 //!   (`conformance.rs`). Last, a Python venv with the pinned `mcp` SDK from PyPI in
 //!   `target/python-mcp` for the tests that drive it as a real MCP client (`python.rs`).
 //! - `demo`: setup, build what `test` builds (the two share one build: same targets, features and

@@ -16,7 +16,9 @@ pub mod config;
 mod error;
 pub mod forward;
 pub mod hub;
+mod lifecycle;
 mod process;
+pub mod rounds;
 mod stderr;
 pub mod stdio;
 
