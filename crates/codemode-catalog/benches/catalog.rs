@@ -148,7 +148,13 @@ fn benches(c: &mut Criterion) {
         let value = Value::String(query.to_string());
         black_box(visible_catalog.search(&value, None).expect("search"));
         c.bench_function(&format!("search {query:?}, 10k tools"), |b| {
-            b.iter(|| black_box(visible_catalog.search(black_box(&value), None).expect("search")))
+            b.iter(|| {
+                black_box(
+                    visible_catalog
+                        .search(black_box(&value), None)
+                        .expect("search"),
+                )
+            })
         });
     }
 
