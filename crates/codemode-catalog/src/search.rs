@@ -375,10 +375,28 @@ impl SearchIndex {
         (terms, own.len().min(64) as u32)
     }
 
+    /// The documents whose id (tier 2) or name (tier 1) equals the trimmed query,
+    /// case-insensitively, best tier first.
+    fn exact_tiers(&self, query: &str) -> Vec<(u32, u8)> {
+        let whole = query.trim().to_lowercase();
+        let mut tiers: Vec<(u32, u8)> = Vec::new();
+        if let Some(&doc) = self.by_id.get(&whole) {
+            tiers.push((doc, 2));
+        }
+        if let Some(docs) = self.by_name.get(&whole) {
+            for &doc in docs {
+                if !tiers.iter().any(|t| t.0 == doc) {
+                    tiers.push((doc, 1));
+                }
+            }
+        }
+        tiers
+    }
+
     /// The documents matching `query`, best first, at most `limit` (docs/contract/catalog.md#s3-3):
     ///
     /// - a query without any word (`""`, only spaces or punctuation) matches every document,
-    ///   in document order;
+    ///   in document order, after one whose id or name it is (`_`);
     /// - otherwise a document whose id equals the trimmed query (case-insensitive) comes first,
     ///   then documents whose name equals it, then the rest by BM25F score times the share of
     ///   the query's own terms the document answers (itself or by an expansion); equal scores
@@ -390,7 +408,16 @@ impl SearchIndex {
         }
         let query_words = words(query);
         if query_words.is_empty() {
-            return (0..self.docs.min(limit)).collect();
+            // Every document in order, an exact id or name (`_`) first.
+            let exact = self.exact_tiers(query);
+            let mut hits: Vec<Hit> = exact.iter().map(|&(doc, _)| doc as usize).collect();
+            hits.extend(
+                (0..self.docs)
+                    .filter(|d| !exact.iter().any(|e| e.0 as usize == *d))
+                    .take(limit),
+            );
+            hits.truncate(limit);
+            return hits;
         }
         let mut scores = vec![0f32; self.docs];
         let mut matched = vec![0u64; self.docs];
@@ -410,19 +437,7 @@ impl SearchIndex {
                 *score *= mask.count_ones() as f32 / own as f32;
             }
         }
-        // Exact tiers: 2 for the id, 1 for the name.
-        let whole = query.trim().to_lowercase();
-        let mut tiers: Vec<(u32, u8)> = Vec::new();
-        if let Some(&doc) = self.by_id.get(&whole) {
-            tiers.push((doc, 2));
-        }
-        if let Some(docs) = self.by_name.get(&whole) {
-            for &doc in docs {
-                if !tiers.iter().any(|t| t.0 == doc) {
-                    tiers.push((doc, 1));
-                }
-            }
-        }
+        let tiers = self.exact_tiers(query);
         let mut hits: Vec<(u8, f32, u32)> = scores
             .iter()
             .enumerate()

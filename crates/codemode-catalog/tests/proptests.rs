@@ -242,13 +242,23 @@ proptest! {
         }
         let unique: std::collections::HashSet<&String> = ids.iter().collect();
         prop_assert_eq!(unique.len(), ids.len());
-        // A query without a letter or digit lists the catalog in order.
+        // A query without a letter or digit lists the catalog in order, after an entry whose id
+        // or name it is.
+        let whole = query.trim().to_lowercase();
         if !query.chars().any(char::is_alphanumeric) {
-            let expected: Vec<String> = all.iter().take(cap).map(|e| e.id.clone()).collect();
+            let exact = |e: &&codemode_catalog::CompactEntry| {
+                e.id.to_lowercase() == whole || e.name.to_lowercase() == whole
+            };
+            let expected: Vec<String> = all
+                .iter()
+                .filter(exact)
+                .chain(all.iter().filter(|e| !exact(e)))
+                .take(cap)
+                .map(|e| e.id.clone())
+                .collect();
             prop_assert_eq!(&ids, &expected);
         }
         // An exact id comes first; an exact name is in the first hits.
-        let whole = query.trim().to_lowercase();
         if let Some(exact) = all.iter().find(|e| e.id.to_lowercase() == whole) {
             prop_assert_eq!(&ids[0], &exact.id);
         } else if let Some(exact) = all.iter().find(|e| e.name.to_lowercase() == whole) {
