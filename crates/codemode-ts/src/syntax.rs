@@ -15,16 +15,38 @@ use crate::wrapper::SCRIPT_NAME;
 pub const NO_TOOLS_DISPATCHED: &str =
     "No tools were dispatched; correct the JavaScript source and submit it again.";
 
-/// For the uncaught error text of a run whose program is `javascript` (the prepared program,
-/// line for line the user's): when it is the parse failure of the program itself, the text to
-/// report with `invalid_input`: the error with its position kept inside the program, then a
-/// line with [`NO_TOOLS_DISPATCHED`]. `None` for any other error, including a `SyntaxError`
-/// thrown while the program ran (`JSON.parse("x")`, `eval("(")`), which has a call frame.
+/// Where a program ends, as the guest counts lines (docs/contract/decisions.md#d13):
+/// `\n`-separated lines and the last one's length in UTF-16 units (a trailing `\r` aside).
+/// Kept by a run instead of its source, to place a syntax error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgramEnd {
+    /// Number of lines (at least 1).
+    pub lines: usize,
+    /// Length of the last line in UTF-16 units.
+    pub last_line_units: usize,
+}
+
+impl ProgramEnd {
+    /// The end of `javascript` (the prepared program, line for line the user's).
+    pub fn of(javascript: &str) -> ProgramEnd {
+        let last = javascript.rsplit('\n').next().unwrap_or("");
+        ProgramEnd {
+            lines: javascript.matches('\n').count() + 1,
+            last_line_units: last.trim_end_matches('\r').encode_utf16().count(),
+        }
+    }
+}
+
+/// For the uncaught error text of a run whose program ends at `end`: when it is the parse
+/// failure of the program itself, the text to report with `invalid_input`: the error with its
+/// position kept inside the program, then a line with [`NO_TOOLS_DISPATCHED`]. `None` for any
+/// other error, including a `SyntaxError` thrown while the program ran (`JSON.parse("x")`,
+/// `eval("(")`), which has a call frame.
 ///
 /// `SyntaxError: unexpected token in expression: '}'\n    at openclaw-code-mode:user.js:2:1`
 /// for the one-line `return (1 +` becomes `SyntaxError: unexpected end of input\n    at
 /// openclaw-code-mode:user.js:1:12\nNo tools were dispatched; …`.
-pub fn program_syntax_error(error: &str, javascript: &str) -> Option<String> {
+pub fn program_syntax_error(error: &str, end: ProgramEnd) -> Option<String> {
     let (message, rest) = error.split_once('\n')?;
     if !message.starts_with("SyntaxError: ") || rest.contains('\n') {
         return None;
@@ -32,16 +54,13 @@ pub fn program_syntax_error(error: &str, javascript: &str) -> Option<String> {
     let position = rest.trim().strip_prefix("at ")?.strip_prefix(SCRIPT_NAME)?;
     let (line, column) = position.strip_prefix(':')?.split_once(':')?;
     let (line, column): (usize, usize) = (line.parse().ok()?, column.parse().ok()?);
-    // Lines as the guest counts them (docs/contract/decisions.md#d13): `\n`-separated.
-    let lines: Vec<&str> = javascript.split('\n').collect();
-    let (message, line, column) = if line > lines.len() {
-        let last = lines.last().copied().unwrap_or("").trim_end_matches('\r');
+    let (message, line, column) = if line > end.lines {
         let message = if message.ends_with("'}'") {
             "SyntaxError: unexpected end of input"
         } else {
             message
         };
-        (message, lines.len(), last.encode_utf16().count() + 1)
+        (message, end.lines, end.last_line_units + 1)
     } else {
         (message, line, column)
     };
@@ -59,7 +78,7 @@ mod tests {
         assert_eq!(
             program_syntax_error(
                 "SyntaxError: unexpected token in expression: '}'\n    at openclaw-code-mode:user.js:2:1",
-                "return (1 +"
+                ProgramEnd::of("return (1 +")
             )
             .as_deref(),
             Some("SyntaxError: unexpected end of input\n    at openclaw-code-mode:user.js:1:12\nNo tools were dispatched; correct the JavaScript source and submit it again.")
@@ -68,7 +87,7 @@ mod tests {
         assert_eq!(
             program_syntax_error(
                 "SyntaxError: expecting ';'\n    at openclaw-code-mode:user.js:2:7",
-                "const x = 1;\nretun x"
+                ProgramEnd::of("const x = 1;\nretun x")
             )
             .as_deref(),
             Some("SyntaxError: expecting ';'\n    at openclaw-code-mode:user.js:2:7\nNo tools were dispatched; correct the JavaScript source and submit it again.")
@@ -77,7 +96,7 @@ mod tests {
         assert_eq!(
             program_syntax_error(
                 "SyntaxError: unexpected token in expression: '}'\n    at openclaw-code-mode:user.js:3:1",
-                "const a = [\r\n  1,"
+                ProgramEnd::of("const a = [\r\n  1,")
             )
             .as_deref(),
             Some("SyntaxError: unexpected end of input\n    at openclaw-code-mode:user.js:2:5\nNo tools were dispatched; correct the JavaScript source and submit it again.")
@@ -94,7 +113,11 @@ mod tests {
             "SyntaxError: no frame",
             "SyntaxError: other script\n    at <eval>:1:2",
         ] {
-            assert_eq!(program_syntax_error(error, "return 1"), None, "{error}");
+            assert_eq!(
+                program_syntax_error(error, ProgramEnd::of("return 1")),
+                None,
+                "{error}"
+            );
         }
     }
 }
