@@ -880,7 +880,7 @@ async fn misspelt_tools_get_suggestions() {
 async fn a_run_whose_calls_all_settled_does_not_park() {
     let h = harness_with(json!({"enabled": true, "timeoutMs": 1000}), &[], vec![]);
     let r = h
-        .exec("const t = Date.now(); while (Date.now() - t < 850) {}\nreturn (await tools.read({n: 1})).input.n;")
+        .exec("const t = Date.now(); while (Date.now() - t < 800) {}\nreturn (await tools.read({n: 1})).input.n;")
         .await;
     assert_eq!(value(&r), &json!(1));
     assert_eq!(h.calls(), 1);
