@@ -48,6 +48,7 @@ pub mod index;
 pub mod js;
 pub mod mcp;
 pub mod schema_ts;
+pub mod search;
 mod spec;
 
 pub use catalog::{

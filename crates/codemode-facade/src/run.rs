@@ -86,6 +86,8 @@ pub(crate) struct Run {
     stored: bool,
     /// Calls of convenience names this catalog lacks, by line, for the failure text.
     missing: MissingConveniences,
+    /// Where the program ends, to place a syntax error inside it (docs/contract/decisions.md#d16).
+    program_end: codemode_ts::ProgramEnd,
 }
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
@@ -197,6 +199,7 @@ impl Run {
             error: None,
             run_id: None,
             missing: MissingConveniences::default(),
+            program_end: codemode_ts::ProgramEnd::default(),
         }
     }
 
@@ -210,6 +213,7 @@ impl Run {
         abort: &AbortHandle,
     ) {
         self.missing = MissingConveniences::scan(javascript, &self.env.catalog);
+        self.program_end = codemode_ts::ProgramEnd::of(javascript);
         let limits = limits(&self.env);
         let context = if self.env.install_catalog_eagerly {
             eager_run_context(&self.env.catalog)
@@ -355,7 +359,15 @@ impl Run {
             }
             let floor = Duration::from_millis(250.min((config.timeout_ms() / 2).max(1)));
             if deadline.saturating_duration_since(Instant::now()) < floor {
-                return Outcome::Park;
+                if self.arrived.len() < self.pending.len() {
+                    return Outcome::Park;
+                }
+                // Everything settled: parking would leave `wait` nothing to wait for, so the
+                // results are delivered now, with `floor` to run in even past the deadline
+                // (docs/contract/decisions.md#d16).
+                let grace = Instant::now() + floor;
+                self.deliver_arrived(deadline.max(grace), abort).await;
+                continue;
             }
             self.deliver_arrived(deadline, abort).await;
         }
@@ -709,6 +721,11 @@ impl Run {
             Some(Err(error)) => {
                 if codemode_ts::is_module_access_reference_error(&error) {
                     self.fail(ErrorCode::InvalidInput, codemode_ts::MODULE_ACCESS_DISABLED)
+                } else if let Some(message) =
+                    codemode_ts::program_syntax_error(&error, self.program_end)
+                {
+                    // The program did not parse: nothing ran, the model fixes its source.
+                    self.fail(ErrorCode::InvalidInput, &message)
                 } else {
                     let error = self
                         .missing
