@@ -699,7 +699,7 @@ mod tests {
         let err = |v: Value| {
             McpServersConfig::from_value_with_env(&v, &lookup)
                 .unwrap_err()
-                .0
+                .to_string()
         };
         assert_eq!(
             err(json!({"mcpServers": {"gh": {"command": "x", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}}})),
