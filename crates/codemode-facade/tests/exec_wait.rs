@@ -802,7 +802,9 @@ async fn guest_error_messages_e36_e37_e42() {
         "{e}"
     );
     assert!(
-        e.ends_with("\nNo tools were dispatched; correct the JavaScript source and submit it again."),
+        e.ends_with(
+            "\nNo tools were dispatched; correct the JavaScript source and submit it again."
+        ),
         "{e}"
     );
     let r = h.exec("return missingFn();").await;
@@ -842,10 +844,15 @@ async fn syntax_errors_are_invalid_input_at_the_users_position() {
             ErrorCode::InvalidInput
         )
     );
-    let r = h.exec("await tools.read({});\nreturn JSON.parse('x');").await;
+    let r = h
+        .exec("await tools.read({});\nreturn JSON.parse('x');")
+        .await;
     let (e, code) = failure(&r);
     assert_eq!(code, ErrorCode::InternalError);
-    assert!(e.starts_with("SyntaxError: ") && !e.contains("No tools were dispatched"), "{e}");
+    assert!(
+        e.starts_with("SyntaxError: ") && !e.contains("No tools were dispatched"),
+        "{e}"
+    );
     assert_eq!(h.calls(), 1);
 }
 
@@ -855,7 +862,11 @@ async fn misspelt_tools_get_suggestions() {
     let h = harness_with(
         json!(true),
         &[],
-        vec![ToolSpec::plugin("weather", "weather", "Current weather for a location.")],
+        vec![ToolSpec::plugin(
+            "weather",
+            "weather",
+            "Current weather for a location.",
+        )],
     );
     let recovery = "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
     let r = h
@@ -863,7 +874,9 @@ async fn misspelt_tools_get_suggestions() {
         .await;
     assert_eq!(
         value(&r),
-        &json!(format!("Unknown tool id: wether. Did you mean: weather? {recovery}"))
+        &json!(format!(
+            "Unknown tool id: wether. Did you mean: weather? {recovery}"
+        ))
     );
     let r = h.exec("return await tools.wether({});").await;
     let (e, _) = failure(&r);
