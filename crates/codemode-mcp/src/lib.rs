@@ -13,12 +13,16 @@
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod description;
+pub mod drain;
 mod error;
 pub mod forward;
 pub mod hub;
+pub mod mrtr;
 mod process;
 mod stderr;
 pub mod stdio;
+pub mod tasks;
 
 pub use client::{ClientOptions, ServerClient, ServerListing};
 pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig};
