@@ -297,7 +297,10 @@ async fn serve_answers_at_once_and_names_unavailable_servers() {
     let started = std::time::Instant::now();
     let first = exec_json(&client, code).await;
     let took = started.elapsed();
-    assert!(took < std::time::Duration::from_secs(5), "exec took {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "exec took {took:?}"
+    );
     assert_eq!(first["structuredContent"]["status"], "completed", "{first}");
     assert_eq!(first["structuredContent"]["value"], json!([]));
     let content = first["content"].as_array().unwrap();
@@ -802,7 +805,8 @@ async fn serve_announces_a_late_server_with_list_changed() {
         );
         assert!(!text.contains("ALL_TOOLS"), "{text}");
     }
-    assert!(description(&before)
-        .ends_with(codemode_mcp::description::MCP_EXEC_DESCRIPTION_NONE_YET));
+    assert!(
+        description(&before).ends_with(codemode_mcp::description::MCP_EXEC_DESCRIPTION_NONE_YET)
+    );
     client.cancel().await.unwrap();
 }

@@ -13,10 +13,8 @@
 //!   property's description points at `MCP` instead of `ALL_TOOLS`.
 
 use codemode_catalog::Catalog;
-use codemode_facade::{
-    exec_parameters, exec_tool, wait_tool, ToolDefinition, EXEC_DESCRIPTION_LANGUAGE,
-    EXEC_TOOL_NAME,
-};
+use codemode_facade::surface::{exec_parameters, EXEC_DESCRIPTION_LANGUAGE, EXEC_TOOL_NAME};
+use codemode_facade::{exec_tool, wait_tool, ToolDefinition};
 use serde_json::{json, Value};
 
 /// The first paragraph of the `exec` description for a catalog of MCP tools only.
@@ -90,7 +88,7 @@ pub fn code_description(parameters: &Value) -> Option<&str> {
 mod tests {
     use super::*;
     use codemode_catalog::{SearchLimits, ToolSpec};
-    use codemode_facade::EXEC_CODE_DESCRIPTION;
+    use codemode_facade::surface::EXEC_CODE_DESCRIPTION;
 
     fn mcp_spec(server: &str, tool: &str) -> ToolSpec {
         ToolSpec::mcp(server, tool, "A tool.")
@@ -106,7 +104,11 @@ mod tests {
         assert!(is_mcp_only(&catalog, false));
         let [exec, wait] = serve_tools(Some(&catalog), true);
         assert!(exec.description.starts_with(MCP_EXEC_DESCRIPTION_BASE));
-        assert!(!exec.description.contains("ALL_TOOLS"), "{}", exec.description);
+        assert!(
+            !exec.description.contains("ALL_TOOLS"),
+            "{}",
+            exec.description
+        );
         assert!(!exec.description.contains("tools.search"));
         assert!(!exec.description.contains("OpenClaw"));
         assert!(exec.description.contains("visible servers: memory"));

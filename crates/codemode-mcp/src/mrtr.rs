@@ -117,13 +117,13 @@ impl RequestStates {
     /// is malformed, forged or tampered with, sealed by another key or for another binding
     /// (session or tool), expired, or already used.
     pub fn open(&self, binding: &str, sealed: &str) -> Result<ApprovalState, ErrorData> {
-        let state: ApprovalState =
-            self.codec
-                .open_json_with(sealed, binding.as_bytes())
-                .map_err(|e| {
-                    tracing::warn!("requestState refused: {e}");
-                    invalid_request_state()
-                })?;
+        let state: ApprovalState = self
+            .codec
+            .open_json_with(sealed, binding.as_bytes())
+            .map_err(|e| {
+                tracing::warn!("requestState refused: {e}");
+                invalid_request_state()
+            })?;
         let now = Instant::now();
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         used.retain(|_, expires| *expires > now);
@@ -154,12 +154,12 @@ pub fn input_requests(approvals: &[ApprovalRequest]) -> InputRequests {
 /// The decision one `inputResponses` entry stands for: the entry read as an `ElicitResult`
 /// and decided as an elicitation answer is; an entry that is not one denies (as an accepted form
 /// without a boolean `approve` does).
-pub fn decision_of_response(
-    response: &serde_json::Value,
-) -> codemode_facade::ApprovalDecision {
+pub fn decision_of_response(response: &serde_json::Value) -> codemode_facade::ApprovalDecision {
     match serde_json::from_value::<ElicitResult>(response.clone()) {
         Ok(result) => decision_of(Ok(result)),
-        Err(_) => codemode_facade::ApprovalDecision::deny_because(crate::elicit::APPROVAL_MALFORMED),
+        Err(_) => {
+            codemode_facade::ApprovalDecision::deny_because(crate::elicit::APPROVAL_MALFORMED)
+        }
     }
 }
 
@@ -174,7 +174,12 @@ mod tests {
     #[test]
     fn a_state_opens_once_for_its_binding() {
         let s = states();
-        let sealed = s.seal("mcp:a|exec", "run-1", vec!["approval_1".into()], Duration::from_secs(60));
+        let sealed = s.seal(
+            "mcp:a|exec",
+            "run-1",
+            vec!["approval_1".into()],
+            Duration::from_secs(60),
+        );
         assert!(s.open("mcp:b|exec", &sealed).is_err(), "another session");
         assert!(s.open("mcp:a|wait", &sealed).is_err(), "another tool");
         let opened = s.open("mcp:a|exec", &sealed).unwrap();
@@ -188,14 +193,22 @@ mod tests {
     #[test]
     fn tampered_foreign_and_expired_states_are_refused() {
         let s = states();
-        let sealed = s.seal("b", "run-1", vec!["approval_1".into()], Duration::from_secs(60));
+        let sealed = s.seal(
+            "b",
+            "run-1",
+            vec!["approval_1".into()],
+            Duration::from_secs(60),
+        );
         // Flip one character of the signed body.
         let mut tampered: Vec<char> = sealed.chars().collect();
         let at = tampered.len() / 2;
         tampered[at] = if tampered[at] == 'A' { 'B' } else { 'A' };
         let tampered: String = tampered.into_iter().collect();
         assert_eq!(s.open("b", &tampered).unwrap_err(), invalid_request_state());
-        assert_eq!(s.open("b", "not a state").unwrap_err(), invalid_request_state());
+        assert_eq!(
+            s.open("b", "not a state").unwrap_err(),
+            invalid_request_state()
+        );
         let foreign = states().seal("b", "run-1", vec![], Duration::from_secs(60));
         assert_eq!(s.open("b", &foreign).unwrap_err(), invalid_request_state());
         let expired = s.seal("b", "run-1", vec![], Duration::from_millis(1));

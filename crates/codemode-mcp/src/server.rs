@@ -316,7 +316,10 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        for approvals in [self.approvals.get(), self.mrtr.get()].into_iter().flatten() {
+        for approvals in [self.approvals.get(), self.mrtr.get()]
+            .into_iter()
+            .flatten()
+        {
             approvals.deny_all(Some(SESSION_ENDED));
         }
         let dropped = self.code_mode.end_session(&self.scope);
@@ -830,12 +833,12 @@ impl CodeModeServer {
             run_id,
             owner: session_owner(session),
             first: result.clone(),
-            answer: Box::new(|result| {
-                match serde_json::to_value(call_result(result, &[])) {
+            answer: Box::new(
+                |result| match serde_json::to_value(call_result(result, &[])) {
                     Ok(Value::Object(object)) => object,
                     _ => JsonObject::new(),
-                }
-            }),
+                },
+            ),
         }))
     }
 

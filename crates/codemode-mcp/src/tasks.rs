@@ -153,7 +153,8 @@ impl RunTasks {
 
     /// Makes the parked run a task and starts driving it; the `CreateTaskResult` to answer.
     pub fn create(&self, parked: Parked) -> CreateTaskResult {
-        let ttl_ms = u64::try_from(parked.env.config.snapshot_ttl().as_millis()).unwrap_or(u64::MAX);
+        let ttl_ms =
+            u64::try_from(parked.env.config.snapshot_ttl().as_millis()).unwrap_or(u64::MAX);
         let approvals = parked
             .env
             .approvals
@@ -256,7 +257,10 @@ async fn drive(entry: Arc<Entry>, parked: Parked) {
     loop {
         // Resumed even after a `tasks/cancel`: the aborted handle then ends the run, which
         // cancels its pending calls (a run left parked would keep them until its TTL).
-        let mut result = code_mode.wait_with(&env, &input, &entry.abort).await.to_json();
+        let mut result = code_mode
+            .wait_with(&env, &input, &entry.abort)
+            .await
+            .to_json();
         output.extend(output_of(&result));
         if entry.state().payload.status() == TaskStatus::Cancelled {
             break;

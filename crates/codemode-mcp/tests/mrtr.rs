@@ -206,7 +206,14 @@ async fn approvals_come_back_as_input_required_and_the_retry_resumes_the_run() {
     let at = tampered.len() / 2;
     tampered[at] = if tampered[at] == 'A' { 'B' } else { 'A' };
     let tampered: String = tampered.into_iter().collect();
-    refused(&call(&f.url, 2, json!({"requestState": tampered, "inputResponses": {}})).await);
+    refused(
+        &call(
+            &f.url,
+            2,
+            json!({"requestState": tampered, "inputResponses": {}}),
+        )
+        .await,
+    );
 
     // Only `write` answered: `deploy` is asked again, alone, with a new state.
     let approve = json!({"action": "accept", "content": {"approve": true}});
@@ -257,8 +264,18 @@ async fn approvals_come_back_as_input_required_and_the_retry_resumes_the_run() {
 async fn a_state_from_another_server_is_refused() {
     let (a, b) = (fixture().await, fixture().await);
     let first = call(&b.url, 1, json!({})).await;
-    let state = first["result"]["requestState"].as_str().unwrap().to_string();
-    refused(&call(&a.url, 2, json!({"requestState": state, "inputResponses": {}})).await);
+    let state = first["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    refused(
+        &call(
+            &a.url,
+            2,
+            json!({"requestState": state, "inputResponses": {}}),
+        )
+        .await,
+    );
     a.stop().await;
     b.stop().await;
 }

@@ -1153,7 +1153,10 @@ async fn a_stateless_client_hears_of_catalog_changes_on_subscriptions_listen() {
     assert_eq!(before["names"], json!(["exec", "wait"]));
     assert_eq!(before["ttlMs"], 60_000);
     assert_eq!(before["cacheScope"], "private");
-    assert!(!before["exec"].as_str().unwrap().contains("openclaw:core:late"));
+    assert!(!before["exec"]
+        .as_str()
+        .unwrap()
+        .contains("openclaw:core:late"));
     let (tag, ack) = next().await;
     assert_eq!(tag, "ACK");
     assert_eq!(ack, json!({"toolsListChanged": true}));
@@ -1162,11 +1165,17 @@ async fn a_stateless_client_hears_of_catalog_changes_on_subscriptions_listen() {
         ToolSpec::core("echo", "Echo."),
         ToolSpec::core("late", "Joined late."),
     ]);
-    assert_eq!(next().await, ("EVENT".to_string(), json!("ToolsListChanged")));
+    assert_eq!(
+        next().await,
+        ("EVENT".to_string(), json!("ToolsListChanged"))
+    );
     let (tag, after) = next().await;
     assert_eq!(tag, "TOOLS");
     assert!(
-        after["exec"].as_str().unwrap().contains("\"openclaw:core:late\""),
+        after["exec"]
+            .as_str()
+            .unwrap()
+            .contains("\"openclaw:core:late\""),
         "{after}"
     );
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait())

@@ -43,7 +43,9 @@ impl ToolExecutor for Tools {
                 _ => {}
             }
             guard.1 = true;
-            Ok(json!({"content": [{"type": "text", "text": call.input.to_string()}], "details": call.input}))
+            Ok(
+                json!({"content": [{"type": "text", "text": call.input.to_string()}], "details": call.input}),
+            )
         })
     }
 }
@@ -161,7 +163,13 @@ async fn request(url: &str, id: u64, method: &str, mut params: Value) -> Value {
 }
 
 async fn exec(url: &str, code: &str) -> Value {
-    request(url, 1, "tools/call", json!({"name": "exec", "arguments": {"code": code}})).await
+    request(
+        url,
+        1,
+        "tools/call",
+        json!({"name": "exec", "arguments": {"code": code}}),
+    )
+    .await
 }
 
 /// Polls `tasks/get` as a client host does (every `pollIntervalMs`) until the task leaves
@@ -171,7 +179,13 @@ async fn poll_while(url: &str, task: &str, states: &[&str]) -> (Value, usize) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         polls += 1;
-        let got = request(url, 100 + polls as u64, "tasks/get", json!({"taskId": task})).await;
+        let got = request(
+            url,
+            100 + polls as u64,
+            "tasks/get",
+            json!({"taskId": task}),
+        )
+        .await;
         let result = got["result"].clone();
         let status = result["status"].as_str().unwrap_or_else(|| panic!("{got}"));
         if !states.contains(&status) {
@@ -251,7 +265,10 @@ async fn a_tasks_approval_is_answered_by_tasks_update() {
     assert!(ack.get("error").is_none(), "{ack}");
     let (done, _) = poll_while(&f.url, &id, &["working", "input_required"]).await;
     assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["result"]["structuredContent"]["value"], json!({"path": "a"}));
+    assert_eq!(
+        done["result"]["structuredContent"]["value"],
+        json!({"path": "a"})
+    );
     assert_eq!(*f.ran.lock().unwrap(), ["write"]);
     f.stop().await;
 }
@@ -272,7 +289,10 @@ async fn tasks_cancel_aborts_the_run_and_its_calls() {
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while f.dropped.load(Ordering::SeqCst) == 0 {
-        assert!(std::time::Instant::now() < deadline, "the hanging call was not cancelled");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hanging call was not cancelled"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let unknown = request(&f.url, 62, "tasks/get", json!({"taskId": "run_nope"})).await;
