@@ -90,9 +90,8 @@ impl Drain {
     /// Waits at most `within` for the calls in flight to be answered; true when none is left.
     pub async fn answered(&self, within: Duration) -> bool {
         let mut calls = self.calls.subscribe();
-        tokio::time::timeout(within, calls.wait_for(|n| *n == 0))
-            .await
-            .is_ok()
+        let answered = tokio::time::timeout(within, calls.wait_for(|n| *n == 0)).await;
+        answered.is_ok()
     }
 }
 

@@ -834,7 +834,7 @@ impl CodeModeServer {
             owner: session_owner(session),
             first: result.clone(),
             answer: Box::new(
-                |result| match serde_json::to_value(call_result(result, &[])) {
+                |result: Value| match serde_json::to_value(call_result(result, &[])) {
                     Ok(Value::Object(object)) => object,
                     _ => JsonObject::new(),
                 },
