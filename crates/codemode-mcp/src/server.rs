@@ -671,6 +671,7 @@ impl CodeModeServer {
         // stateless request; which one a call belongs to is decided per request (see
         // `session_for`), so every server made here carries the shared stateless session.
         let stateless = Session::stateless(code_mode.clone());
+        let sessions_drain = drain.clone();
         let service = StreamableHttpService::new(
             move || {
                 Ok(CodeModeServer {
@@ -680,7 +681,7 @@ impl CodeModeServer {
                     host: host.clone(),
                     stateless: Some(stateless.clone()),
                     forward: forward.clone(),
-                    drain: drain.clone(),
+                    drain: sessions_drain.clone(),
                     states: states.clone(),
                     tasks: tasks.clone(),
                 })

@@ -1082,19 +1082,22 @@ impl Changing {
     }
 }
 
-impl EnvSource for Arc<Changing> {
+/// The [`EnvSource`] over a shared [`Changing`].
+struct ChangingSource(Arc<Changing>);
+
+impl EnvSource for ChangingSource {
     fn run_env(&self, scope: RunScope) -> Option<RunEnv> {
-        let catalog = self.catalog.lock().unwrap().clone();
+        let catalog = self.0.catalog.lock().unwrap().clone();
         Some(RunEnv::new(
-            self.config.clone(),
+            self.0.config.clone(),
             catalog,
-            self.executor.clone(),
+            self.0.executor.clone(),
             scope,
         ))
     }
 
     fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        Some(self.generation.subscribe())
+        Some(self.0.generation.subscribe())
     }
 }
 
@@ -1123,7 +1126,7 @@ async fn a_stateless_client_hears_of_catalog_changes_on_subscriptions_listen() {
         generation: tokio::sync::watch::channel(0).0,
     });
     let code_mode = Arc::new(CodeMode::new(Runtime::global().unwrap()));
-    let server = CodeModeServer::new(code_mode, Arc::new(source.clone()));
+    let server = CodeModeServer::new(code_mode, Arc::new(ChangingSource(source.clone())));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let shutdown = tokio_util::sync::CancellationToken::new();

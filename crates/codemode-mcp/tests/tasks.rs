@@ -247,9 +247,9 @@ async fn a_tasks_approval_is_answered_by_tasks_update() {
     assert_eq!(asking["status"], "input_required", "{asking}");
     let requests = asking["inputRequests"].as_object().unwrap();
     assert_eq!(requests.len(), 1, "{asking}");
-    let (approval, request) = requests.iter().next().unwrap();
-    assert_eq!(request["method"], "elicitation/create");
-    assert!(request["params"]["message"]
+    let (approval, question) = requests.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    assert!(question["params"]["message"]
         .as_str()
         .unwrap()
         .starts_with("Code mode asks to run the tool \"openclaw:core:write\"."));
