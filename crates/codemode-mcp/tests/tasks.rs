@@ -140,7 +140,9 @@ async fn request(url: &str, id: u64, method: &str, mut params: Value) -> Value {
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method);
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
+    // `Mcp-Name`: the tool of a `tools/call`, the task of a `tasks/*` request.
+    let name = params.get("name").or_else(|| params.get("taskId"));
+    if let Some(name) = name.and_then(Value::as_str) {
         builder = builder.header("mcp-name", name);
     }
     let text = builder
@@ -210,7 +212,8 @@ async fn a_run_parked_on_a_long_tool_costs_one_exec() {
     .await;
     let result = &created["result"];
     assert_eq!(result["resultType"], "task", "{created}");
-    let task = &result["task"];
+    // The task's fields are inlined in the result.
+    let task = result;
     let id = task["taskId"].as_str().unwrap().to_string();
     assert_eq!(task["status"], "working");
     assert_eq!(task["ttlMs"], 120_000);
@@ -239,7 +242,7 @@ async fn a_run_parked_on_a_long_tool_costs_one_exec() {
 async fn a_tasks_approval_is_answered_by_tasks_update() {
     let f = fixture().await;
     let created = exec(&f.url, "return await tools.write({path: 'a'});").await;
-    let id = created["result"]["task"]["taskId"]
+    let id = created["result"]["taskId"]
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
         .to_string();
@@ -279,7 +282,7 @@ async fn a_tasks_approval_is_answered_by_tasks_update() {
 async fn tasks_cancel_aborts_the_run_and_its_calls() {
     let f = fixture().await;
     let created = exec(&f.url, "return await tools.hang({});").await;
-    let id = created["result"]["task"]["taskId"]
+    let id = created["result"]["taskId"]
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
         .to_string();
