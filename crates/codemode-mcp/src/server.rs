@@ -834,12 +834,12 @@ impl CodeModeServer {
             run_id,
             owner: session_owner(session),
             first: result.clone(),
-            answer: Box::new(
-                |result: Value| match serde_json::to_value(call_result(result, &[])) {
+            answer: Box::new(|result: Value| {
+                match serde_json::to_value(call_result(result, &[])) {
                     Ok(Value::Object(object)) => object,
                     _ => JsonObject::new(),
-                },
-            ),
+                }
+            }),
         }))
     }
 
