@@ -188,6 +188,18 @@ async fn serve_over_streamable_http_on_loopback() {
     let first = connect().await;
     let names: Vec<String> = first.specs().into_iter().map(|s| s.name).collect();
     assert_eq!(names, ["cm__exec", "cm__wait"]);
+    // `serve`'s own servers connect in the background and no exec waits for them (issue 23).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let probe = call(&first, "exec", json!({"code": "return 1"}))
+            .await
+            .unwrap();
+        if probe["_meta"]["codemode/unavailableServers"].is_null() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{probe}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let done = call(
         &first,
         "exec",
@@ -662,6 +674,7 @@ async fn serve_forwards_elicitation_to_a_client_that_declared_it() {
     client.cancel().await.unwrap();
 
     let plain = ().serve(TokioChildProcess::new(command()).unwrap()).await.unwrap();
+    settle(&plain).await;
     let result = exec_json(&plain, code).await;
     let value = &result["structuredContent"]["value"];
     assert_eq!(
