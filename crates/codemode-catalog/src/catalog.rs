@@ -11,43 +11,29 @@ use serde_json::Value;
 
 use crate::contract::{ContractError, OutputContract};
 use crate::entry::{CompactEntry, DescribedEntry, Source};
-use crate::error::LookupError;
+use crate::error::{LookupError, LookupOp};
 use crate::hint::{input_hint, output_hint, UNKNOWN};
 use crate::index::{quick_index_line, render_quick_index};
 use crate::js::{cmp_utf16, is_identifier, js_trim};
-use crate::spec::{ToolOrigin, ToolSpec};
+use crate::mcp::McpNamespace;
+use crate::spec::{McpToolDocs, ToolOrigin, ToolSpec};
 
 /// Upper bound of `maxSearchLimit` (docs/contract/config.md#s1).
 pub const MAX_SEARCH_LIMIT_CAP: u32 = 50;
 
 /// Names of the `tools` helpers; a catalog tool with one of these names never gets a
-/// convenience function (docs/contract/catalog.md#s3-4).
-pub const RESERVED_CONVENIENCE_NAMES: [&str; 4] = ["search", "describe", "call", "callValue"];
+/// convenience function (docs/contract/catalog.md#s3-4). The bridge's
+/// [`TOOLS_MEMBER_NAMES`](codemode_bridge::TOOLS_MEMBER_NAMES), the list's one home.
+pub const RESERVED_CONVENIENCE_NAMES: [&str; 4] = codemode_bridge::TOOLS_MEMBER_NAMES;
 
 /// The minimal audited read-only core tools of docs/contract/catalog.md#s3-6 ("at least `read`, `grep`,
 /// `find`"). Hosts pass their own list to [`Catalog::is_replay_safe`].
 pub const DEFAULT_READ_ONLY_CORE_TOOLS: [&str; 3] = ["read", "grep", "find"];
 
-/// The resolved search limits (config fields `maxSearchLimit` and `searchDefaultLimit`,
-/// docs/contract/config.md#s1). [`Catalog::build`] rejects values outside `1..=50` and
+/// The resolved search limits, shared with the config that resolves them
+/// (`CodeModeConfig::search_limits`). [`Catalog::build`] rejects values outside `1..=50` and
 /// `1..=max_search_limit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchLimits {
-    /// Cap applied to any requested limit (`1..=50`, default 50).
-    pub max_search_limit: u32,
-    /// Limit used when none (or a non-number) is given (`1..=max_search_limit`, default 8).
-    pub search_default_limit: u32,
-}
-
-impl Default for SearchLimits {
-    fn default() -> Self {
-        SearchLimits {
-            max_search_limit: 50,
-            search_default_limit: 8,
-        }
-    }
-}
+pub use codemode_bridge::SearchLimits;
 
 /// Why a catalog could not be built. Each message names the offending tool(s) by input position
 /// (0-based index into the specs given to [`Catalog::build`]) and origin.
@@ -108,29 +94,6 @@ pub enum CatalogGroup {
     Client,
 }
 
-/// Which guest operation a lookup serves; selects the non-string-id message (docs/contract/catalog.md#s3-4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LookupOp {
-    /// `tools.describe(id)`.
-    Describe,
-    /// `tools.call(id, input)`.
-    Call,
-    /// `tools.callValue(id, input)` and convenience functions.
-    CallValue,
-}
-
-impl LookupOp {
-    /// `describe id must be a string.`, `call id must be a string.` or
-    /// `callValue id must be a string.`.
-    pub fn non_string_message(self) -> &'static str {
-        match self {
-            LookupOp::Describe => "describe id must be a string.",
-            LookupOp::Call => "call id must be a string.",
-            LookupOp::CallValue => "callValue id must be a string.",
-        }
-    }
-}
-
 /// A `tools.<name>` convenience function: `tools.<name>(input)` is `tools.callValue(<id>, input)`
 /// (docs/contract/catalog.md#s3-4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,7 +126,7 @@ pub struct Entry {
     output_schema: Option<Value>,
     origin: ToolOrigin,
     channel: bool,
-    mcp_docs: Option<crate::mcp::McpToolDocs>,
+    mcp_docs: Option<McpToolDocs>,
     spec_index: usize,
     group: CatalogGroup,
     contract: OutputContract,
@@ -230,7 +193,7 @@ impl Entry {
 
     /// What an MCP server declared about the tool (untrusted documentation, see
     /// [`ToolSpec::mcp_docs`](crate::ToolSpec::mcp_docs)).
-    pub fn mcp_docs(&self) -> Option<&crate::mcp::McpToolDocs> {
+    pub fn mcp_docs(&self) -> Option<&McpToolDocs> {
         self.mcp_docs.as_ref()
     }
 
@@ -291,7 +254,7 @@ pub struct Catalog {
     quick_index: Option<String>,
     limits: SearchLimits,
     /// The MCP namespace, built on first use and shared by every run of this catalog.
-    namespace: OnceLock<Arc<crate::McpNamespace>>,
+    pub(crate) namespace: OnceLock<Arc<McpNamespace>>,
     /// The guest's run context, built on first use and shared by every run of this catalog
     /// (docs/benchmarks.md, "Catalog scale").
     run_context: OnceLock<RunContext>,
@@ -529,13 +492,6 @@ impl Catalog {
             namespace: OnceLock::new(),
             run_context: OnceLock::new(),
         })
-    }
-
-    /// The catalog's MCP namespace ([`crate::McpNamespace::build`]), built once and shared.
-    pub fn mcp_namespace(&self) -> Arc<crate::McpNamespace> {
-        self.namespace
-            .get_or_init(|| Arc::new(crate::McpNamespace::build(self)))
-            .clone()
     }
 
     /// The guest run context of this catalog: `init` builds it on the first call, every later

@@ -21,7 +21,8 @@ use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use codemode_telemetry::{FanOut, JsonLinesSink, TracingSink, Trajectory};
 use serde_json::{json, Value};
 
-use crate::{progress, static_tools, tools, Failure};
+use crate::output::Failure;
+use crate::{progress, static_tools, tools};
 
 /// Options that decide the tools, config and scope of the runs.
 #[derive(Args)]
@@ -173,10 +174,7 @@ fn build(
         .transpose()
         .map_err(|e| Failure::Usage(format!("--mcp-config {e}")))?;
 
-    let limits = SearchLimits {
-        max_search_limit: report.config.max_search_limit() as u32,
-        search_default_limit: report.config.search_default_limit() as u32,
-    };
+    let limits = report.config.search_limits();
     let (base_specs, base_executor): (Vec<ToolSpec>, Option<Arc<dyn ToolExecutor>>) =
         match (&args.tools, &args.root) {
             (Some(path), _) if !runs_calls => {

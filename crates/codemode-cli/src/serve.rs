@@ -9,7 +9,7 @@ use codemode_facade::CodeMode;
 use codemode_mcp::{CodeModeServer, EnvSource};
 
 use crate::host::{self, HostArgs};
-use crate::Failure;
+use crate::output::Failure;
 
 #[derive(Args)]
 pub(crate) struct ServeArgs {

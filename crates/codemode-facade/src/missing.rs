@@ -21,7 +21,7 @@ const NOT_A_FUNCTION: &str = "TypeError: not a function";
 const USER_SCRIPT: &str = "user.js:";
 
 /// The members of `tools` that are not conveniences (docs/contract/catalog.md#s3-4).
-const BRIDGE_MEMBERS: [&str; 4] = ["search", "describe", "call", "callValue"];
+const BRIDGE_MEMBERS: [&str; 4] = codemode_bridge::TOOLS_MEMBER_NAMES;
 
 /// Calls of missing convenience names in a program: `(line, column, name)`, both counted from 1
 /// (the column is the name's first character, where the engine's error points).
