@@ -1031,7 +1031,7 @@ impl EnvSource for ChangingSource {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stateless_client_hears_of_catalog_changes_on_subscriptions_listen() {
     use tokio::io::AsyncBufReadExt;
-    let Some(python) = python_with_mcp() else {
+    let Some(python) = codemode_test_support::python_with_mcp() else {
         eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
         return;
     };
