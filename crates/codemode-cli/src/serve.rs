@@ -47,8 +47,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         let _entered = runtime.enter();
         stop_signal().map_err(|e| Failure::Run(format!("cannot handle signals: {e}")))?
     };
-    // MCP servers connect in the background: `initialize` is answered at once, and each `exec`
-    // waits for servers still connecting inside its own budget (docs/mcp.md).
+    // MCP servers connect in the background: `initialize`, `tools/list` and `exec` are answered
+    // at once, and a server that joins later is announced by `list_changed` (docs/mcp.md).
     let host = host::host_with(&args.host, &runtime, false, true)?.map(Arc::new);
     let code_mode = runtime
         .block_on(async { CodeMode::with_global_runtime() })
@@ -101,20 +101,16 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
 struct ServeSource(Option<Arc<host::Host>>);
 
 impl EnvSource for ServeSource {
-    fn unavailable(
-        &self,
-        within: std::time::Duration,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Vec<codemode_mcp::Unavailable>> + Send + '_>,
-    > {
-        let hub = self.0.as_ref().and_then(|host| host.hub.clone());
-        Box::pin(async move {
-            let Some(hub) = hub else {
-                return Vec::new();
-            };
-            hub.settle(within).await;
-            hub.unavailable()
-        })
+    fn unavailable(&self) -> Vec<codemode_mcp::Unavailable> {
+        match self.0.as_ref().and_then(|host| host.hub.as_ref()) {
+            Some(hub) => hub.unavailable(),
+            None => Vec::new(),
+        }
+    }
+
+    fn mcp_configured(&self) -> bool {
+        let hub = self.0.as_ref().and_then(|host| host.hub.as_ref());
+        hub.is_some_and(|hub| !hub.status().is_empty())
     }
 
     fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {

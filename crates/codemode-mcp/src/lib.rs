@@ -13,14 +13,18 @@
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod description;
+pub mod drain;
 mod error;
 pub mod forward;
 pub mod hub;
 mod lifecycle;
+pub mod mrtr;
 mod process;
 pub mod rounds;
 mod stderr;
 pub mod stdio;
+pub mod tasks;
 
 pub use client::{ClientOptions, ServerClient, ServerListing};
 pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig, ServerProblem};

@@ -6,8 +6,9 @@
 //! another session gets `code mode run belongs to a different session.`).
 //!
 //! - `tools/list` answers exactly `exec` and `wait`, with the description and input schema of
-//!   [`exec_tool`] (built from the current catalog and its MCP namespace prompt, docs/contract/surface.md#s2-4, docs/contract/mcp.md#s7-5) and
-//!   [`wait_tool`].
+//!   `crate::description::serve_tools` (fitted to the current catalog: the contract's
+//!   definitions with its MCP namespace prompt for native tools, docs/contract/surface.md#s2-4,
+//!   docs/contract/mcp.md#s7-5; one led by `MCP` for a catalog of MCP tools only).
 //! - `tools/call` runs [`CodeMode::exec`] / [`CodeMode::wait`] and answers the result
 //!   (docs/contract/lifecycle.md#s5-1) without its `telemetry` as one text block holding its
 //!   compact JSON plus the same object as `structuredContent`; `isError` is `true` exactly when
@@ -28,23 +29,30 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
 use codemode_bridge::RunScope;
-use codemode_catalog::Catalog;
 use codemode_config::ToolPolicy;
-use codemode_facade::{
-    exec_tool, wait_tool, ApprovalBroker, CodeMode, HookChain, RunEnv, ToolDefinition,
-};
+use codemode_facade::{ApprovalBroker, CodeMode, HookChain, RunEnv, ToolDefinition};
 use codemode_runtime::AbortHandle;
 use codemode_telemetry::Trajectory;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, QuitReason, RequestContext, ServerInitializeError};
+use rmcp::service::{
+    NotificationContext, QuitReason, RequestContext, ServerInitializeError, SubscriptionContext,
+};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
+use crate::drain::{Drain, SHUTDOWN_DRAIN, SHUTTING_DOWN};
 use crate::elicit::{ElicitationApprover, PeerSlot};
+use crate::mrtr::RequestStates;
+use crate::tasks::{Parked, RunTasks};
+
+/// How long a stopping `serve_http` waits for connections to finish the responses they are
+/// writing before it ends the MCP sessions (which closes open GET streams).
+const CLOSE_WRITTEN: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The `Origin`s [`CodeModeServer::serve_http`] accepts (every port): browser pages served from
 /// this machine's loopback names. Others get `403 Forbidden`.
@@ -86,15 +94,19 @@ pub trait EnvSource: Send + Sync + 'static {
     /// mode, and `exec` and `wait` then answer [`disabled_result`].
     fn run_env(&self, scope: RunScope) -> Option<RunEnv>;
 
-    /// Called before each `exec`: waits at most `within` for tool sources that are still
-    /// connecting (MCP servers started in the background), then names the sources a run started
-    /// now cannot reach, with a one-line reason each. The default has nothing to wait for.
-    fn unavailable(
-        &self,
-        within: std::time::Duration,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Vec<crate::hub::Unavailable>> + Send + '_>> {
-        let _ = within;
-        Box::pin(async { Vec::new() })
+    /// Called before each `exec`: names the tool sources a run started now cannot reach (MCP
+    /// servers still connecting in the background, or whose attempt failed), with a one-line
+    /// reason each. It must not wait for them: `tools/list` and `exec` answer at once and a
+    /// source that joins later is announced by `notifications/tools/list_changed`
+    /// (docs/mcp.md, "Fast start"). The default has none.
+    fn unavailable(&self) -> Vec<crate::hub::Unavailable> {
+        Vec::new()
+    }
+
+    /// True when MCP servers are configured, even if none has connected yet: an empty catalog
+    /// is then described by its `MCP` namespace (`crate::description`). The default: `false`.
+    fn mcp_configured(&self) -> bool {
+        false
     }
 
     /// A receiver that changes whenever the catalog behind [`EnvSource::run_env`] may have
@@ -220,6 +232,13 @@ pub struct CodeModeServer {
     stateless: Option<Arc<Session>>,
     /// Where downstream servers' elicitation and sampling go: told the client of every call.
     forward: Option<Arc<crate::forward::Forwarder>>,
+    /// The calls in flight of every session, and the signal that the server stops.
+    drain: Drain,
+    /// Seals and opens the `requestState` of MRTR approvals (`crate::mrtr`), shared by every
+    /// session of the process.
+    states: Arc<RequestStates>,
+    /// The parked runs of Tasks clients (`crate::tasks`), every session's.
+    tasks: RunTasks,
 }
 
 /// One code-mode session: its scope, its client (for elicitations) and approvals, and the end
@@ -233,6 +252,9 @@ struct Session {
     peer: PeerSlot,
     /// The session's approvals, made on first use (the TTL comes from the run's config).
     approvals: OnceLock<Arc<ApprovalBroker>>,
+    /// The approvals of the session's 2026-07-28 requests, answered by MRTR (`crate::mrtr`):
+    /// no delegate, so they stay outstanding until a retry's `inputResponses` answers them.
+    mrtr: OnceLock<Arc<ApprovalBroker>>,
 }
 
 /// The reason of approvals still outstanding when their MCP session ends.
@@ -266,6 +288,7 @@ impl Session {
             },
             peer: PeerSlot::new(),
             approvals: OnceLock::new(),
+            mrtr: OnceLock::new(),
         })
     }
 
@@ -281,11 +304,22 @@ impl Session {
             })
             .clone()
     }
+
+    /// The session's MRTR approvals (2026-07-28 requests): outstanding until a retry answers
+    /// them, or `ttl` passes.
+    fn mrtr_approvals(&self, ttl: std::time::Duration) -> Arc<ApprovalBroker> {
+        self.mrtr
+            .get_or_init(|| Arc::new(ApprovalBroker::new(ttl)))
+            .clone()
+    }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Some(approvals) = self.approvals.get() {
+        for approvals in [self.approvals.get(), self.mrtr.get()]
+            .into_iter()
+            .flatten()
+        {
             approvals.deny_all(Some(SESSION_ENDED));
         }
         let dropped = self.code_mode.end_session(&self.scope);
@@ -312,6 +346,17 @@ fn mcp_tool(definition: ToolDefinition) -> Tool {
 /// docs/contract/lifecycle.md#s5-1), which the model-visible text leaves out.
 pub const META_TELEMETRY: &str = "codemode/telemetry";
 
+/// How long a `tools/list` answer may be reused (its 2026-07-28 `ttlMs`, with `cacheScope:
+/// "private"`) when every configured MCP server is reachable: a catalog change is announced by
+/// `notifications/tools/list_changed` and on `subscriptions/listen`, so a client that listens
+/// never serves a stale list, and one that does not refetches after a minute. While a server is
+/// connecting or failed the answer's `ttlMs` is 0.
+pub const TOOLS_LIST_TTL_MS: u64 = 60_000;
+
+/// The `structuredContent` key of the [`unavailable_note`] (the text block after the result
+/// says the same): `{"status": …, …, "note": "MCP servers unavailable in this run …"}`.
+pub const NOTE_KEY: &str = "note";
+
 /// The `_meta` key of the servers an `exec` could not reach: `[{server, reason}]`.
 pub const META_UNAVAILABLE: &str = "codemode/unavailableServers";
 
@@ -320,7 +365,8 @@ pub const META_UNAVAILABLE: &str = "codemode/unavailableServers";
 /// `structuredContent`, `isError` exactly when `status` is `failed`, and the telemetry in
 /// `_meta` under [`META_TELEMETRY`], where clients and logs see it and the model does not pay
 /// for it. A second text block names the MCP servers the run could not reach
-/// ([`unavailable_note`]; also in `_meta` under [`META_UNAVAILABLE`]).
+/// ([`unavailable_note`]; also in `structuredContent` under [`NOTE_KEY`], and as a list in
+/// `_meta` under [`META_UNAVAILABLE`]).
 fn call_result(mut result: Value, unavailable: &[crate::hub::Unavailable]) -> CallToolResult {
     let failed = result.get("status").and_then(Value::as_str) == Some("failed");
     let telemetry = result
@@ -341,6 +387,10 @@ fn call_result(mut result: Value, unavailable: &[crate::hub::Unavailable]) -> Ca
             serde_json::to_value(unavailable).unwrap_or(Value::Null),
         );
     }
+    if let (Some(note), Some(object)) = (unavailable_note(unavailable), result.as_object_mut()) {
+        // Some clients hand the model `structuredContent` only (Claude Code).
+        object.insert(NOTE_KEY.to_string(), Value::String(note));
+    }
     let mut answer = CallToolResult::success(content);
     answer.structured_content = Some(result);
     answer.is_error = Some(failed);
@@ -348,6 +398,33 @@ fn call_result(mut result: Value, unavailable: &[crate::hub::Unavailable]) -> Ca
         answer.meta = Some(meta.into());
     }
     answer
+}
+
+/// True when the request of `context` is on protocol 2026-07-28 or later (its own `_meta`
+/// version, else the session's) and its client declared elicitation: it gets approvals by MRTR
+/// (`crate::mrtr`), since the revision has no server-to-client requests. A 2026-07-28 client
+/// without elicitation is denied as a legacy one is (`the client cannot elicit`).
+fn uses_mrtr(context: &RequestContext<RoleServer>) -> bool {
+    let current = context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    current
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+}
+
+/// True when the request of `context` declared the tasks extension
+/// (`io.modelcontextprotocol/tasks`): its `exec`s that park become tasks (`crate::tasks`).
+fn uses_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks())
+}
+
+/// Who owns the tasks a session creates: its session key.
+fn session_owner(session: &Session) -> String {
+    session.scope.session_key.clone().unwrap_or_default()
 }
 
 /// Runs `run` with an [`AbortHandle`] that fires when `cancelled` resolves (the request's
@@ -480,7 +557,25 @@ impl CodeModeServer {
             host: None,
             stateless: None,
             forward: None,
+            drain: Drain::new(),
+            states: Arc::new(RequestStates::per_process()),
+            tasks: RunTasks::new(),
         }
+    }
+
+    /// The same server sealing MRTR `requestState`s with `states` (for example
+    /// [`RequestStates::with_key`] with a key from config, so that several processes accept
+    /// each other's states); the default is a key made for this process.
+    pub fn with_request_states(mut self, states: Arc<RequestStates>) -> Self {
+        self.states = states;
+        self
+    }
+
+    /// The server's [`Drain`]: [`Drain::stop`] makes every call in flight, in every session,
+    /// abort its run and answer the JSON-RPC error [`SHUTTING_DOWN`] (docs/mcp.md,
+    /// "Shutdown"); `serve_http` calls it when its `shutdown` token is cancelled.
+    pub fn drain(&self) -> &Drain {
+        &self.drain
     }
 
     /// The same server with `host`: the policy, hooks and trajectory of every run of its
@@ -539,7 +634,12 @@ impl CodeModeServer {
     /// ([`LOOPBACK_ORIGINS`]; any port) is refused with `403 Forbidden` (the MCP transport's
     /// MUST); a request without `Origin` (not from a browser) is served. A session `DELETE` is
     /// answered `204 No Content` (rmcp answers `202`). Hosts should bind a loopback address (the CLI refuses
-    /// others); every path is served (clients use `/mcp`).
+    /// others); every path is served (clients use `/mcp`). Accepted sockets get `TCP_NODELAY`.
+    ///
+    /// When `shutdown` is cancelled the server stops accepting, [`Drain::stop`]s: every call in
+    /// flight aborts its run and answers the JSON-RPC error [`SHUTTING_DOWN`], and the call
+    /// returns once the answers are written and the connections closed, at most
+    /// [`SHUTDOWN_DRAIN`] later.
     ///
     /// Errors: [`ServeError::Io`] when accepting a connection fails.
     pub async fn serve_http(
@@ -552,14 +652,26 @@ impl CodeModeServer {
             StreamableHttpServerConfig, StreamableHttpService,
         };
         let mut config = StreamableHttpServerConfig::default();
-        config.cancellation_token = shutdown.child_token();
+        // Cancelled at the end of the shutdown drain, not at its start, so the calls' last
+        // answers can still be written.
+        let sessions = tokio_util::sync::CancellationToken::new();
+        config.cancellation_token = sessions.clone();
+        let _end_sessions = sessions.clone().drop_guard();
         config.allowed_origins = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
-        let (code_mode, source, host, forward) =
-            (self.code_mode, self.source, self.host, self.forward);
+        let (code_mode, source, host, forward, drain, states, tasks) = (
+            self.code_mode,
+            self.source,
+            self.host,
+            self.forward,
+            self.drain,
+            self.states,
+            self.tasks,
+        );
         // rmcp calls the factory once per stateful session (at `initialize`) and once per
         // stateless request; which one a call belongs to is decided per request (see
         // `session_for`), so every server made here carries the shared stateless session.
         let stateless = Session::stateless(code_mode.clone());
+        let sessions_drain = drain.clone();
         let service = StreamableHttpService::new(
             move || {
                 Ok(CodeModeServer {
@@ -569,16 +681,27 @@ impl CodeModeServer {
                     host: host.clone(),
                     stateless: Some(stateless.clone()),
                     forward: forward.clone(),
+                    drain: sessions_drain.clone(),
+                    states: states.clone(),
+                    tasks: tasks.clone(),
                 })
             },
             Arc::new(LocalSessionManager::default()),
             config,
         );
+        // Connections in flight, so the shutdown can wait for their last answers.
+        let open = Drain::new();
+        let closing = tokio_util::sync::CancellationToken::new();
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => accepted.map_err(ServeError::Io)?,
-                () = shutdown.cancelled() => return Ok(()),
+                () = shutdown.cancelled() => break,
             };
+            // Answers go out at once: with Nagle's algorithm an answer written in two segments
+            // waits for the client's delayed ACK (~40 ms per call for Node clients).
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
+            }
             let service = service.clone();
             let service = hyper::service::service_fn(move |request: http::Request<_>| {
                 let service = service.clone();
@@ -591,44 +714,153 @@ impl CodeModeServer {
                     Ok::<_, std::convert::Infallible>(response)
                 }
             });
-            let shutdown = shutdown.clone();
+            let closing = closing.clone();
+            let guard = open.enter();
             tokio::spawn(async move {
+                let _guard = guard;
                 let connection = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                tokio::select! {
-                    result = connection => {
-                        if let Err(e) = result {
-                            tracing::debug!(%peer, "MCP HTTP connection ended: {e}");
-                        }
+                tokio::pin!(connection);
+                let result = tokio::select! {
+                    result = connection.as_mut() => result,
+                    () = closing.cancelled() => {
+                        // The response being written (a call's last answer) still goes out;
+                        // then the connection closes.
+                        connection.as_mut().graceful_shutdown();
+                        connection.await
                     }
-                    () = shutdown.cancelled() => {}
+                };
+                if let Err(e) = result {
+                    tracing::debug!(%peer, "MCP HTTP connection ended: {e}");
                 }
             });
         }
+        // Stopping (docs/mcp.md, "Shutdown"): calls in flight abort their runs and answer
+        // `SHUTTING_DOWN`; once answered (or after `SHUTDOWN_DRAIN`) the connections finish the
+        // responses they are writing and close, then the MCP sessions (and the open GET
+        // streams) end.
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_DRAIN;
+        drain.stop();
+        if !drain.answered(SHUTDOWN_DRAIN).await {
+            tracing::warn!(
+                calls = drain.in_flight(),
+                "calls still running after the shutdown drain; closing their connections"
+            );
+        }
+        closing.cancel();
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        open.answered(left.min(CLOSE_WRITTEN)).await;
+        sessions.cancel();
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        open.answered(left).await;
+        Ok(())
     }
 
-    /// `exec` and `wait` as MCP tools for the current catalog (`exec_tool(None, None)` while
-    /// code mode is disabled).
-    ///
-    /// Like `exec`, it first waits for MCP servers still connecting, for at most half the
-    /// cell's `timeoutMs`, so a client that lists tools right after `initialize` sees the
-    /// servers that come up within that time in the description.
-    async fn tools(&self) -> Vec<Tool> {
-        if let Some(env) = self.source.run_env(self.session.scope.clone()) {
-            let within = std::time::Duration::from_millis(env.config.timeout_ms() / 2);
-            self.source.unavailable(within).await;
+    /// `exec` and `wait` as MCP tools for the current catalog, fitted to it
+    /// (`crate::description::serve_tools`; the contract's "unknown catalog" `exec` while code
+    /// mode is disabled). Answered at once: MCP servers still connecting are not waited for
+    /// (they are announced by `notifications/tools/list_changed` when they join).
+    fn tools(&self) -> Vec<Tool> {
+        let env = self.source.run_env(self.session.scope.clone());
+        let [exec, wait] = crate::description::serve_tools(
+            env.as_ref().map(|env| env.catalog.as_ref()),
+            self.source.mcp_configured(),
+        );
+        vec![mcp_tool(exec), mcp_tool(wait)]
+    }
+
+    /// The `input_required` answer asking `approvals` of `run` (`crate::mrtr`): one elicitation
+    /// per approval and a `requestState` bound to `binding`, expiring after `ttl`.
+    fn input_required(
+        &self,
+        binding: &str,
+        run: &str,
+        approvals: &[codemode_facade::ApprovalRequest],
+        ttl: std::time::Duration,
+    ) -> InputRequiredResult {
+        let ids = approvals.iter().map(|r| r.approval_id.clone()).collect();
+        let state = self.states.seal(binding, run, ids, ttl);
+        InputRequiredResult::new(Some(crate::mrtr::input_requests(approvals)), Some(state))
+    }
+
+    /// For a 2026-07-28 request whose result (`result`, docs/contract/lifecycle.md#s5-1) is
+    /// `waiting` with `pendingApprovals`: the `input_required` answer asking all of them, if they
+    /// are still outstanding in the session's MRTR approvals. `None` otherwise (the result is
+    /// answered as it is).
+    fn ask_approvals(
+        &self,
+        session: &Session,
+        binding: &str,
+        result: &Value,
+    ) -> Option<InputRequiredResult> {
+        if result.get("status").and_then(Value::as_str) != Some("waiting") {
+            return None;
         }
-        let exec = match self.source.run_env(self.session.scope.clone()) {
-            Some(env) => exec_definition(&env.catalog),
-            None => exec_tool(None, None),
-        };
-        vec![mcp_tool(exec), mcp_tool(wait_tool())]
+        let run = result.get("runId").and_then(Value::as_str)?;
+        let ids: Vec<&str> = result
+            .get("pendingApprovals")
+            .and_then(Value::as_array)?
+            .iter()
+            .filter_map(|p| p.get("approvalId").and_then(Value::as_str))
+            .collect();
+        let broker = session.mrtr.get()?;
+        let outstanding = broker.pending();
+        let approvals: Vec<_> = ids
+            .iter()
+            .filter_map(|id| outstanding.iter().find(|r| r.approval_id == *id).cloned())
+            .collect();
+        if approvals.is_empty() {
+            return None;
+        }
+        Some(self.input_required(binding, run, &approvals, broker.ttl()))
+    }
+
+    /// For a Tasks client's `exec` whose run parked (`result` is `waiting`): the run becomes a
+    /// task the server drives (`crate::tasks`), and the `CreateTaskResult` to answer. `None`
+    /// when the run did not park (the result is answered as it is).
+    fn park_as_task(
+        &self,
+        session: &Session,
+        result: &Value,
+    ) -> Option<rmcp::model::CreateTaskResult> {
+        if result.get("status").and_then(Value::as_str) != Some("waiting") {
+            return None;
+        }
+        let run_id = result.get("runId").and_then(Value::as_str)?.to_string();
+        let env = self.run_env(session, true)?;
+        Some(self.tasks.create(Parked {
+            code_mode: self.code_mode.clone(),
+            env,
+            run_id,
+            owner: session_owner(session),
+            first: result.clone(),
+            answer: Box::new(|result: Value| {
+                match serde_json::to_value(call_result(result, &[])) {
+                    Ok(Value::Object(object)) => object,
+                    _ => JsonObject::new(),
+                }
+            }),
+        }))
+    }
+
+    /// Resolves when the call of `context` must stop: the client cancelled it (or its session
+    /// ended), or the server is shutting down ([`Drain::stop`]).
+    fn cancelled<'a>(
+        &'a self,
+        context: &'a RequestContext<RoleServer>,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        async move {
+            tokio::select! {
+                () = context.ct.cancelled() => {}
+                () = self.drain.stopped() => {}
+            }
+        }
     }
 
     /// The environment of one `exec` or `wait` of this session: the source's, with the host's
     /// policy, hooks and trajectory when there is a host, and the session's approvals unless the
     /// source set its own.
-    fn run_env(&self, session: &Session) -> Option<RunEnv> {
+    fn run_env(&self, session: &Session, mrtr: bool) -> Option<RunEnv> {
         let mut env = self.source.run_env(session.scope.clone())?;
         if let Some(host) = &self.host {
             env = env
@@ -637,7 +869,12 @@ impl CodeModeServer {
                 .with_trajectory(host.trajectory.clone());
         }
         if env.approvals.is_none() {
-            let approvals = session.approvals(env.config.snapshot_ttl());
+            let ttl = env.config.snapshot_ttl();
+            let approvals = if mrtr {
+                session.mrtr_approvals(ttl)
+            } else {
+                session.approvals(ttl)
+            };
             env = env.with_approvals(approvals);
         }
         Some(env)
@@ -656,39 +893,22 @@ impl CodeModeServer {
         }
     }
 
-    /// One `exec`: waits for MCP servers still connecting, for at most half the cell's
-    /// `timeoutMs` (the run gets the rest, at least 100 ms), then runs over the catalog of that
-    /// moment. Returns the result and the servers the run could not reach.
+    /// One `exec`: runs over the catalog of this moment, without waiting for MCP servers still
+    /// connecting. Returns the result and the servers the run could not reach.
     async fn exec(
         &self,
         session: &Session,
         input: Value,
         context: &RequestContext<RoleServer>,
+        mrtr: bool,
     ) -> (Value, Vec<crate::hub::Unavailable>) {
-        let Some(env) = self.run_env(session) else {
+        let Some(env) = self.run_env(session, mrtr) else {
             return (disabled_result(), Vec::new());
         };
-        let timeout = env.config.timeout_ms();
-        let started = std::time::Instant::now();
-        let unavailable = tokio::select! {
-            unavailable = self.source.unavailable(std::time::Duration::from_millis(timeout / 2)) => unavailable,
-            () = context.ct.cancelled() => Vec::new(),
-        };
-        let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let env = if waited == 0 {
-            env
-        } else {
-            // The catalog may have grown meanwhile; the wait counts against the cell's budget.
-            let Some(mut env) = self.run_env(session) else {
-                return (disabled_result(), Vec::new());
-            };
-            env.config
-                .set_timeout_ms(timeout.saturating_sub(waited).max(100));
-            env
-        };
+        let unavailable = self.source.unavailable();
         let (env, _progress) = with_progress(env, context, self.forward.clone());
         let code_mode = &self.code_mode;
-        let value = abortable(context.ct.cancelled(), |abort| async move {
+        let value = abortable(self.cancelled(context), |abort| async move {
             code_mode.exec(&env, &input, &abort).await.to_json()
         })
         .await;
@@ -700,24 +920,18 @@ impl CodeModeServer {
         session: &Session,
         input: Value,
         context: &RequestContext<RoleServer>,
+        mrtr: bool,
     ) -> Value {
-        let Some(env) = self.run_env(session) else {
+        let Some(env) = self.run_env(session, mrtr) else {
             return disabled_result();
         };
         let (env, _progress) = with_progress(env, context, self.forward.clone());
         let code_mode = &self.code_mode;
-        abortable(context.ct.cancelled(), |abort| async move {
+        abortable(self.cancelled(context), |abort| async move {
             code_mode.wait_with(&env, &input, &abort).await.to_json()
         })
         .await
     }
-}
-
-/// The `exec` definition for a known catalog: with the MCP namespace prompt when the catalog
-/// has MCP entries (docs/contract/surface.md#s2-4 part 6, docs/contract/mcp.md#s7-5).
-fn exec_definition(catalog: &Catalog) -> ToolDefinition {
-    let prompt = codemode_catalog::namespace_prompt(catalog);
-    exec_tool(Some(catalog), prompt.as_deref())
 }
 
 impl ServerHandler for CodeModeServer {
@@ -726,6 +940,7 @@ impl ServerHandler for CodeModeServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
@@ -766,12 +981,99 @@ impl ServerHandler for CodeModeServer {
         std::future::ready(())
     }
 
+    /// `subscriptions/listen` (2026-07-28 clients, which have no session to receive
+    /// `notifications/tools/list_changed` on): `toolsListChanged` is accepted, other
+    /// categories are not offered (serve has no prompts or resources of its own).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// One `subscriptions/listen` stream: every change of the catalog
+    /// ([`EnvSource::catalog_changes`]) is sent as `notifications/tools/list_changed` on it,
+    /// until the client cancels it (or drops the HTTP response) or the server stops, which ends
+    /// it gracefully with the final `SubscriptionsListenResult`.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let Some(mut changes) = self.source.catalog_changes() else {
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = self.drain.stopped() => {}
+            }
+            return Ok(());
+        };
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = self.drain.stopped() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        // The catalog can no longer change: keep the stream until it ends.
+                        tokio::select! {
+                            () = context.cancelled() => {}
+                            () = self.drain.stopped() => {}
+                        }
+                        return Ok(());
+                    }
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!("subscriptions/listen stream closed: {e}");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let session = self.session_for(&context).clone();
+        self.tasks.get(&request.task_id, &session_owner(&session))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let session = self.session_for(&context).clone();
+        self.tasks.update(
+            &request.task_id,
+            &session_owner(&session),
+            &request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let session = self.session_for(&context).clone();
+        self.tasks
+            .cancel(&request.task_id, &session_owner(&session))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools().await))
+        // Cacheable (2026-07-28 `ttlMs`/`cacheScope`) while every configured source is
+        // reachable: the list changes only with the catalog, which is announced. While a
+        // server is still connecting or failed, it is about to change: `ttlMs: 0`.
+        let ttl = if self.source.unavailable().is_empty() {
+            TOOLS_LIST_TTL_MS
+        } else {
+            0
+        };
+        Ok(ListToolsResult::with_all_items(self.tools())
+            .with_ttl_ms(ttl)
+            .with_cache_scope(CacheScope::Private))
     }
 
     async fn call_tool(
@@ -790,16 +1092,81 @@ impl ServerHandler for CodeModeServer {
         }
         let name = request.name.as_ref();
         tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
-        let (result, unavailable) = match name {
-            "exec" => self.exec(&session, input, &context).await,
-            "wait" => (self.wait(&session, input, &context).await, Vec::new()),
-            other => {
-                return Err(ErrorData::invalid_params(
-                    format!("Unknown tool: {other}"),
-                    None,
-                ))
+        let _in_flight = self.drain.enter();
+        if self.drain.is_stopping() {
+            return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
+        }
+        // A 2026-07-28 request: approvals go out as `input_required` (MRTR), not elicitation.
+        let mrtr = uses_mrtr(&context);
+        let binding = format!(
+            "{}|{name}",
+            session.scope.session_key.as_deref().unwrap_or_default()
+        );
+        if !matches!(name, "exec" | "wait") {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        }
+        let (result, unavailable) = match request.request_state.as_deref() {
+            // A retry: answer the approvals it carries, then resume the run as `wait` does.
+            Some(sealed) => {
+                let state = self.states.open(&binding, sealed)?;
+                let Some(broker) = self.run_env(&session, true).and_then(|env| env.approvals)
+                else {
+                    return Ok(call_result(disabled_result(), &[]).into());
+                };
+                let responses = request.input_responses.unwrap_or_default();
+                let mut missing = false;
+                for id in &state.approvals {
+                    match responses.get(id) {
+                        Some(response) => {
+                            // Unknown when it expired or its call ended meanwhile: nothing to do.
+                            let _ = broker.answer(id, crate::mrtr::decision_of_response(response));
+                        }
+                        None => missing = true,
+                    }
+                }
+                if missing {
+                    // Ask again at once for what is still pending, without resuming.
+                    let pending: Vec<_> = broker
+                        .pending()
+                        .into_iter()
+                        .filter(|r| {
+                            state.approvals.contains(&r.approval_id)
+                                || r.scope.run_id.as_deref() == Some(state.run.as_str())
+                        })
+                        .collect();
+                    if !pending.is_empty() {
+                        return Ok(self
+                            .input_required(&binding, &state.run, &pending, broker.ttl())
+                            .into());
+                    }
+                }
+                let input = json!({"runId": state.run});
+                (self.wait(&session, input, &context, true).await, Vec::new())
             }
+            None if name == "exec" && uses_tasks(&context) => {
+                // Approvals of a task are answered by `tasks/update`: the MRTR broker.
+                let (result, unavailable) = self.exec(&session, input, &context, true).await;
+                if let Some(created) = self.park_as_task(&session, &result) {
+                    return Ok(created.into());
+                }
+                (result, unavailable)
+            }
+            None if name == "exec" => self.exec(&session, input, &context, mrtr).await,
+            None => (self.wait(&session, input, &context, mrtr).await, Vec::new()),
         };
+        if mrtr && !self.drain.is_stopping() {
+            if let Some(asked) = self.ask_approvals(&session, &binding, &result) {
+                return Ok(asked.into());
+            }
+        }
+        if self.drain.is_stopping() {
+            // The run was aborted by the shutdown: the client gets an answer it cannot mistake
+            // for the program's own failure.
+            return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
+        }
         Ok(call_result(result, &unavailable).into())
     }
 }

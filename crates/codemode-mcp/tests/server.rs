@@ -945,3 +945,171 @@ async fn an_exec_with_a_progress_token_reports_its_nested_calls() {
         "one notification per call start and end"
     );
 }
+
+/// Issue 23 item 5: stopping `serve_http` while an `exec` runs answers that call with a JSON-RPC
+/// error (`SHUTTING_DOWN`) before the connection closes, within the bounded drain; the run is
+/// aborted, not left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_http_answers_calls_in_flight_with_an_error() {
+    use codemode_mcp::drain::{SHUTDOWN_DRAIN, SHUTTING_DOWN};
+    let f = fixture();
+    let (url, shutdown, serving) = serve_http(&f).await;
+    let client = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url,
+        ))
+        .await
+        .expect("client handshake");
+    let peer = client.peer().clone();
+    let running = tokio::spawn(async move {
+        peer.call_tool(params("exec", json!({"code": "while (true) {}"})))
+            .await
+    });
+    // Let the busy loop start.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!running.is_finished());
+    let stopped = std::time::Instant::now();
+    shutdown.cancel();
+    let answer = tokio::time::timeout(Duration::from_secs(2), running)
+        .await
+        .expect("the call is answered within 2 s of the stop")
+        .unwrap();
+    match answer {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INTERNAL_ERROR);
+            assert_eq!(e.message, SHUTTING_DOWN);
+        }
+        other => panic!("expected the shutdown error, got {other:?}"),
+    }
+    tokio::time::timeout(SHUTDOWN_DRAIN + Duration::from_secs(1), serving)
+        .await
+        .expect("serve_http returns within the drain")
+        .unwrap()
+        .unwrap();
+    assert!(stopped.elapsed() <= SHUTDOWN_DRAIN + Duration::from_secs(1));
+    assert_eq!(f.server.drain().in_flight(), 0);
+}
+
+/// A source whose catalog the test changes: `catalog_changes` ticks on every [`Changing::set`].
+struct Changing {
+    config: codemode_config::CodeModeConfig,
+    catalog: std::sync::Mutex<Arc<Catalog>>,
+    executor: Arc<dyn ToolExecutor>,
+    generation: tokio::sync::watch::Sender<u64>,
+}
+
+impl Changing {
+    fn set(&self, specs: Vec<ToolSpec>) {
+        *self.catalog.lock().unwrap() =
+            Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
+        self.generation.send_modify(|g| *g += 1);
+    }
+}
+
+/// The [`EnvSource`] over a shared [`Changing`].
+struct ChangingSource(Arc<Changing>);
+
+impl EnvSource for ChangingSource {
+    fn run_env(&self, scope: RunScope) -> Option<RunEnv> {
+        let catalog = self.0.catalog.lock().unwrap().clone();
+        Some(RunEnv::new(
+            self.0.config.clone(),
+            catalog,
+            self.0.executor.clone(),
+            scope,
+        ))
+    }
+
+    fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.0.generation.subscribe())
+    }
+}
+
+/// Issue 23 item 2: a 2026-07-28 client (the Python SDK's `Client`, stateless) hears of a
+/// catalog change on `subscriptions/listen` (before: -32601 while `tools.listChanged` was
+/// advertised), and its `tools/list` answers carry `ttlMs`/`cacheScope`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_client_hears_of_catalog_changes_on_subscriptions_listen() {
+    use tokio::io::AsyncBufReadExt;
+    let Some(python) = codemode_test_support::python_with_mcp() else {
+        eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
+        return;
+    };
+    let (started, _) = mpsc::unbounded_channel();
+    let (dropped, _) = mpsc::unbounded_channel();
+    let source = Arc::new(Changing {
+        config: codemode_config::resolve(&json!(true)).config,
+        catalog: std::sync::Mutex::new(Arc::new(
+            Catalog::build(
+                vec![ToolSpec::core("echo", "Echo.")],
+                &SearchLimits::default(),
+            )
+            .unwrap(),
+        )),
+        executor: Arc::new(Tools { started, dropped }),
+        generation: tokio::sync::watch::channel(0).0,
+    });
+    let code_mode = Arc::new(CodeMode::new(Runtime::global().unwrap()));
+    let server = CodeModeServer::new(code_mode, Arc::new(ChangingSource(source.clone())));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(server.serve_http(listener, shutdown.clone()));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/listen_client.py");
+    let mut child = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(&url)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> (String, Value) {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("a line from the client within 30 s")
+            .unwrap()
+            .expect("the client printed a line");
+        let (tag, value) = line.split_once(' ').unwrap();
+        (tag.to_string(), serde_json::from_str(value).unwrap())
+    };
+    let (tag, before) = next().await;
+    assert_eq!(tag, "TOOLS");
+    assert_eq!(before["protocol"], "2026-07-28");
+    assert_eq!(before["names"], json!(["exec", "wait"]));
+    assert_eq!(before["ttlMs"], 60_000);
+    assert_eq!(before["cacheScope"], "private");
+    assert!(!before["exec"]
+        .as_str()
+        .unwrap()
+        .contains("openclaw:core:late"));
+    let (tag, ack) = next().await;
+    assert_eq!(tag, "ACK");
+    assert_eq!(ack, json!({"toolsListChanged": true}));
+
+    source.set(vec![
+        ToolSpec::core("echo", "Echo."),
+        ToolSpec::core("late", "Joined late."),
+    ]);
+    assert_eq!(
+        next().await,
+        ("EVENT".to_string(), json!("ToolsListChanged"))
+    );
+    let (tag, after) = next().await;
+    assert_eq!(tag, "TOOLS");
+    assert!(
+        after["exec"]
+            .as_str()
+            .unwrap()
+            .contains("\"openclaw:core:late\""),
+        "{after}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+}
