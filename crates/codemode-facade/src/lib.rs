@@ -231,6 +231,23 @@ pub fn timeout_message(timeout_ms: u64) -> String {
     )
 }
 
+/// The timeout error when the budget ran out before the program started: the host was still
+/// preparing its source (the checks and transforms of docs/contract/guest.md#s4-4 and the scans
+/// before the first leg), so the program is not blamed for computing (docs/threat-model.md,
+/// "Deadlines"). `source_bytes` is the size of the source in bytes.
+pub fn preparation_timeout_message(source_bytes: usize, timeout_ms: u64) -> String {
+    limit_message(
+        &VmError::Timeout.to_string(),
+        &format!(
+            "The host was still preparing the program's source ({} bytes) when the call's budget ran out; none of the program ran",
+            format_count(source_bytes as u64)
+        ),
+        "timeoutMs",
+        timeout_ms,
+        "",
+    )
+}
+
 /// At most this many runs are parked per process (docs/contract/lifecycle.md#s5-4).
 pub use codemode_snapshot::MAX_SUSPENDED_RUNS;
 
@@ -539,7 +556,7 @@ impl CodeMode {
         }
         // Preparation counts against the cell's deadline (docs/contract/guest.md#s4-4).
         if Instant::now() >= deadline {
-            return run::vm_failure(&env, &VmError::Timeout);
+            return run::preparation_timeout(&env, prepared.javascript.len());
         }
         let restart_safe = env.force_restart_safe || prepared.restart_safe;
         let mut run = Run::new(env, restart_safe, self.runs.clone());

@@ -213,10 +213,17 @@ pub(crate) async fn prepare(
                         false,
                     )))
                 }
-                Err(_) => return Err(Box::new(vm_failure(env, &VmError::Timeout))),
+                Err(_) => return Err(Box::new(preparation_timeout(env, source_bytes))),
             }
         };
     prepared.map_err(|rejection| Box::new(refusal(env, rejection.message())))
+}
+
+/// The `timeout` failure of a run whose budget ran out while its source of `source_bytes`
+/// bytes was being prepared ([`crate::preparation_timeout_message`]).
+pub(crate) fn preparation_timeout(env: &RunEnv, source_bytes: usize) -> CodeModeResult {
+    let message = crate::preparation_timeout_message(source_bytes, env.config.timeout_ms());
+    failure(env, ErrorCode::Timeout, &message, false)
 }
 
 /// A failure for a VM error (its code and `Display`) with the env's telemetry and no run.
@@ -326,12 +333,23 @@ impl Run {
         deadline: Instant,
         abort: &AbortHandle,
     ) {
-        self.missing = MissingConveniences::scan(javascript, &self.env.catalog);
+        // The lazy context (built once per catalog) answers "is this a convenience" by hash.
+        let lazy = self.env.catalog.run_context(lazy_run_context);
+        self.missing =
+            MissingConveniences::scan(javascript, |name| lazy.convenience(name).is_some());
+        // The scan is linear, but it and preparation still count against the deadline
+        // (docs/threat-model.md, "Deadlines"): past it no leg starts.
+        if Instant::now() >= deadline {
+            let message =
+                crate::preparation_timeout_message(javascript.len(), self.env.config.timeout_ms());
+            self.error = Some((ErrorCode::Timeout, message));
+            return;
+        }
         let limits = limits(&self.env);
         let context = if self.env.install_catalog_eagerly {
             eager_run_context(&self.env.catalog)
         } else {
-            self.env.catalog.run_context(lazy_run_context)
+            lazy
         };
         let budget = LegBudget {
             soft_deadline: deadline,
@@ -870,7 +888,7 @@ impl Run {
 
 /// The lazily installed run context of `catalog` (docs/guest-abi.md, "Run context"): its JSON
 /// sections and conveniences, built once per catalog ([`Catalog::run_context`]).
-fn lazy_run_context(catalog: &Catalog) -> RunContext {
+pub(crate) fn lazy_run_context(catalog: &Catalog) -> RunContext {
     let namespace = catalog.mcp_namespace();
     let paths: Vec<Vec<String>> = namespace
         .callable_paths()
