@@ -54,7 +54,7 @@ fn harness() -> Harness {
         ToolSpec::core("fast", "Fast echo tool."),
         ToolSpec::core("fast1", "Fast echo tool too."),
         ToolSpec::core("nodes", "Paired Gateway nodes."),
-        ToolSpec::mcp("docs", "lookup", "Look a word up."),
+        ToolSpec::mcp_tool("docs", "lookup", "Look a word up."),
     ];
     let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
     let calls = Arc::new(Mutex::new(Vec::new()));
@@ -139,7 +139,7 @@ fn observed() -> Value {
         "withError": {"input": {"e": {"name": "Error", "message": "boom"}, "n": 1}},
         "noInput": {"input": {}},
         "found": ["openclaw:core:fast", "openclaw:core:fast1"],
-        "all": [3, "fast", true, ["id", "name", "label", "description", "source"]],
+        "all": [3, "fast", true, ["id", "name", "description", "source", "sourceName", "input"]],
         "files": [["mcp/index.d.ts", "number"], ["mcp/docs.d.ts", "number"]],
         "index": ["mcp/index.d.ts", "string"],
         "node": ["mac-1", "Studio Mac", ["id", "name", "invoke", "listDir"], true],
@@ -187,18 +187,20 @@ async fn descriptor_keys_on_object_prototype_change_nothing_the_bridge_does() {
 }
 
 /// A thrown Error is formatted with its frames (it was `Error: (unprintable exception)` once
-/// `Object.prototype.get` was set).
+/// `Object.prototype.get` was set). The clean run gets as many blank lines as the pollution
+/// has, so both report the same lines.
 #[tokio::test]
 async fn a_thrown_error_is_reported_the_same_under_pollution() {
     let h = harness();
     let code = "function f() {\n  throw new TypeError('x');\n}\nf();";
+    let blank = "\n".repeat(POLLUTE_DESCRIPTOR_KEYS.matches('\n').count());
     let expected = json!({"status": "failed", "code": "internal_error",
-        "error": "TypeError: x\n    at f (openclaw-code-mode:user.js:2:9)\n    at <anonymous> (openclaw-code-mode:user.js:4:1)",
+        "error": "TypeError: x\n    at f (openclaw-code-mode:user.js:12:13)\n    at <anonymous> (openclaw-code-mode:user.js:14:1)",
         "output": []});
-    assert_eq!(h.run(code).await.0, expected);
+    assert_eq!(h.run(&format!("{blank}\n{code}")).await.0, expected);
     assert_eq!(
-        h.run(&format!("{POLLUTE_DESCRIPTOR_KEYS}\n{code}")).await.0["error"],
-        expected["error"]
+        h.run(&format!("{POLLUTE_DESCRIPTOR_KEYS}\n{code}")).await.0,
+        expected
     );
 }
 
@@ -218,7 +220,11 @@ return [thenCalls, text];"#;
     let (summary, calls) = h.run(&format!("{pollute}\n{OBSERVE}\n{finish}")).await;
     let mut expected = observed();
     expected.as_object_mut().unwrap().remove("error");
-    assert_eq!(summary["value"], json!([0, expected.to_string()]));
+    assert_eq!(
+        summary,
+        json!({"status": "completed", "value": [0, expected.to_string()],
+               "output": [{"type": "text", "text": "{\"n\":1} x"}]})
+    );
     assert_eq!(calls, observed_calls());
 }
 
@@ -245,7 +251,7 @@ throw new Error("still an error");"#,
     assert_eq!(
         summary,
         json!({"status": "failed", "code": "internal_error",
-               "error": "Error: still an error\n    at <anonymous> (openclaw-code-mode:user.js:9:7)",
+               "error": "Error: still an error\n    at <anonymous> (openclaw-code-mode:user.js:9:11)",
                "output": [{"type": "text", "text": "\"polluted toJSON\""}]})
     );
     let invoke = |command: &str, params: &str| {
@@ -262,8 +268,9 @@ throw new Error("still an error");"#,
                 "nodes".to_string(),
                 invoke("fs.listDir", "{\"path\":\"/tmp\"}")
             ),
-            // The program's own object: its (inherited) toJSON made it a string, which the
-            // host's one-object check refuses before the tool runs, so no call is recorded.
+            // The program's own object: its (inherited) toJSON is honoured, as JSON.stringify
+            // does.
+            ("fast".to_string(), json!("polluted toJSON")),
         ]
     );
 }
