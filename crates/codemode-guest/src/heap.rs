@@ -30,27 +30,26 @@ thread_local! {
     /// Allocations refused so far (never reset): the JSON adapter compares it before and after
     /// stringifying, so an out-of-memory failure is never mistaken for an unstringifiable value.
     static REFUSED: Cell<u64> = const { Cell::new(0) };
-    /// An allocation was refused past the reserve during the current step (see
-    /// [`refused_past_reserve`]).
-    static PAST_RESERVE: Cell<bool> = const { Cell::new(false) };
+    /// [`REFUSED`] when the current step started ([`start_step`]).
+    static REFUSED_AT_STEP: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Whether, since the last [`start_step`], an allocation was refused with the reserve used up
-/// (or linear memory could not grow):
-/// then QuickJS could not build its `InternalError: out of memory` either and threw `null`
-/// instead (`JS_ThrowError2`). It happens when QuickJS swallows an out-of-memory error and the
-/// program runs on inside the reserve: `Map`/`Set` ignore a failed hash-table resize
-/// (`map_hash_resize`, "no reporting of memory allocation failure") and retry it on every
-/// insertion, so `while (true) m.set(i++, {i})` fills the reserve with the program's own objects.
-/// The guest then reports a thrown `null` as that error (docs/guest-abi.md, "Threat model:
-/// the guest layer").
-pub(crate) fn refused_past_reserve() -> bool {
-    PAST_RESERVE.with(Cell::get)
-}
-
-/// Starts a step (`cm_start`, `cm_deliver`): forgets [`refused_past_reserve`].
+/// Starts a step (`cm_start`, `cm_deliver`) for [`refused_this_step`].
 pub(crate) fn start_step() {
-    PAST_RESERVE.with(|p| p.set(false));
+    REFUSED_AT_STEP.with(|r| r.set(refused_allocations()));
+}
+
+/// Whether the limit (or linear memory) refused an allocation since the last [`start_step`].
+///
+/// When QuickJS cannot allocate its `InternalError: out of memory` object it throws `null`
+/// instead (`JS_ThrowError2`), and the reserve does not always prevent that: `Map` and `Set`
+/// swallow a failed hash-table resize (`map_hash_resize`, "no reporting of memory allocation
+/// failure") and retry it on every insertion, so `while (true) m.set(i++, {i})` runs on inside
+/// the reserve, and a collection during the error's construction can close the reserve under
+/// it. The guest reports an uncaught `null` in a step with a refusal as that error
+/// (docs/guest-abi.md, "Threat model: the guest layer").
+pub(crate) fn refused_this_step() -> bool {
+    refused_allocations() != REFUSED_AT_STEP.with(Cell::get)
 }
 
 /// How many allocations the limit has refused since the guest started (see [`REFUSED`]).
@@ -76,11 +75,7 @@ fn admit(extra: usize) -> bool {
             oom.set(false);
             true
         } else if oom.get() {
-            let admitted = after <= limit.saturating_add(RESERVE_BYTES);
-            if !admitted {
-                PAST_RESERVE.with(|p| p.set(true));
-            }
-            admitted
+            after <= limit.saturating_add(RESERVE_BYTES)
         } else {
             oom.set(true);
             false
@@ -95,13 +90,6 @@ fn admit(extra: usize) -> bool {
 /// Counts one refused allocation (over the limit, or linear memory could not grow).
 fn count_refusal() {
     REFUSED.with(|r| r.set(r.get().wrapping_add(1)));
-}
-
-/// Counts one allocation linear memory could not satisfy: nothing is left for an error object
-/// either ([`refused_past_reserve`]).
-fn count_exhaustion() {
-    count_refusal();
-    PAST_RESERVE.with(|p| p.set(true));
 }
 
 fn add(bytes: usize) {
@@ -131,7 +119,7 @@ unsafe impl Allocator for HeapAllocator {
         }
         let ptr = RustAllocator.alloc(size);
         if ptr.is_null() {
-            count_exhaustion();
+            count_refusal();
         } else {
             add(footprint(size));
         }
@@ -147,7 +135,7 @@ unsafe impl Allocator for HeapAllocator {
         }
         let ptr = RustAllocator.calloc(count, size);
         if ptr.is_null() {
-            count_exhaustion();
+            count_refusal();
         } else {
             add(footprint(total));
         }
@@ -175,7 +163,7 @@ unsafe impl Allocator for HeapAllocator {
         // SAFETY: as above; QuickJS uses only the returned pointer afterwards.
         let moved = unsafe { RustAllocator.realloc(ptr, new_size) };
         if moved.is_null() {
-            count_exhaustion();
+            count_refusal();
         } else {
             sub(old);
             add(new);

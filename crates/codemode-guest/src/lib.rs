@@ -727,11 +727,11 @@ fn take_outbox(report: &mut Report) {
 const OUT_OF_MEMORY: &str = "InternalError: out of memory";
 
 /// The error text of an uncaught exception `ex` (the prelude's `formatError`). A `null` thrown
-/// in a step where the heap refused an allocation with its reserve used up is QuickJS's own
-/// out-of-memory error that it could not build ([`heap::refused_past_reserve`]), reported as
-/// that error (without a backtrace, which could not be built either).
+/// in a step where the heap refused an allocation is QuickJS's own out-of-memory error that it
+/// could not build ([`heap::refused_this_step`]), reported as that error (without a backtrace,
+/// which could not be built either).
 fn format_error<'js>(ctx: &Ctx<'js>, internals: &Object<'js>, ex: Value<'js>) -> String {
-    if ex.is_null() && heap::refused_past_reserve() {
+    if ex.is_null() && heap::refused_this_step() {
         return OUT_OF_MEMORY.to_string();
     }
     let formatted = internals
