@@ -84,7 +84,7 @@ async fn preparation_does_not_outlast_the_deadline() {
         error,
         format!(
             "code mode timeout exceeded. The host was still preparing the program's source ({} bytes) when the call's budget ran out; none of the program ran; timeoutMs is 100 (tools.codeMode.timeoutMs).",
-            codemode_facade::format_count(code.len() as u64)
+            codemode_facade::limits::format_count(code.len() as u64)
         )
     );
     assert!(
@@ -138,7 +138,10 @@ async fn a_megabyte_string_literal_of_calls_times_out_at_the_deadline() {
     let (result, elapsed) = timed(&code, 1500).await;
     let (code_, error) = failure(&result);
     assert_eq!(code_, Some(ErrorCode::Timeout), "{result:?}");
-    assert_eq!(error, codemode_facade::timeout_message(1500));
+    assert_eq!(
+        error,
+        codemode_facade::LimitExceeded::timeout(1500).to_string()
+    );
     assert!(
         elapsed < Duration::from_millis(1500 + 400),
         "answered after {elapsed:?}"
