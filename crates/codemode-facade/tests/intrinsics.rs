@@ -228,7 +228,7 @@ return [thenCalls, text];"#;
     assert_eq!(calls, observed_calls());
 }
 
-/// `toJSON` is honoured on the program's own values (behaviour.md §6, as `JSON.stringify`
+/// `toJSON` is honoured on the program's own values (docs/contract/json.md#s6, as `JSON.stringify`
 /// does, an inherited one included), but objects the bridge builds itself (a call's default
 /// `{}`, `listDir`'s `{path}`, `nodes.invoke`'s default params, an Error's `{name, message}`,
 /// the envelopes) are not the program's and never pass through it.
