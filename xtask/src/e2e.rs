@@ -989,10 +989,10 @@ fn check_bridge(ctx: &mut Ctx) -> Result<(), String> {
 /// the tests ran), then every step and check against `target/debug/codemode`; with `--bin PATH`,
 /// against that binary and without building.
 pub(crate) fn task(args: &[String]) -> Result<(), String> {
-    let root = crate::root();
+    let root = crate::cmd::root();
     let bin = match args {
         [] => {
-            crate::run(crate::test_build().arg("--no-run"))?;
+            crate::cmd::run(crate::cmd::test_build().arg("--no-run"))?;
             let target = std::env::var_os("CARGO_TARGET_DIR")
                 .map(PathBuf::from)
                 .map(|dir| {

@@ -5,7 +5,7 @@
 //! `CODEMODE_FUZZ_SECONDS` (without it, `cargo test` runs each for a fixed number of inputs).
 //! A finding is saved to `target/fuzz-findings/<target>-<n>.bin` and fails the run.
 
-use crate::{cargo, run};
+use crate::cmd::{cargo, run};
 
 /// (target, crate): every fuzz target and the crate whose `tests/fuzz.rs` holds it; a target of
 /// the `codemode` binary's private parsers ([`BIN_TARGETS`]) is a unit test instead.

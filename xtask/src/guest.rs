@@ -53,7 +53,7 @@ pub(crate) fn clippy(root: &Path) -> Result<(), String> {
         &target,
         build_guest::cargo_home().as_deref(),
     )?;
-    crate::run(cmd.args(["--", "-D", "warnings"]))
+    crate::cmd::run(cmd.args(["--", "-D", "warnings"]))
 }
 
 /// The `--check` lint gate of `cargo xtask test`.
@@ -219,7 +219,7 @@ fn build(root: &Path) -> Result<Vec<u8>, String> {
         &target,
         build_guest::cargo_home().as_deref(),
     )?;
-    crate::run(&mut cmd)?;
+    crate::cmd::run(&mut cmd)?;
     let wasm = build_guest::built_wasm(&target);
     let bytes = std::fs::read(&wasm).map_err(|e| format!("{}: {e}", wasm.display()))?;
     if !build_guest::is_wasm(&bytes) {

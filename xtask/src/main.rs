@@ -6,14 +6,15 @@
 //!   `server-memory` and `server-filesystem`, exact versions in [`MCP_SERVERS`]) into
 //!   `target/mcp-servers` with `npm install` (needs Node 20+ and npm). A stamp file there records
 //!   the installed versions, so a second run does nothing. Then the official MCP conformance
-//!   suite (and Node 22 from npm when the system Node is older) into `target/conformance`
+//!   suite, 0.1.16 and its 2026-07-28 line 0.2.0-alpha.12 (and Node 22 from npm when the system Node
+//!   is older), into `target/conformance`
 //!   (`conformance.rs`). Last, a Python venv with the pinned `mcp` SDK from PyPI in
 //!   `target/python-mcp` for the tests that drive it as a real MCP client (`python.rs`).
 //! - `demo`: setup, build what `test` builds (the two share one build: same targets, features and
 //!   profile), run the `codemode` binary on every program in `examples/`, then run
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
 //!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
-//! - `test`: setup, the lint gates (citations, `cargo fmt --check`, `cargo clippy --workspace --all-targets
+//! - `test`: setup, the lint gates (citations, layers, `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, clippy on the wasm guest, `cargo xtask guest --check`, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
 //!   `target/mcp-servers/node_modules/.bin`, `CODEMODE_CONFORMANCE` to `target/conformance` and
@@ -27,6 +28,9 @@
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
 //!   (`citations.rs`). The first of `test`'s lint gates.
+//! - `layers`: the dependency-direction gate (`layers.rs`): crates depend only on lower layers
+//!   (docs/architecture.md#layers, over `cargo metadata`), no import cycle between the modules of
+//!   a crate, no module importing from its crate root. The second of `test`'s lint gates.
 //! - `bench`: the guest part of setup, then the criterion benchmarks of the runtime, facade and MCP client.
 //!   `bench --peer [--bin PATH] [--iterations N] [--warmup N]`: OpenClaw's code mode side by side with
 //!   `codemode session` (`peer.rs`; installs the pinned peer into `target/peer`).
@@ -40,11 +44,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use cmd::{cargo, have, mcp_servers_dir, root, run, test_build, MCP_SERVERS};
+
 mod citations;
+mod cmd;
 mod conformance;
 mod e2e;
 mod fuzz;
 mod guest;
+mod layers;
 mod peer;
 mod python;
 
@@ -62,12 +70,15 @@ usage: cargo xtask <task> [options]     (--help anywhere prints this and changes
   demo       setup, build, then run every program in examples/ and the two-server MCP example
   test       setup, the lint gates, then cargo test --workspace (what CI runs)
   e2e        setup, build, then the 16-step end-to-end plan [--bin PATH]
-  lint       the lint gates only (citations, fmt, clippy, guest clippy, guest --check, rustdoc)
+  lint       the lint gates only (citations, layers, fmt, clippy, guest clippy, guest --check,
+             rustdoc)
   bench      the criterion benchmarks; --peer [--bin PATH] [--iterations N] [--warmup N] runs
              OpenClaw's code mode side by side (installs openclaw and Node 24 into target/peer)
   fuzz       [--seconds N] [--release] [TARGET...] every fuzz target for N seconds (default 60)
   guest      [--update | --check] a fresh reproducible guest build against the checked-in one
   citations  check every docs/contract reference resolves
+  layers     check crates depend only downwards and modules have no import cycle and no import
+             from their crate root
 
 Without clang, and without installing anything: cargo build -p codemode-cli (the checked-in guest
 is embedded) and run target/debug/codemode.";
@@ -91,6 +102,7 @@ fn main() -> ExitCode {
         }
         "bench" => setup_guest().and_then(|()| bench(&rest)),
         "citations" => check_citations(&rest),
+        "layers" => layers::check(&root()),
         "fuzz" => setup_guest().and_then(|()| fuzz::task(&rest)),
         "guest" => setup_guest().and_then(|()| guest::task(&root(), &rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
@@ -106,64 +118,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_path_buf()
-}
-
-fn run(cmd: &mut Command) -> Result<(), String> {
-    eprintln!("+ {cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?} failed with {status}"))
-    }
-}
-
-fn have(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
-fn cargo() -> Command {
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(root());
-    cmd
-}
-
-/// The npm MCP servers the `codemode-mcp` tests run: (package, exact version, binary in
-/// `node_modules/.bin`).
-const MCP_SERVERS: [(&str, &str, &str); 3] = [
-    (
-        "@modelcontextprotocol/server-everything",
-        "2026.8.31",
-        "mcp-server-everything",
-    ),
-    (
-        "@modelcontextprotocol/server-memory",
-        "2026.8.31",
-        "mcp-server-memory",
-    ),
-    (
-        "@modelcontextprotocol/server-filesystem",
-        "2026.8.31",
-        "mcp-server-filesystem",
-    ),
-];
-
-/// Where setup installs [`MCP_SERVERS`] (a scratch npm prefix).
-fn mcp_servers_dir() -> PathBuf {
-    root().join("target").join("mcp-servers")
 }
 
 /// Everything the tests need: the guest toolchain and the npm MCP servers.
@@ -386,18 +340,6 @@ fn mcp_demo_config(bins: &Path, dir: &Path, notes: &Path) -> String {
     )
 }
 
-/// `cargo test --workspace` with the environment the MCP tests read: the one build `test` and
-/// `demo` share.
-fn test_build() -> Command {
-    let servers = mcp_servers_dir().join("node_modules").join(".bin");
-    let mut cmd = cargo();
-    cmd.args(["test", "--workspace"])
-        .env("CODEMODE_MCP_SERVERS", servers)
-        .env("CODEMODE_CONFORMANCE", conformance::dir(&root()))
-        .env("CODEMODE_PYTHON_MCP", python::interpreter(&root()));
-    cmd
-}
-
 fn test(extra: &[String]) -> Result<(), String> {
     lint()?;
     run(test_build().args(extra))
@@ -409,6 +351,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 /// under `[workspace.lints]`).
 fn lint() -> Result<(), String> {
     citations::check(&root())?;
+    layers::check(&root())?;
     run(cargo().args(["fmt", "--all", "--check"]))
         .map_err(|e| format!("{e}\nRun `cargo fmt --all` and commit the result."))?;
     run(cargo().args([

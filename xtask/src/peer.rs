@@ -91,13 +91,13 @@ pub(crate) fn parse_options(args: &[String]) -> Result<Options, String> {
 /// `cargo xtask bench --peer [--bin PATH] [--iterations N] [--warmup N]`.
 pub(crate) fn task(args: &[String]) -> Result<(), String> {
     let options = parse_options(args)?;
-    let root = crate::root();
+    let root = crate::cmd::root();
     let dir = root.join("target").join("peer");
     let peer = install(&dir, &Npm::system())?;
     let (bin, built) = match &options.bin {
         Some(bin) => (bin.clone(), false),
         None => {
-            crate::run(crate::cargo().args([
+            crate::cmd::run(crate::cmd::cargo().args([
                 "build",
                 "--release",
                 "-p",
@@ -244,7 +244,7 @@ pub(crate) fn install(dir: &Path, npm: &Npm) -> Result<Peer, String> {
         .arg(package)
         .env("PATH", path)
         .envs(npm.env.iter().map(|(k, v)| (k, v)));
-        crate::run(&mut cmd).map_err(|e| {
+        crate::cmd::run(&mut cmd).map_err(|e| {
             format!(
                 "npm could not install {package}: {e}\nIs the npm registry reachable? \
                  (`npm ping` checks it, `npm config get registry` names it); {why}"
@@ -1186,7 +1186,7 @@ export function createAgentHarnessToolSurfaceRuntime(params) {
 
     fn driver_cmd(prefix: &Path) -> Command {
         let mut cmd = Command::new("node");
-        cmd.arg(crate::root().join("xtask/peer/driver.mjs"))
+        cmd.arg(crate::cmd::root().join("xtask/peer/driver.mjs"))
             .arg("--prefix")
             .arg(prefix);
         cmd

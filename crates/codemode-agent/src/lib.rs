@@ -16,8 +16,8 @@
 //! 3. enforces the fail-closed payload check on an engaged run ([`check_payload`]: exactly one
 //!    `exec`, one `wait`, otherwise only approved direct tools), and loads the runtime failing
 //!    closed ([`codemode_config::RuntimeUnavailable`]);
-//! 4. runs the script's tool calls in order: `exec` / `wait` through [`CodeMode`], every other
-//!    payload tool directly through the [`ToolPipeline`] (policy, hooks, approvals), with
+//! 4. runs the script's tool calls in order: `exec` / `wait` through [`CodeMode`](codemode_facade::CodeMode), every other
+//!    payload tool directly through the [`ToolPipeline`](codemode_facade::ToolPipeline) (policy, hooks, approvals), with
 //!    `"$result:<callId>.<path>"` references resolved against earlier results
 //!    ([`resolve_references`]);
 //! 5. returns one [`AgentEnvelope`]: `{payload: {tools}, transcript, trajectory?, meta,

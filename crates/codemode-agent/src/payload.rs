@@ -98,7 +98,7 @@ pub fn check_payload(payload: &Payload, approved_direct: &[String]) -> Result<()
     Ok(())
 }
 
-/// What [`AgentTurn::prepare`] built.
+/// What [`AgentTurn::prepare`](crate::AgentTurn::prepare) built.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     /// The provider payload.

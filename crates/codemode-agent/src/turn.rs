@@ -57,7 +57,7 @@ impl AgentError {
 
 /// Everything one agent turn runs with (see the module docs).
 pub struct AgentTurn {
-    /// The resolved activation ([`resolve_activation`]).
+    /// The resolved activation ([`resolve_activation`](crate::resolve_activation)).
     pub activation: Activation,
     /// The effective tools before policy: core, plugin, MCP and client specs, in host order.
     pub specs: Vec<ToolSpec>,
@@ -107,10 +107,7 @@ impl AgentTurn {
     }
 
     fn limits(&self) -> SearchLimits {
-        SearchLimits {
-            max_search_limit: self.activation.config.max_search_limit() as u32,
-            search_default_limit: self.activation.config.search_default_limit() as u32,
-        }
+        self.activation.config.search_limits()
     }
 
     /// The specs the policy allows, judged by name and by the catalog id each would get.

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::BridgeMethod;
+use crate::method::BridgeMethod;
 
 /// Script name under which the guest evaluates the wrapped user code; backtraces name it
 /// (docs/contract/guest.md#s4-1).

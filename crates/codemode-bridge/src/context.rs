@@ -11,6 +11,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::js::is_identifier;
+use crate::method::TOOLS_MEMBER_NAMES;
+
 /// One section of a [`RunContext`], as numbered by the `codemode.context_len` /
 /// `codemode.context_read` imports (docs/guest-abi.md, "Run context").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,10 +43,6 @@ impl ContextSection {
         ContextSection::ALL.get(index as usize).copied()
     }
 }
-
-/// The names `tools` always carries, which no tool can take as a convenience
-/// (docs/contract/catalog.md#s3-4).
-const RESERVED: [&str; 4] = ["search", "describe", "call", "callValue"];
 
 #[derive(Debug)]
 struct Inner {
@@ -116,7 +115,9 @@ impl RunContext {
             .iter()
             .filter_map(|t| Some((t.get("name")?.as_str()?, t.get("id")?.as_str()?)))
             .filter(|(name, _)| {
-                is_identifier(name) && !RESERVED.contains(name) && counts.get(name) == Some(&1)
+                is_identifier(name)
+                    && !TOOLS_MEMBER_NAMES.contains(name)
+                    && counts.get(name) == Some(&1)
             })
             .map(|(name, id)| (name.to_string(), id.to_string()))
             .collect();
@@ -188,15 +189,6 @@ impl From<&RunContext> for RunContext {
     }
 }
 
-/// `^[A-Za-z_$][A-Za-z0-9_$]*$`: the names that get a convenience.
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,15 +216,5 @@ mod tests {
             RunContext::from(r#"{"tools":[]}"#).start_json(),
             r#"{"tools":[]}"#
         );
-    }
-
-    #[test]
-    fn identifiers() {
-        for ok in ["a", "_", "$", "a1", "A_b$"] {
-            assert!(is_identifier(ok), "{ok}");
-        }
-        for bad in ["", "1a", "a-b", "é", "a b"] {
-            assert!(!is_identifier(bad), "{bad}");
-        }
     }
 }

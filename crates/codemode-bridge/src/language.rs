@@ -24,6 +24,10 @@ impl Language {
     /// Both languages, in the spec's order (`["javascript", "typescript"]`).
     pub const ALL: [Language; 2] = [Language::JavaScript, Language::TypeScript];
 
+    /// The names of [`Language::ALL`], `["javascript", "typescript"]`: the values `exec`'s
+    /// `language` and `tools.codeMode.languages` accept.
+    pub const NAMES: [&str; 2] = [Language::ALL[0].as_str(), Language::ALL[1].as_str()];
+
     /// The spec's name: `"javascript"` or `"typescript"`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -35,11 +39,7 @@ impl Language {
     /// Parses the spec's name: exactly `"javascript"` or `"typescript"`; `None` for anything else
     /// (case-sensitive and untrimmed, as the reference: `"JavaScript"` is `None`).
     pub fn from_name(name: &str) -> Option<Language> {
-        match name {
-            "javascript" => Some(Language::JavaScript),
-            "typescript" => Some(Language::TypeScript),
-            _ => None,
-        }
+        Language::ALL.into_iter().find(|l| l.as_str() == name)
     }
 }
 

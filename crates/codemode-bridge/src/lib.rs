@@ -27,8 +27,16 @@ pub use abi::{wrap_user_code, USER_SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
 mod context;
 pub use context::{ContextSection, RunContext};
 
+pub mod js;
+
 mod language;
 pub use language::Language;
+
+mod method;
+pub use method::{BridgeMethod, TOOLS_MEMBERS, TOOLS_MEMBER_NAMES};
+
+mod search_limits;
+pub use search_limits::SearchLimits;
 
 mod telemetry_vocab;
 pub use telemetry_vocab::SourceCounts;
@@ -36,57 +44,6 @@ pub use telemetry_vocab::SourceCounts;
 /// The guest prelude: a JavaScript function expression `(native) => internals`, evaluated once per
 /// VM image before any user code (docs/guest-abi.md, "Prelude").
 pub const PRELUDE: &str = include_str!("prelude.js");
-
-/// A bridge method: the kind of a guest call into the host (docs/contract/README.md#terms and docs/contract/guest.md#s4-3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum BridgeMethod {
-    /// `tools.search(query, options?)`.
-    Search,
-    /// `tools.describe(id)`.
-    Describe,
-    /// `tools.call(id, input)`, resolving to `{tool, result}`.
-    Call,
-    /// `tools.callValue(id, input)` and convenience functions, resolving to `result.details`.
-    CallValue,
-    /// An `MCP.<server>.<tool>(input)` namespace call.
-    Namespace,
-    /// A `nodes` dispatch.
-    Nodes,
-    /// `yield_control(reason?)`.
-    Yield,
-}
-
-impl BridgeMethod {
-    /// Every method, in the order of the contract's list.
-    pub const ALL: [BridgeMethod; 7] = [
-        BridgeMethod::Search,
-        BridgeMethod::Describe,
-        BridgeMethod::Call,
-        BridgeMethod::CallValue,
-        BridgeMethod::Namespace,
-        BridgeMethod::Nodes,
-        BridgeMethod::Yield,
-    ];
-
-    /// The wire name (`"callValue"`, …), as used in bridge ids `bridge:<method>:<n>`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BridgeMethod::Search => "search",
-            BridgeMethod::Describe => "describe",
-            BridgeMethod::Call => "call",
-            BridgeMethod::CallValue => "callValue",
-            BridgeMethod::Namespace => "namespace",
-            BridgeMethod::Nodes => "nodes",
-            BridgeMethod::Yield => "yield",
-        }
-    }
-
-    /// Parses a wire name; `None` for anything else.
-    pub fn parse(name: &str) -> Option<BridgeMethod> {
-        BridgeMethod::ALL.into_iter().find(|m| m.as_str() == name)
-    }
-}
 
 /// One guest call into the host (docs/contract/guest.md#s4-3), validated from the guest's
 /// [`abi::ReportRequest`]. The host keeps the ones the guest still waits for, in creation order,

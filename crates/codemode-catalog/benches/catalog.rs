@@ -120,6 +120,44 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(render_quick_index(black_box(&lines))))
     });
 
+    // Search over 10,000 guest-visible tools (the MCP quarter re-homed as client tools), one
+    // query at a time, the index built beforehand; and the index build itself, which the first
+    // search of a catalog pays (docs/benchmarks.md, "Search").
+    let visible: Vec<ToolSpec> = specs
+        .iter()
+        .cloned()
+        .map(|mut spec| {
+            if matches!(spec.origin, ToolOrigin::Mcp { .. }) {
+                spec.origin = ToolOrigin::Client {
+                    owner: Some("mcp-bridge".into()),
+                };
+            }
+            spec
+        })
+        .collect();
+    let visible_catalog = Catalog::build(visible.clone(), &limits).expect("builds");
+    assert_eq!(visible_catalog.all_tools().len(), TOOLS);
+    c.bench_function("search index build, 10k tools", |b| {
+        b.iter_batched(
+            || Catalog::build(visible.clone(), &limits).expect("builds"),
+            |catalog| black_box(catalog.search_entries("x", 1).len()),
+            BatchSize::LargeInput,
+        )
+    });
+    for query in ["read file", "create a pull request in a repository", "sum"] {
+        let value = Value::String(query.to_string());
+        black_box(visible_catalog.search(&value, None).expect("search"));
+        c.bench_function(&format!("search {query:?}, 10k tools"), |b| {
+            b.iter(|| {
+                black_box(
+                    visible_catalog
+                        .search(black_box(&value), None)
+                        .expect("search"),
+                )
+            })
+        });
+    }
+
     let queries: Vec<Value> = (0..1000)
         .map(|i| Value::String(QUERIES[i % QUERIES.len()].to_string()))
         .collect();

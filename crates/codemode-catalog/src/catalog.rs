@@ -11,43 +11,30 @@ use serde_json::Value;
 
 use crate::contract::{ContractError, OutputContract};
 use crate::entry::{CompactEntry, DescribedEntry, Source};
-use crate::error::LookupError;
+use crate::error::{LookupError, LookupOp};
 use crate::hint::{input_hint, output_hint, UNKNOWN};
 use crate::index::{quick_index_line, render_quick_index};
 use crate::js::{cmp_utf16, is_identifier, js_trim};
-use crate::spec::{ToolOrigin, ToolSpec};
+use crate::mcp::McpNamespace;
+use crate::search::{SearchDoc, SearchIndex};
+use crate::spec::{McpToolDocs, ToolOrigin, ToolSpec};
 
 /// Upper bound of `maxSearchLimit` (docs/contract/config.md#s1).
 pub const MAX_SEARCH_LIMIT_CAP: u32 = 50;
 
 /// Names of the `tools` helpers; a catalog tool with one of these names never gets a
-/// convenience function (docs/contract/catalog.md#s3-4).
-pub const RESERVED_CONVENIENCE_NAMES: [&str; 4] = ["search", "describe", "call", "callValue"];
+/// convenience function (docs/contract/catalog.md#s3-4). The bridge's
+/// [`TOOLS_MEMBER_NAMES`](codemode_bridge::TOOLS_MEMBER_NAMES), the list's one home.
+pub const RESERVED_CONVENIENCE_NAMES: [&str; 4] = codemode_bridge::TOOLS_MEMBER_NAMES;
 
 /// The minimal audited read-only core tools of docs/contract/catalog.md#s3-6 ("at least `read`, `grep`,
 /// `find`"). Hosts pass their own list to [`Catalog::is_replay_safe`].
 pub const DEFAULT_READ_ONLY_CORE_TOOLS: [&str; 3] = ["read", "grep", "find"];
 
-/// The resolved search limits (config fields `maxSearchLimit` and `searchDefaultLimit`,
-/// docs/contract/config.md#s1). [`Catalog::build`] rejects values outside `1..=50` and
+/// The resolved search limits, shared with the config that resolves them
+/// (`CodeModeConfig::search_limits`). [`Catalog::build`] rejects values outside `1..=50` and
 /// `1..=max_search_limit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchLimits {
-    /// Cap applied to any requested limit (`1..=50`, default 50).
-    pub max_search_limit: u32,
-    /// Limit used when none (or a non-number) is given (`1..=max_search_limit`, default 8).
-    pub search_default_limit: u32,
-}
-
-impl Default for SearchLimits {
-    fn default() -> Self {
-        SearchLimits {
-            max_search_limit: 50,
-            search_default_limit: 8,
-        }
-    }
-}
+pub use codemode_bridge::SearchLimits;
 
 /// Why a catalog could not be built. Each message names the offending tool(s) by input position
 /// (0-based index into the specs given to [`Catalog::build`]) and origin.
@@ -108,29 +95,6 @@ pub enum CatalogGroup {
     Client,
 }
 
-/// Which guest operation a lookup serves; selects the non-string-id message (docs/contract/catalog.md#s3-4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LookupOp {
-    /// `tools.describe(id)`.
-    Describe,
-    /// `tools.call(id, input)`.
-    Call,
-    /// `tools.callValue(id, input)` and convenience functions.
-    CallValue,
-}
-
-impl LookupOp {
-    /// `describe id must be a string.`, `call id must be a string.` or
-    /// `callValue id must be a string.`.
-    pub fn non_string_message(self) -> &'static str {
-        match self {
-            LookupOp::Describe => "describe id must be a string.",
-            LookupOp::Call => "call id must be a string.",
-            LookupOp::CallValue => "callValue id must be a string.",
-        }
-    }
-}
-
 /// A `tools.<name>` convenience function: `tools.<name>(input)` is `tools.callValue(<id>, input)`
 /// (docs/contract/catalog.md#s3-4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,8 +111,6 @@ pub use codemode_bridge::SourceCounts;
 /// Lowercased text used by search and suggestions, computed once per entry.
 #[derive(Debug)]
 struct Lowered {
-    /// `name`, `id`, `label`, `description` joined with `\n` (never part of a search term).
-    all: String,
     name: String,
     id: String,
     label: String,
@@ -163,7 +125,7 @@ pub struct Entry {
     output_schema: Option<Value>,
     origin: ToolOrigin,
     channel: bool,
-    mcp_docs: Option<crate::mcp::McpToolDocs>,
+    mcp_docs: Option<McpToolDocs>,
     spec_index: usize,
     group: CatalogGroup,
     contract: OutputContract,
@@ -230,7 +192,7 @@ impl Entry {
 
     /// What an MCP server declared about the tool (untrusted documentation, see
     /// [`ToolSpec::mcp_docs`](crate::ToolSpec::mcp_docs)).
-    pub fn mcp_docs(&self) -> Option<&crate::mcp::McpToolDocs> {
+    pub fn mcp_docs(&self) -> Option<&McpToolDocs> {
         self.mcp_docs.as_ref()
     }
 
@@ -291,10 +253,13 @@ pub struct Catalog {
     quick_index: Option<String>,
     limits: SearchLimits,
     /// The MCP namespace, built on first use and shared by every run of this catalog.
-    namespace: OnceLock<Arc<crate::McpNamespace>>,
+    pub(crate) namespace: OnceLock<Arc<McpNamespace>>,
     /// The guest's run context, built on first use and shared by every run of this catalog
     /// (docs/benchmarks.md, "Catalog scale").
     run_context: OnceLock<RunContext>,
+    /// The search index over the guest-visible entries and, per document, its entry's
+    /// position; built on the first search or suggestion (docs/contract/decisions.md#d15).
+    search_index: OnceLock<(SearchIndex, Vec<usize>)>,
 }
 
 /// Where a spec lands: source, id owner segment, `sourceName`, group.
@@ -377,35 +342,6 @@ fn place(spec: &ToolSpec, index: usize) -> Result<Placement, CatalogError> {
     })
 }
 
-/// One search term with its substring searcher, built once per search.
-struct SearchTerm {
-    text: String,
-    finder: memchr::memmem::Finder<'static>,
-}
-
-impl SearchTerm {
-    fn found_in(&self, haystack: &str) -> bool {
-        haystack.len() >= self.text.len() && self.finder.find(haystack.as_bytes()).is_some()
-    }
-}
-
-/// Search terms: the lowercased query split on `[^a-z0-9_./:-]+`, blanks dropped.
-fn search_terms(query: &str) -> Vec<SearchTerm> {
-    query
-        .to_lowercase()
-        .split(|c: char| {
-            !(c.is_ascii_lowercase()
-                || c.is_ascii_digit()
-                || matches!(c, '_' | '.' | '/' | ':' | '-'))
-        })
-        .filter(|t| !t.is_empty())
-        .map(|t| SearchTerm {
-            text: t.to_string(),
-            finder: memchr::memmem::Finder::new(t.as_bytes()).into_owned(),
-        })
-        .collect()
-}
-
 /// Lookup tokens: the lowercased text split on `[^a-z0-9]+`, blanks dropped, as a set.
 fn lookup_tokens(text: &str) -> HashSet<String> {
     text.to_lowercase()
@@ -413,6 +349,23 @@ fn lookup_tokens(text: &str) -> HashSet<String> {
         .filter(|t| !t.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// True when `needle` is within the typo budget of `target` (both lowercased): a
+/// Damerau-Levenshtein distance of at most 1 for needles of up to 5 characters, 2 up to 10 and
+/// 3 beyond (docs/contract/catalog.md#s3-4-suggestions).
+fn is_misspelling(needle: &str, target: &str) -> bool {
+    let len = needle.chars().count();
+    let budget = match len {
+        0 => return false,
+        1..=5 => 1,
+        6..=10 => 2,
+        _ => 3,
+    };
+    if len.abs_diff(target.chars().count()) > budget {
+        return false;
+    }
+    strsim::damerau_levenshtein(needle, target) <= budget
 }
 
 impl Catalog {
@@ -528,14 +481,8 @@ impl Catalog {
             limits: *limits,
             namespace: OnceLock::new(),
             run_context: OnceLock::new(),
+            search_index: OnceLock::new(),
         })
-    }
-
-    /// The catalog's MCP namespace ([`crate::McpNamespace::build`]), built once and shared.
-    pub fn mcp_namespace(&self) -> Arc<crate::McpNamespace> {
-        self.namespace
-            .get_or_init(|| Arc::new(crate::McpNamespace::build(self)))
-            .clone()
     }
 
     /// The guest run context of this catalog: `init` builds it on the first call, every later
@@ -660,33 +607,60 @@ impl Catalog {
         self.search(query, limit)
     }
 
-    /// The search itself, for a validated query and limit: guest-visible entries scoring above
-    /// 0, best first (score descending, then id in UTF-16 order), at most `limit` of them.
+    /// The search itself, for a validated query and limit: at most `limit` guest-visible
+    /// entries, best first (docs/contract/catalog.md#s3-3, docs/contract/decisions.md#d15).
     ///
-    /// Scoring (case-insensitive, per term of the lowercased query split on
-    /// `[^a-z0-9_./:-]+`): +20 name or id equals the term, +8 name contains it, +6 id contains
-    /// it, +4 label contains it, +2 description contains it; with no terms every entry scores 1.
+    /// A query without any word (`""`, blanks, punctuation) gives the first `limit` entries in
+    /// catalog order. Otherwise an entry whose id equals the trimmed query (case-insensitive)
+    /// comes first, then entries whose name equals it, then entries by BM25F score over the
+    /// stemmed, stopword-free words of name (weight 3), label (2), description (1), parameter
+    /// names and owner (0.5 each), with synonym and prefix expansions at weight 0.4; equal
+    /// scores keep catalog order and entries scoring 0 are left out; each score is multiplied by
+    /// the share of the query's own terms the entry answers. A query of stopwords only (`"the"`)
+    /// scores nothing, so it finds only an entry whose id or name it equals. The index is built
+    /// on the first call.
     pub fn search_entries(&self, query: &str, limit: usize) -> Vec<&Entry> {
-        let terms = search_terms(query);
-        let mut hits: Vec<(u32, &Entry)> = self
-            .guest_entries()
-            .filter_map(|e| {
-                let score = e.search_score(&terms);
-                (score > 0).then_some((score, e))
-            })
-            .collect();
-        let order = |a: &(u32, &Entry), b: &(u32, &Entry)| {
-            b.0.cmp(&a.0).then_with(|| cmp_utf16(a.1.id(), b.1.id()))
-        };
-        if limit == 0 {
-            return Vec::new();
-        }
-        if hits.len() > limit {
-            hits.select_nth_unstable_by(limit - 1, order);
-            hits.truncate(limit);
-        }
-        hits.sort_unstable_by(order);
-        hits.into_iter().map(|(_, e)| e).collect()
+        let (index, positions) = self.search_index();
+        index
+            .search(query, limit)
+            .into_iter()
+            .map(|doc| &self.entries[positions[doc]])
+            .collect()
+    }
+
+    /// The search index and the entry position of each of its documents, built once.
+    fn search_index(&self) -> &(SearchIndex, Vec<usize>) {
+        self.search_index.get_or_init(|| {
+            let visible: Vec<(usize, &Entry)> = self
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.is_guest_visible())
+                .collect();
+            let parameters: Vec<Vec<&str>> = visible
+                .iter()
+                .map(|(_, e)| {
+                    e.parameters
+                        .as_ref()
+                        .and_then(|p| p.get("properties"))
+                        .and_then(Value::as_object)
+                        .map(|props| props.keys().map(String::as_str).collect())
+                        .unwrap_or_default()
+                })
+                .collect();
+            let index =
+                SearchIndex::build(visible.iter().zip(&parameters).map(|((_, e), params)| {
+                    SearchDoc {
+                        id: e.id(),
+                        name: e.name(),
+                        label: e.compact.label.as_deref().unwrap_or(""),
+                        description: &e.compact.description,
+                        owner: e.id().split(':').nth(1).unwrap_or(""),
+                        parameters: params,
+                    }
+                }));
+            (index, visible.into_iter().map(|(i, _)| i).collect())
+        })
     }
 
     /// Resolves a guest's tool reference for `describe`/`call`/`callValue` (docs/contract/catalog.md#s3-4).
@@ -756,19 +730,31 @@ impl Catalog {
         }
     }
 
-    /// Up to three suggestions for an unknown needle: each guest-visible entry scores (case
-    /// insensitive; tokens split on `[^a-z0-9]+`) +40 if the needle contains the name or the id
-    /// contains the needle, +40 if the needle's tokens include the name, +12 per needle token
-    /// found among the tokens of `name id label description`, +8 if the label or description
-    /// contains the needle. Entries above 0, by score descending then value ascending, where the
-    /// value is the name, or the id when the name is shared; values de-duplicated.
+    /// Up to three suggestions for an unknown needle (docs/contract/catalog.md#s3-4-suggestions):
+    /// each guest-visible entry scores (case insensitive; tokens split on `[^a-z0-9]+`) +40 if
+    /// the needle contains the name or the id contains the needle, +40 if the needle's tokens
+    /// include the name, +12 per needle token found among the tokens of `name id label
+    /// description`, +8 if the label or description contains the needle, +36 if the needle is
+    /// a misspelling of the name or the id (Damerau-Levenshtein distance at most 1 for needles
+    /// of up to 5 characters, 2 up to 10, 3 beyond), and +10 if it is among the first three
+    /// [`Catalog::search_entries`] hits for the needle. Entries above 0, by score descending
+    /// then value ascending, where the value is the name, or the id when the name is shared;
+    /// values de-duplicated.
     pub fn suggestions(&self, needle: &str) -> Vec<String> {
         let needle_lc = needle.to_lowercase();
         let needle_tokens = lookup_tokens(needle);
+        let searched: Vec<&str> = self
+            .search_entries(needle, 3)
+            .into_iter()
+            .map(Entry::id)
+            .collect();
         let mut scored: Vec<(u32, &str)> = self
             .guest_entries()
             .filter_map(|e| {
-                let score = e.suggestion_score(&needle_lc, &needle_tokens);
+                let mut score = e.suggestion_score(&needle_lc, &needle_tokens);
+                if searched.contains(&e.id()) {
+                    score += 10;
+                }
                 if score == 0 {
                     return None;
                 }
@@ -852,7 +838,6 @@ impl Entry {
         let label = spec.label.as_deref().unwrap_or("").to_lowercase();
         let description = spec.description.to_lowercase();
         let lower = Lowered {
-            all: format!("{name}\n{id_lower}\n{label}\n{description}"),
             name,
             id: id_lower,
             label,
@@ -881,36 +866,6 @@ impl Entry {
         }
     }
 
-    fn search_score(&self, terms: &[SearchTerm]) -> u32 {
-        if terms.is_empty() {
-            return 1;
-        }
-        let l = &self.lower;
-        let mut score = 0;
-        for term in terms {
-            // One scan of all fields first: most entries match no term at all.
-            if !term.found_in(&l.all) {
-                continue;
-            }
-            if l.name == term.text || l.id == term.text {
-                score += 20;
-            }
-            if term.found_in(&l.name) {
-                score += 8;
-            }
-            if term.found_in(&l.id) {
-                score += 6;
-            }
-            if term.found_in(&l.label) {
-                score += 4;
-            }
-            if term.found_in(&l.description) {
-                score += 2;
-            }
-        }
-        score
-    }
-
     fn suggestion_score(&self, needle_lc: &str, needle_tokens: &HashSet<String>) -> u32 {
         let l = &self.lower;
         let mut score = 0;
@@ -933,6 +888,9 @@ impl Entry {
         }
         if l.label.contains(needle_lc) || l.description.contains(needle_lc) {
             score += 8;
+        }
+        if is_misspelling(needle_lc, &l.name) || is_misspelling(needle_lc, &l.id) {
+            score += 36;
         }
         score
     }

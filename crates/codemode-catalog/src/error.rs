@@ -8,7 +8,6 @@
 //! converts into its message with `String::from` (so `?` works in code that settles bridge
 //! requests as `Result<_, String>`) and compares equal to a string that is exactly its message.
 
-use crate::catalog::LookupOp;
 use crate::contract::ContractError;
 
 /// `search query must be a string.` (docs/contract/catalog.md#s3-3).
@@ -20,6 +19,29 @@ pub const LIMIT_NOT_POSITIVE_INTEGER: &str = "limit must be a positive integer."
 pub const CATALOG_UNAVAILABLE: &str = "Tool Search catalog is unavailable for this run.";
 /// The recovery sentence that ends every unknown-tool message (docs/contract/catalog.md#s3-4).
 pub const UNKNOWN_TOOL_RECOVERY: &str = "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
+
+/// Which guest operation a lookup serves; selects the non-string-id message (docs/contract/catalog.md#s3-4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupOp {
+    /// `tools.describe(id)`.
+    Describe,
+    /// `tools.call(id, input)`.
+    Call,
+    /// `tools.callValue(id, input)` and convenience functions.
+    CallValue,
+}
+
+impl LookupOp {
+    /// `describe id must be a string.`, `call id must be a string.` or
+    /// `callValue id must be a string.`.
+    pub fn non_string_message(self) -> &'static str {
+        match self {
+            LookupOp::Describe => "describe id must be a string.",
+            LookupOp::Call => "call id must be a string.",
+            LookupOp::CallValue => "callValue id must be a string.",
+        }
+    }
+}
 
 /// Why `tools.search`, `tools.describe`, `tools.call`, `tools.callValue` or a convenience
 /// function failed (docs/contract/catalog.md#s3-3, docs/contract/catalog.md#s3-4, docs/contract/catalog.md#s3-5). `Display` is the exact guest message.
@@ -71,7 +93,7 @@ fn did_you_mean(suggestions: &[String]) -> String {
 
 /// True when `error`'s `Display` is exactly `text`, compared piece by piece without building
 /// the message.
-fn message_eq(error: &dyn std::fmt::Display, text: &str) -> bool {
+pub(crate) fn message_eq(error: &dyn std::fmt::Display, text: &str) -> bool {
     struct Rest<'a>(Option<&'a str>);
     impl std::fmt::Write for Rest<'_> {
         fn write_str(&mut self, piece: &str) -> std::fmt::Result {
@@ -84,7 +106,7 @@ fn message_eq(error: &dyn std::fmt::Display, text: &str) -> bool {
 }
 
 /// `From<E> for String` (the guest message) and equality with strings, for each guest-facing
-/// error type.
+/// error type (invoked here and next to the MCP errors, `mcp/route.rs` and `mcp/api.rs`).
 macro_rules! guest_message {
     ($($ty:ty),* $(,)?) => {$(
         impl From<$ty> for String {
@@ -94,25 +116,22 @@ macro_rules! guest_message {
         }
         impl PartialEq<str> for $ty {
             fn eq(&self, other: &str) -> bool {
-                message_eq(self, other)
+                $crate::error::message_eq(self, other)
             }
         }
         impl PartialEq<&str> for $ty {
             fn eq(&self, other: &&str) -> bool {
-                message_eq(self, other)
+                $crate::error::message_eq(self, other)
             }
         }
         impl PartialEq<String> for $ty {
             fn eq(&self, other: &String) -> bool {
-                message_eq(self, other)
+                $crate::error::message_eq(self, other)
             }
         }
     )*};
 }
 
-guest_message!(
-    LookupError,
-    ContractError,
-    crate::mcp::NamespaceError,
-    crate::mcp::ApiFileError,
-);
+pub(crate) use guest_message;
+
+guest_message!(LookupError, ContractError);

@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use crate::js::utf16_longer_than;
-use crate::schema_ts::{render, KeyOrder, Keywords, ObjectRules, Rules};
+use crate::schema_ts::{render, render_budgeted, KeyOrder, Keywords, ObjectRules, Rules};
 
 pub use crate::schema_ts::UNKNOWN;
 
@@ -81,18 +81,45 @@ const OUTPUT_RULES: Rules = hint_rules(&OUTPUT_HINT_LIMITS);
 /// The compact `input` hint of a tool's `parameters` (docs/contract/catalog.md#s3-2).
 ///
 /// `None` (no parameters) and anything that cannot be rendered give `"unknown"`, as does a hint
-/// longer than [`INPUT_HINT_LIMITS`]`.max_chars`. Incomplete input hints are still shown (they
-/// are only a guide to the full schema that `describe` returns).
+/// that does not fit in [`INPUT_HINT_LIMITS`]`.max_chars`: longer, or shortened to fit (a list
+/// that drops fields for length would read as the whole input, so the model is sent to
+/// `describe` instead; issue 25). An object schema of a tool that takes no arguments (no or
+/// empty `properties`, `additionalProperties` absent or `false`, nothing else constraining)
+/// gives `{}` rather than the open object's `{ ... }`. Otherwise incomplete input hints are
+/// still shown (they are only a guide to the full schema that `describe` returns), including
+/// an object cut at [`INPUT_HINT_LIMITS`]`.max_properties`.
 pub fn input_hint(parameters: Option<&Value>) -> String {
     let Some(schema) = parameters else {
         return UNKNOWN.to_string();
     };
-    let text = render(schema, 0, INPUT_HINT_LIMITS.max_chars, &INPUT_RULES).text();
-    if utf16_longer_than(&text, INPUT_HINT_LIMITS.max_chars) {
+    if takes_no_arguments(schema) {
+        return "{}".to_string();
+    }
+    let (rendered, budget_cut) =
+        render_budgeted(schema, 0, INPUT_HINT_LIMITS.max_chars, &INPUT_RULES);
+    let text = rendered.text();
+    if budget_cut || utf16_longer_than(&text, INPUT_HINT_LIMITS.max_chars) {
         UNKNOWN.to_string()
     } else {
         text
     }
+}
+
+/// Whether `schema` is the input schema of a tool without arguments: an object whose only
+/// keywords are `type: "object"`, an empty or absent `properties`, an empty or absent
+/// `required`, `additionalProperties: false` and annotations.
+fn takes_no_arguments(schema: &Value) -> bool {
+    let Value::Object(map) = schema else {
+        return false;
+    };
+    map.iter().all(|(key, value)| match key.as_str() {
+        "type" => value == "object",
+        "properties" => value.as_object().is_some_and(|p| p.is_empty()),
+        "required" => value.as_array().is_some_and(|r| r.is_empty()),
+        "additionalProperties" => value == &Value::Bool(false),
+        "title" | "description" | "$schema" | "$id" | "$comment" | "examples" | "default" => true,
+        _ => false,
+    }) && map.get("type").is_some_and(|t| t == "object")
 }
 
 /// The compact `output` hint of a trusted `outputSchema` (docs/contract/catalog.md#s3-2), or `None` when the
@@ -124,6 +151,37 @@ mod tests {
         output_hint(&v)
     }
 
+    /// Issue 25: an input hint that does not fit its budget is `unknown`, never a shortened
+    /// list that reads as the whole input; a cut at 16 properties still shows `; ...`.
+    #[test]
+    fn over_budget_input_hints_are_unknown() {
+        let fields: Map<String, Value> = (0..12)
+            .map(|i| {
+                (
+                    format!("field_{i:02}_with_a_rather_long_name"),
+                    json!({"type": "string"}),
+                )
+            })
+            .collect();
+        let required: Vec<String> = fields.keys().cloned().collect();
+        let wide = json!({"type": "object", "properties": fields, "required": required});
+        assert_eq!(input(wide), "unknown");
+        // Nested: the inner object is the one shortened.
+        let nested = json!({"type": "object", "properties": {"inner": {"type": "object",
+            "properties": (0..12).map(|i| (format!("nested_field_number_{i:02}_long"), json!({"type": "number"})))
+                .collect::<Map<String, Value>>()}}});
+        assert_eq!(input(nested), "unknown");
+        // Seventeen short optional properties: cut by count, not budget.
+        let many: Map<String, Value> = (0..17)
+            .map(|i| (format!("p{i:02}"), json!({"type": "number"})))
+            .collect();
+        let hint = input(json!({"type": "object", "properties": many}));
+        assert!(
+            hint.starts_with("{ p00?: number; ") && hint.ends_with("p15?: number; ... }"),
+            "{hint}"
+        );
+    }
+
     #[test]
     fn spec_rendering_rules() {
         assert_eq!(
@@ -148,7 +206,23 @@ mod tests {
             input(json!({"type": "object", "additionalProperties": false})),
             "{}"
         );
-        assert_eq!(input(json!({"type": "object"})), "{ ... }");
+        // A tool without arguments is `{}`, not an open object (issue 25); an object that says
+        // it is open still reads as one.
+        assert_eq!(input(json!({"type": "object"})), "{}");
+        assert_eq!(
+            input(
+                json!({"type": "object", "properties": {}, "required": [], "description": "none"})
+            ),
+            "{}"
+        );
+        assert_eq!(
+            input(json!({"type": "object", "additionalProperties": true})),
+            "{ ... }"
+        );
+        assert_eq!(
+            input(json!({"type": "object", "properties": {"o": {"type": "object"}}})),
+            "{ o?: { ... } }"
+        );
         assert_eq!(input(json!({})), "unknown");
         assert_eq!(input_hint(None), "unknown");
         assert_eq!(

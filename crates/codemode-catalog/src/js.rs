@@ -45,33 +45,7 @@ pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-/// ECMAScript `WhiteSpace` or `LineTerminator` (the set `String.prototype.trim` removes).
-pub fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\u{0009}'
-            | '\u{000A}'
-            | '\u{000B}'
-            | '\u{000C}'
-            | '\u{000D}'
-            | '\u{0020}'
-            | '\u{00A0}'
-            | '\u{1680}'
-            | '\u{2000}'
-            ..='\u{200A}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202F}'
-                | '\u{205F}'
-                | '\u{3000}'
-                | '\u{FEFF}'
-    )
-}
-
-/// JavaScript's `s.trim()`.
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_whitespace)
-}
+pub use codemode_bridge::js::{is_identifier, is_js_whitespace, js_trim};
 
 /// `JSON.stringify(s)` for a string: quotes plus JSON escapes (control characters as `\u` plus four hex digits
 /// with lowercase hex, except the short forms `\b \f \n \r \t`).
@@ -198,16 +172,6 @@ pub fn cut_utf16(s: &str, max: usize) -> String {
     }
     out.push('…');
     out
-}
-
-/// True for a JavaScript identifier in the restricted ASCII form `^[A-Za-z_$][A-Za-z0-9_$]*$`.
-pub fn is_identifier(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    match bytes.next() {
-        Some(b) if b.is_ascii_alphabetic() || b == b'_' || b == b'$' => {}
-        _ => return false,
-    }
-    bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
 }
 
 #[cfg(test)]

@@ -48,17 +48,18 @@ pub mod index;
 pub mod js;
 pub mod mcp;
 pub mod schema_ts;
+pub mod search;
 mod spec;
 
 pub use catalog::{
-    Catalog, CatalogError, CatalogGroup, Convenience, Entry, LookupOp, SearchLimits, SourceCounts,
+    Catalog, CatalogError, CatalogGroup, Convenience, Entry, SearchLimits, SourceCounts,
     DEFAULT_READ_ONLY_CORE_TOOLS, MAX_SEARCH_LIMIT_CAP, RESERVED_CONVENIENCE_NAMES,
 };
 pub use contract::{ContractError, OutputContract};
 pub use entry::{CompactEntry, DescribedEntry, Source};
 pub use error::{
-    LookupError, CATALOG_UNAVAILABLE, LIMIT_NOT_POSITIVE_INTEGER, SEARCH_QUERY_NOT_STRING,
-    UNKNOWN_TOOL_RECOVERY,
+    LookupError, LookupOp, CATALOG_UNAVAILABLE, LIMIT_NOT_POSITIVE_INTEGER,
+    SEARCH_QUERY_NOT_STRING, UNKNOWN_TOOL_RECOVERY,
 };
 pub use hint::{input_hint, output_hint};
 pub use index::QUICK_INDEX_MAX_CHARS;

@@ -211,16 +211,32 @@ const ANNOTATION_KEYWORDS: &[&str] = &[
 /// caller can use: objects stop adding properties beyond it (other shapes may exceed it, so the
 /// caller checks the result); `usize::MAX` for no budget.
 pub fn render(schema: &Value, depth: usize, budget: usize, rules: &Rules) -> Rendered {
-    Walker {
+    render_budgeted(schema, depth, budget, rules).0
+}
+
+/// [`render`], also telling whether the budget made some object leave out a property that the
+/// other rules would have shown (`true`: the text is a shortened list, not just a cut at
+/// `max_properties`).
+pub fn render_budgeted(
+    schema: &Value,
+    depth: usize,
+    budget: usize,
+    rules: &Rules,
+) -> (Rendered, bool) {
+    let walker = Walker {
         rules,
         nodes: Cell::new(0),
-    }
-    .render(schema, depth, budget)
+        budget_cut: Cell::new(false),
+    };
+    let rendered = walker.render(schema, depth, budget);
+    (rendered, walker.budget_cut.get())
 }
 
 struct Walker<'r> {
     rules: &'r Rules,
     nodes: Cell<usize>,
+    /// Set when an object stopped adding properties because of the budget.
+    budget_cut: Cell<bool>,
 }
 
 impl Walker<'_> {
@@ -641,6 +657,7 @@ impl Walker<'_> {
             let child_len = child.len();
             if used + separator + prefix + child_len + reserve > budget {
                 cut = true;
+                self.budget_cut.set(true);
                 break;
             }
             complete &= child.complete;

@@ -1,7 +1,7 @@
 //! Tool specs: what the host hands the catalog (docs/contract/catalog.md#s3-1; docs/contract/catalog.md#s3-1).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One effective tool as the host knows it, before cataloging.
 ///
@@ -47,7 +47,7 @@ pub struct ToolSpec {
     /// `outputSchema`, task support). Untrusted documentation for the `MCP` namespace's
     /// `.d.ts` and `$api` only; never compiled, enforced or shown in the quick index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mcp_docs: Option<crate::mcp::McpToolDocs>,
+    pub mcp_docs: Option<McpToolDocs>,
 }
 
 fn default_true() -> bool {
@@ -180,7 +180,7 @@ impl ToolSpec {
     }
 
     /// Sets the MCP server's declarations about the tool ([`ToolSpec::mcp_docs`]).
-    pub fn with_mcp_docs(mut self, docs: crate::mcp::McpToolDocs) -> Self {
+    pub fn with_mcp_docs(mut self, docs: McpToolDocs) -> Self {
         self.mcp_docs = Some(docs);
         self
     }
@@ -401,4 +401,69 @@ pub enum ControlKind {
     CodeMode,
     /// Tool Search controls: `tool_search_code`, `tool_search`, `tool_describe`, `tool_call`.
     ToolSearch,
+}
+
+/// What an MCP server declared about one of its tools beyond the input schema: the
+/// `annotations` hints, the `outputSchema`, and whether `execution.taskSupport` is
+/// `"required"`. Untrusted: rendered as documentation in `mcp/<server>.d.ts` and `$api`
+/// (escaped and bounded like descriptions), never compiled, enforced or put in the quick index
+/// (docs/mcp.md, "Declarations").
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpToolDocs {
+    /// `annotations.readOnlyHint`: the tool does not modify its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// `annotations.destructiveHint`: the tool may perform destructive updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// `annotations.idempotentHint`: calling it again with the same input has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// `annotations.openWorldHint`: the tool talks to an open world (the web, other people).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+    /// The declared `outputSchema` (a JSON Schema object of `structuredContent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// `execution.taskSupport` is `"required"`: the tool can only run as an MCP task, which
+    /// codemode does not support, so it is left out of the namespace with a reason comment.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task_required: bool,
+}
+
+impl McpToolDocs {
+    /// Reads the declarations of an MCP tool (`{annotations?, outputSchema?, execution?}`
+    /// JSON); `None` when it declares none of them. Non-boolean hints and a non-object
+    /// `outputSchema` are ignored.
+    pub fn from_tool(tool: &Value) -> Option<McpToolDocs> {
+        let hint = |key: &str| tool.get("annotations")?.get(key)?.as_bool();
+        let docs = McpToolDocs {
+            read_only_hint: hint("readOnlyHint"),
+            destructive_hint: hint("destructiveHint"),
+            idempotent_hint: hint("idempotentHint"),
+            open_world_hint: hint("openWorldHint"),
+            output_schema: tool.get("outputSchema").filter(|s| s.is_object()).cloned(),
+            task_required: tool
+                .get("execution")
+                .and_then(|e| e.get("taskSupport"))
+                .and_then(Value::as_str)
+                == Some("required"),
+        };
+        (docs != McpToolDocs::default()).then_some(docs)
+    }
+
+    /// The hints that are set, as `{readOnlyHint?, destructiveHint?, idempotentHint?,
+    /// openWorldHint?}` (empty when none is).
+    pub fn hints(&self) -> Map<String, Value> {
+        [
+            ("readOnlyHint", self.read_only_hint),
+            ("destructiveHint", self.destructive_hint),
+            ("idempotentHint", self.idempotent_hint),
+            ("openWorldHint", self.open_world_hint),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), Value::Bool(v?))))
+        .collect()
+    }
 }

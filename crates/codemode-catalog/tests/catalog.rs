@@ -285,16 +285,18 @@ fn search_catalog() -> Catalog {
         ToolSpec::core("read_many", "Read many files."),
         ToolSpec::core("write", "Write a file; can read back."),
         ToolSpec::core("grep", "Search file contents."),
-        ToolSpec::core("zz_tie_b", "tie"),
-        ToolSpec::core("zz_tie_a", "tie"),
+        ToolSpec::core("zz_tie", "zz_tie tool"),
+        plugin("a", "aa_tie", false, false),
+        ToolSpec::core("at", "Run a command at a given time."),
         mcp("fs", "fs", None, "read_remote"),
     ])
 }
 
+/// The ranking rules of docs/contract/catalog.md#s3-3 (docs/contract/decisions.md#d15).
 #[test]
-fn search_scores_and_orders() {
+fn search_ranks_exact_hits_then_bm25_in_catalog_order() {
     let catalog = search_catalog();
-    // read: 20 + 8 + 6 + 4 + 2 = 40; read_many: 8 + 6 + 2 = 16; write: 2 (description).
+    // Exact name first; then the name field (read_many) outweighs the description (write).
     let hits = catalog.search(&json!("read"), None).unwrap();
     assert_eq!(
         hit_ids(&hits),
@@ -304,14 +306,15 @@ fn search_scores_and_orders() {
             "openclaw:core:write"
         ]
     );
-    // Ids are terms too (':' is a term character); case-insensitive.
-    let hits = catalog.search(&json!("OPENCLAW:CORE:READ"), None).unwrap();
-    assert_eq!(
-        hit_ids(&hits),
-        ["openclaw:core:read", "openclaw:core:read_many"]
-    );
-    // Each term adds independently: "file" matches read, read_many (files), write, grep.
-    let hits = catalog.search(&json!("read, file"), None).unwrap();
+    // An exact id (case-insensitive) comes first even where the name field would rank
+    // another entry higher; the words of the id still score ("core" is the owner field).
+    let hits = catalog.search(&json!("OPENCLAW:CORE:WRITE"), None).unwrap();
+    assert_eq!(hits[0].id, "openclaw:core:write");
+    // Stemming: "reading" and "files" meet "read", "file" and "files"; stopwords ("the", "of")
+    // count for nothing; an entry answering both terms outranks one answering one.
+    let hits = catalog
+        .search(&json!("reading the files of"), None)
+        .unwrap();
     assert_eq!(
         hit_ids(&hits),
         [
@@ -321,17 +324,82 @@ fn search_scores_and_orders() {
             "openclaw:core:grep"
         ]
     );
-    // Equal scores sort by id.
+    // Equal scores keep catalog order (core before plugin), not id order.
     let hits = catalog.search(&json!("tie"), None).unwrap();
     assert_eq!(
         hit_ids(&hits),
-        ["openclaw:core:zz_tie_a", "openclaw:core:zz_tie_b"]
+        ["openclaw:core:zz_tie", "openclaw:a:aa_tie"]
     );
-    // No terms: every guest entry scores 1, by id; MCP never appears.
+    // No word at all: every guest entry in catalog order; MCP never appears.
     let hits = catalog.search(&json!("  ¿¡ "), None).unwrap();
-    assert_eq!(hits.len(), 6);
-    assert_eq!(hits[0].id, "openclaw:core:grep");
+    assert_eq!(
+        hit_ids(&hits),
+        [
+            "openclaw:core:at",
+            "openclaw:core:grep",
+            "openclaw:core:read",
+            "openclaw:core:read_many",
+            "openclaw:core:write",
+            "openclaw:core:zz_tie",
+            "openclaw:a:aa_tie"
+        ]
+    );
+    assert_eq!(catalog.search(&json!(""), None).unwrap(), hits);
     assert!(catalog.search(&json!("remote"), None).unwrap().is_empty());
+    // Stopwords only: nothing scores, but an exact name still answers.
+    assert!(catalog.search(&json!("the"), None).unwrap().is_empty());
+    assert_eq!(
+        hit_ids(&catalog.search(&json!("At"), None).unwrap()),
+        ["openclaw:core:at"]
+    );
+    // A synonym expands the query ("lookup" also searches "search"), and an unknown word
+    // expands to the indexed words it begins ("contents" is indexed as "content").
+    assert_eq!(
+        hit_ids(&catalog.search(&json!("lookup"), None).unwrap()),
+        ["openclaw:core:grep"]
+    );
+    assert_eq!(
+        hit_ids(&catalog.search(&json!("cont"), None).unwrap()),
+        ["openclaw:core:grep"]
+    );
+}
+
+/// Misspelt names and ids get "Did you mean" (edit distance), and so do needles whose words
+/// the search index matches (docs/contract/catalog.md#s3-4-suggestions, issue 25).
+#[test]
+fn unknown_tools_suggest_misspellings_and_search_hits() {
+    let catalog = build(vec![
+        ToolSpec::plugin("weather", "weather", "Current conditions for a location."),
+        ToolSpec::core("read", "Read a file from disk."),
+        ToolSpec::core("ls", "List directory contents."),
+        ToolSpec::plugin("email", "email_send", "Send an email message."),
+    ]);
+    let message = |needle: &str| catalog.resolve_call(needle).unwrap_err().to_string();
+    assert_eq!(
+        message("wether"),
+        format!("Unknown tool id: wether. Did you mean: weather? {RECOVERY}")
+    );
+    assert_eq!(
+        message("reed"),
+        format!("Unknown tool id: reed. Did you mean: read? {RECOVERY}")
+    );
+    // A misspelt id: `read` first; the others share the id's words `openclaw` and `core`.
+    assert_eq!(
+        message("openclaw:core:raed"),
+        format!(
+            "Unknown tool id: openclaw:core:raed. Did you mean: read, ls, email_send? {RECOVERY}"
+        )
+    );
+    // Stemmed words through the search index: no token of "reading_files" is a token of `read`.
+    assert_eq!(
+        message("reading_files"),
+        format!("Unknown tool id: reading_files. Did you mean: read? {RECOVERY}")
+    );
+    // Two typos in a short name are too many; nothing shares a word.
+    assert_eq!(
+        message("lx_zz"),
+        format!("Unknown tool id: lx_zz. {RECOVERY}")
+    );
 }
 
 #[test]
@@ -375,7 +443,7 @@ fn search_limit_rules() {
         );
     }
     let hits = catalog
-        .search_with_options(&json!("t0"), Some(&json!({"limit": 3})))
+        .search_with_options(&json!(""), Some(&json!({"limit": 3})))
         .unwrap();
     assert_eq!(
         hit_ids(&hits),
@@ -387,7 +455,7 @@ fn search_limit_rules() {
     );
     assert_eq!(
         catalog
-            .search_with_options(&json!("t"), Some(&json!(3)))
+            .search_with_options(&json!(""), Some(&json!(3)))
             .unwrap()
             .len(),
         8

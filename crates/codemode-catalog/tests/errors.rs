@@ -58,7 +58,7 @@ fn lookup_errors_are_typed_with_exact_messages() {
         "Ambiguous tool name: shared; use an exact tool id."
     );
 
-    let err = catalog.describe("reed").unwrap_err();
+    let err = catalog.describe("missing").unwrap_err();
     let LookupError::UnknownTool {
         needle,
         suggestions,
@@ -66,11 +66,11 @@ fn lookup_errors_are_typed_with_exact_messages() {
     else {
         panic!("{err:?}");
     };
-    assert_eq!(needle, "reed");
+    assert_eq!(needle, "missing");
     assert!(suggestions.is_empty());
     assert_eq!(
         err.to_string(),
-        format!("Unknown tool id: reed. {UNKNOWN_TOOL_RECOVERY}")
+        format!("Unknown tool id: missing. {UNKNOWN_TOOL_RECOVERY}")
     );
     assert_eq!(
         catalog.unknown_tool("read_file").to_string(),

@@ -36,7 +36,7 @@ fn call(ns: &McpNamespace, p: &str, args: &[Value]) -> Result<NamespaceAction, S
 const E26_DTS: &str =
     "type McpApiHeader = { header: string; tools?: unknown[]; schemas?: Record<string, unknown> };
 
-type McpToolResult = { content: unknown[]; structuredContent?: unknown; isError?: boolean };
+type McpToolResult = { content: unknown[]; structuredContent?: unknown; isError?: boolean; _meta?: Record<string, unknown>; [key: string]: unknown };
 type McpResourcesListResult = { resources: unknown[]; nextCursor?: string };
 type McpResourcesReadResult = { contents: unknown[] };
 type McpPromptsListResult = { prompts: unknown[]; nextCursor?: string };
@@ -205,7 +205,7 @@ fn e26_e27_api_files() {
     );
     assert_eq!(files[1].description, "MCP server declaration for github.");
     // bytes are UTF-8; the non-ASCII description makes them exceed the UTF-16 length.
-    assert_eq!(files[1].bytes, 1088);
+    assert_eq!(files[1].bytes, 1145);
     assert_eq!(files[1].bytes, files[1].content.len());
     assert!(files[1].bytes > files[1].content.encode_utf16().count());
     assert_eq!(files[0].bytes, 267);
@@ -218,7 +218,7 @@ fn e26_e27_api_files() {
             listed,
             json!({"files": [
                 {"path": "mcp/index.d.ts", "description": "Root MCP namespace declaration and server list.", "bytes": 267},
-                {"path": "mcp/github.d.ts", "description": "MCP server declaration for github.", "bytes": 1088}
+                {"path": "mcp/github.d.ts", "description": "MCP server declaration for github.", "bytes": 1145}
             ]})
         );
     }
@@ -233,7 +233,7 @@ fn e26_e27_api_files() {
     assert!(read.content.contains("function $api("));
     assert_eq!(
         serde_json::to_value(read).unwrap(),
-        json!({"path": "mcp/github.d.ts", "description": "MCP server declaration for github.", "bytes": 1088, "content": E26_DTS})
+        json!({"path": "mcp/github.d.ts", "description": "MCP server declaration for github.", "bytes": 1145, "content": E26_DTS})
     );
     for bad in [
         "",

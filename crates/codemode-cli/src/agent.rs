@@ -28,7 +28,8 @@ use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use codemode_telemetry::JsonLinesSink;
 use serde_json::Value;
 
-use crate::{host, static_tools, Failure};
+use crate::output::{print_line, Failure};
+use crate::{host, static_tools};
 
 /// `codemode agent` options.
 #[derive(Args)]
@@ -125,10 +126,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
     for warning in &activation.warnings {
         eprintln!("codemode: config: {}", warning.message);
     }
-    let limits = SearchLimits {
-        max_search_limit: activation.config.max_search_limit() as u32,
-        search_default_limit: activation.config.search_default_limit() as u32,
-    };
+    let limits = activation.config.search_limits();
     let (mut specs, static_executor) = match &args.tools {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -208,7 +206,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
         serde_json::to_string(&value)
     }
     .unwrap_or_default();
-    crate::print_line(&text)?;
+    print_line(&text)?;
     Ok(code)
 }
 

@@ -21,7 +21,8 @@ use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use codemode_telemetry::{FanOut, JsonLinesSink, TracingSink, Trajectory};
 use serde_json::{json, Value};
 
-use crate::{progress, static_tools, tools, Failure};
+use crate::output::Failure;
+use crate::{progress, static_tools, tools};
 
 /// Options that decide the tools, config and scope of the runs.
 #[derive(Args)]
@@ -85,6 +86,9 @@ pub(crate) struct Host {
     limits: SearchLimits,
     /// The built-in or `--tools` specs the policy allows.
     base_specs: Vec<ToolSpec>,
+    /// `exec`, `wait` and the direct-only tools of `base_specs`: what a model driving these
+    /// commands sees (telemetry `visibleTools`, docs/contract/decisions.md#d3).
+    visible_tools: Vec<String>,
     executor: Arc<dyn ToolExecutor>,
     /// The config's tool policy (tools.allow / deny / approvals.require, for `--agent`).
     policy: ToolPolicy,
@@ -173,10 +177,7 @@ fn build(
         .transpose()
         .map_err(|e| Failure::Usage(format!("--mcp-config {e}")))?;
 
-    let limits = SearchLimits {
-        max_search_limit: report.config.max_search_limit() as u32,
-        search_default_limit: report.config.search_default_limit() as u32,
-    };
+    let limits = report.config.search_limits();
     let (base_specs, base_executor): (Vec<ToolSpec>, Option<Arc<dyn ToolExecutor>>) =
         match (&args.tools, &args.root) {
             (Some(path), _) if !runs_calls => {
@@ -264,10 +265,12 @@ fn build(
         (None, Some(executor)) => executor,
         (None, None) => Arc::new(hub_less_executor()),
     };
+    let visible_tools = codemode_facade::model_surface(base_specs.clone(), &[]).visible_tools;
     let host = Host {
         config: report.config,
         limits,
         base_specs,
+        visible_tools,
         executor,
         policy: report.tool_policy,
         hooks: HookChain::from_config(&report.hooks),
@@ -387,14 +390,14 @@ impl Host {
     }
 
     /// The environment of one `exec` or `wait`: current catalog, executor, the config's policy
-    /// and hooks, the approvals broker (when set), the trajectory, and `scope` owned by
-    /// `--agent`.
+    /// and hooks, the approvals broker (when set), the trajectory, `scope` owned by `--agent`,
+    /// and the visible tools (`exec`, `wait` and the tools file's direct-only tools).
     pub(crate) fn run_env(&self, scope: RunScope) -> Result<RunEnv, Failure> {
         let scope = RunScope {
             agent_id: self.agent.clone().or(scope.agent_id),
             ..scope
         };
-        let env = RunEnv::new(
+        let mut env = RunEnv::new(
             self.config.clone(),
             self.catalog()?,
             self.executor.clone(),
@@ -403,6 +406,7 @@ impl Host {
         .with_policy(self.policy.clone())
         .with_hooks(self.hooks.clone())
         .with_trajectory(self.trajectory.clone());
+        env.visible_tools = self.visible_tools.clone();
         Ok(match &self.approvals {
             Some(broker) => env.with_approvals(broker.clone()),
             None => env,

@@ -45,24 +45,27 @@ macro_rules! eprintln {
 mod agent;
 mod approve;
 mod host;
+mod output;
 mod progress;
 mod serve;
 mod session;
 mod static_tools;
 mod tools;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
+use codemode_bridge::Language;
 use codemode_catalog::cli::CatalogView;
 use codemode_facade::{ApprovalBroker, CodeMode, CodeModeResult};
 use codemode_runtime::AbortHandle;
 use host::HostArgs;
+use output::{print_line, Failure, EXIT_STDOUT_CLOSED, STDOUT_CLOSED};
 use serde_json::json;
 
 #[derive(Parser)]
@@ -116,7 +119,7 @@ struct ExecArgs {
     code: Option<String>,
     /// Source language (default: typescript for a .ts/.mts FILE, else javascript); anything
     /// else is a usage error, as the exec tool's schema allows only these two.
-    #[arg(long, value_parser = ["javascript", "typescript"])]
+    #[arg(long, value_parser = Language::NAMES)]
     language: Option<String>,
     /// Stop following a waiting run after this many ms in total.
     #[arg(long, value_name = "N", default_value_t = 60_000)]
@@ -247,39 +250,6 @@ fn main() -> ExitCode {
 }
 
 /// The exit status when the reader of standard output closed it: 128 + SIGPIPE (13).
-const EXIT_STDOUT_CLOSED: u8 = 141;
-
-/// Set once a write to standard output found its reader gone (`EPIPE`).
-static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
-
-/// Writes `text` and a newline to standard output and flushes it. A closed pipe (`codemode exec
-/// … | head -c0`) is not an error the user needs to read about: it is remembered, nothing more
-/// is written, and `main` exits quietly with [`EXIT_STDOUT_CLOSED`] (`Ok(false)` tells a
-/// caller that loops to stop). Any other write error is [`Failure::Run`].
-pub(crate) fn print_line(text: &str) -> Result<bool, Failure> {
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
-        return Ok(false);
-    }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match writeln!(out, "{text}").and_then(|()| out.flush()) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-            STDOUT_CLOSED.store(true, Ordering::Relaxed);
-            Ok(false)
-        }
-        Err(e) => Err(Failure::Run(format!("cannot write standard output: {e}"))),
-    }
-}
-
-/// Why a subcommand stopped early; `main` prints the message as one stderr line.
-enum Failure {
-    /// Bad usage (arguments, unreadable or invalid files): exit 2.
-    Usage(String),
-    /// The command could not run (runtime, I/O): exit 1.
-    Run(String),
-}
-
 /// `codemode completions SHELL`: the completion script clap_complete generates for this CLI.
 fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
     use clap::CommandFactory;
@@ -377,9 +347,9 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
     };
     let language = args.language.clone().unwrap_or_else(|| {
         if from_ts_file {
-            "typescript"
+            Language::TypeScript.as_str()
         } else {
-            "javascript"
+            Language::JavaScript.as_str()
         }
         .to_string()
     });

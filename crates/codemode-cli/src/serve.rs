@@ -9,7 +9,7 @@ use codemode_facade::CodeMode;
 use codemode_mcp::{CodeModeServer, EnvSource};
 
 use crate::host::{self, HostArgs};
-use crate::Failure;
+use crate::output::Failure;
 
 #[derive(Args)]
 pub(crate) struct ServeArgs {
@@ -125,7 +125,12 @@ impl EnvSource for ServeSource {
     fn run_env(&self, scope: codemode_bridge::RunScope) -> Option<codemode_facade::RunEnv> {
         let host = self.0.as_ref()?;
         match host.run_env(scope) {
-            Ok(env) => Some(env),
+            // The MCP client sees exactly `exec` and `wait`: a direct-only tool of the tools
+            // file is not served (docs/contract/decisions.md#d3 is about what the model sees).
+            Ok(mut env) => {
+                env.visible_tools.truncate(2);
+                Some(env)
+            }
             Err(Failure::Usage(e) | Failure::Run(e)) => {
                 tracing::error!("cannot build the run environment: {e}");
                 None

@@ -39,8 +39,8 @@ use serde_json::{json, Value};
 
 use crate::approve::{parse_approve_args, unknown_approval_message, ApproveArgs};
 use crate::host::{self, Host, HostArgs};
+use crate::output::{print_line, Failure};
 use crate::static_tools::kind_of;
-use crate::Failure;
 
 /// One request line, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -280,7 +280,7 @@ fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCod
             Err(_) => invalid_line("line is not valid UTF-8"),
         };
         // A host that closed our stdout ends the session like end of input (main exits quietly).
-        if !crate::print_line(&reply.to_string())? {
+        if !print_line(&reply.to_string())? {
             return Ok(ExitCode::SUCCESS);
         }
     }

@@ -27,9 +27,31 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// `<mode> <scenario>` → reason, from `tests/conformance-expected-failures.txt`.
 type Expected = BTreeMap<(String, String), String>;
 
-fn expected_failures() -> Expected {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance-expected-failures.txt");
+/// One release line of the suite: where `cargo xtask setup` installs it under
+/// `target/conformance` and which file lists its expected failures.
+#[derive(Clone, Copy)]
+struct Line {
+    /// The suite's entry point, relative to `target/conformance`.
+    entry: &'static str,
+    /// The expected-failures file, relative to the crate.
+    expected: &'static str,
+}
+
+/// `@modelcontextprotocol/conformance` 0.1.16 (protocol 2025-11-25 and older).
+const LINE_2025: Line = Line {
+    entry: "node_modules/@modelcontextprotocol/conformance/dist/index.js",
+    expected: "tests/conformance-expected-failures.txt",
+};
+
+/// `@modelcontextprotocol/conformance` 0.2.0-alpha.12 (protocol 2026-07-28), installed under
+/// the npm alias `mcp-conformance-2026-07-28` (xtask/src/conformance.rs).
+const LINE_2026: Line = Line {
+    entry: "node_modules/mcp-conformance-2026-07-28/dist/index.js",
+    expected: "tests/conformance-2026-expected-failures.txt",
+};
+
+fn expected_failures(line: Line) -> Expected {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(line.expected);
     let text = std::fs::read_to_string(&path).unwrap();
     let mut expected = Expected::new();
     for (n, line) in text.lines().enumerate() {
@@ -62,12 +84,12 @@ fn expected_failures() -> Expected {
 
 /// The installed suite: (node binary, the suite's `dist/index.js`), or `None` (after a message)
 /// when it is not installed and `CODEMODE_CONFORMANCE` is unset.
-fn suite() -> Option<(PathBuf, PathBuf)> {
+fn suite(line: Line) -> Option<(PathBuf, PathBuf)> {
     let configured = std::env::var_os("CODEMODE_CONFORMANCE").map(PathBuf::from);
     let dir = configured
         .clone()
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/conformance"));
-    let entry = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let entry = dir.join(line.entry);
     if !entry.exists() {
         assert!(
             configured.is_none(),
@@ -136,8 +158,15 @@ fn single_line(line: &str) -> Option<bool> {
 /// `--scenario NAME` is one scenario, any other a suite whose summary names each scenario),
 /// each with the baseline written from the expected failures of `mode`, and checks every
 /// scenario's outcome against that list.
-fn run_suite(mode: &str, node: &Path, entry: &Path, runs: &[Vec<&str>], envs: &[(&str, &Path)]) {
-    let expected: BTreeMap<String, String> = expected_failures()
+fn run_suite(
+    line: Line,
+    mode: &str,
+    node: &Path,
+    entry: &Path,
+    runs: &[Vec<&str>],
+    envs: &[(&str, &Path)],
+) {
+    let expected: BTreeMap<String, String> = expected_failures(line)
         .into_iter()
         .filter(|((m, _), _)| m == mode)
         .map(|((_, scenario), reason)| (scenario, reason))
@@ -237,14 +266,11 @@ fn run_suite(mode: &str, node: &Path, entry: &Path, runs: &[Vec<&str>], envs: &[
     );
 }
 
-#[test]
-fn server_scenarios_against_codemode_serve_http() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite() else {
-        return;
-    };
+/// `codemode serve --http 127.0.0.1:0` with `args` after it, and the URL it serves.
+fn serve_http(args: &[&str]) -> (Reaped, String) {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_codemode"))
         .args(["serve", "--http", "127.0.0.1:0"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -264,7 +290,18 @@ fn server_scenarios_against_codemode_serve_http() {
     };
     // Keep draining serve's stderr so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
+    (serve, url)
+}
+
+#[test]
+fn server_scenarios_against_codemode_serve_http() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((node, entry)) = suite(LINE_2025) else {
+        return;
+    };
+    let (serve, url) = serve_http(&[]);
     run_suite(
+        LINE_2025,
         "server",
         &node,
         &entry,
@@ -274,10 +311,95 @@ fn server_scenarios_against_codemode_serve_http() {
     drop(serve);
 }
 
+/// The 2026-07-28 line's server scenarios (`--suite all --spec-version 2026-07-28`: every
+/// scenario of that revision, with the draft ones: stateless, caching, header validation) against
+/// `codemode serve --http` with code mode on.
+#[test]
+fn server_scenarios_2026_07_28_against_codemode_serve_http() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((node, entry)) = suite(LINE_2026) else {
+        return;
+    };
+    let (serve, url) = serve_http(&[]);
+    run_suite(
+        LINE_2026,
+        "server",
+        &node,
+        &entry,
+        &[vec![
+            "server",
+            "--url",
+            &url,
+            "--suite",
+            "all",
+            "--spec-version",
+            "2026-07-28",
+        ]],
+        &[],
+    );
+    drop(serve);
+}
+
+/// The 2026-07-28 line's client scenarios that are not OAuth (request metadata, request
+/// state, standard and custom headers, JSON Schema) one at a time, then its `auth` suite at
+/// 2026-07-28, against `codemode exec --mcp-config` (tests/conformance/client.sh).
+#[test]
+fn client_scenarios_2026_07_28_against_codemode_exec_mcp_config() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((node, entry)) = suite(LINE_2026) else {
+        return;
+    };
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/client.sh")
+        .canonicalize()
+        .unwrap();
+    let driver_str = driver.to_str().unwrap();
+    assert!(
+        !driver_str.contains(' '),
+        "the driver's path has a space: {driver_str}"
+    );
+    let config = tempfile::tempdir().unwrap();
+    let client = ["client", "--command", driver_str];
+    let mut runs: Vec<Vec<&str>> = CLIENT_2026
+        .iter()
+        .map(|scenario| [&client[..], &["--scenario", scenario]].concat())
+        .collect();
+    runs.push(
+        [
+            &client[..],
+            &["--suite", "auth", "--spec-version", "2026-07-28"],
+        ]
+        .concat(),
+    );
+    run_suite(
+        LINE_2026,
+        "client",
+        &node,
+        &entry,
+        &runs,
+        &[
+            ("CODEMODE_BIN", Path::new(env!("CARGO_BIN_EXE_codemode"))),
+            ("XDG_CONFIG_HOME", config.path()),
+        ],
+    );
+}
+
+/// The 2026-07-28 line's client scenarios outside the `auth` suite.
+const CLIENT_2026: [&str; 8] = [
+    "tools_call",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+];
+
 #[test]
 fn client_scenarios_against_codemode_exec_mcp_config() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite() else {
+    let Some((node, entry)) = suite(LINE_2025) else {
         return;
     };
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/client.sh");
@@ -307,6 +429,7 @@ fn client_scenarios_against_codemode_exec_mcp_config() {
         runs.push([&client[..], &["--suite", suite]].concat());
     }
     run_suite(
+        LINE_2025,
         "client",
         &node,
         &entry,
@@ -326,7 +449,7 @@ fn client_scenarios_against_codemode_exec_mcp_config() {
 #[test]
 fn oauth_token_is_stored_and_reused_by_the_next_run() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite() else {
+    let Some((node, entry)) = suite(LINE_2025) else {
         return;
     };
     let driver = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,8 +4,6 @@
 //! (`--approve`, the session's `approve` line), the `--trajectory` file, and secrets in the
 //! environment that never leave it.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -193,7 +191,7 @@ fn a_denied_mcp_tool_is_not_in_the_namespace_or_its_declarations() {
     let servers = write(
         dir.path(),
         "servers.json",
-        &json!({"mcpServers": {"everything": {"command": common::npm_server("mcp-server-everything")}}})
+        &json!({"mcpServers": {"everything": {"command": codemode_test_support::npm_server("mcp-server-everything")}}})
             .to_string(),
     );
     let config = write(

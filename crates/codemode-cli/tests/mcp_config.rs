@@ -2,8 +2,6 @@
 //! that cannot start is reported and left out, and a real server's tools are reachable as
 //! `MCP.<server>.<tool>`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -126,7 +124,7 @@ fn session_reaches_an_mcp_server_across_lines() {
     let file = write(
         dir.path(),
         "servers.json",
-        &json!({"mcpServers": {"everything": {"command": common::npm_server("mcp-server-everything")}}}).to_string(),
+        &json!({"mcpServers": {"everything": {"command": codemode_test_support::npm_server("mcp-server-everything")}}}).to_string(),
     );
     let script = concat!(
         r#"{"tool": "exec", "args": {"code": "return (await MCP.everything.getSum({a: 2, b: 40})).content[0].text"}}"#,

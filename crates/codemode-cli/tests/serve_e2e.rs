@@ -2,9 +2,7 @@
 //! child's stdio), aggregating two real MCP servers from npm (`server-memory`,
 //! `server-filesystem`, installed by `cargo xtask setup`).
 
-mod common;
-
-use common::npm_server;
+use codemode_test_support::npm_server;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;

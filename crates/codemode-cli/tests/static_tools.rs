@@ -223,6 +223,31 @@ fn delayed_tool_completes_through_the_wait_loop() {
 
 /// Runs `codemode exec --tools FILE -e 'return 1'` on a file with `text`; returns (exit code,
 /// stdout, stderr).
+/// D3 (docs/contract/decisions.md#d3): a direct-only tool of the tools file is visible, so
+/// `telemetry.visibleTools` lists it after `exec` and `wait` (issue 25); it is not cataloged.
+#[test]
+fn direct_only_tools_are_visible_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = write_tools(
+        dir.path(),
+        r#"[{"name": "fixed", "result": 1},
+            {"name": "computer", "description": "Direct.", "catalogMode": "direct-only", "result": 2}]"#,
+    );
+    let out = codemode(&[
+        "exec",
+        "--tools",
+        tools.to_str().unwrap(),
+        "-e",
+        "return ALL_TOOLS.map((t) => t.name)",
+    ]);
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["value"], json!(["fixed"]));
+    assert_eq!(
+        value["telemetry"]["visibleTools"],
+        json!(["exec", "wait", "computer"])
+    );
+}
+
 fn exec_with_file(text: &str) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let tools = write_tools(dir.path(), text);

@@ -2,8 +2,6 @@
 //! `catalog --surface`, the `"id"` echo of session lines, and the one tools-file format that
 //! `exec --tools` and `catalog --tools` share (issue 16, items 1, 2 and 9).
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -143,7 +141,7 @@ fn surface_follows_the_config_policy_and_mcp_servers() {
     let mcp = write(
         dir.path(),
         "mcp.json",
-        &json!({"mcpServers": {"memory": {"command": common::npm_server("mcp-server-memory")}}})
+        &json!({"mcpServers": {"memory": {"command": codemode_test_support::npm_server("mcp-server-memory")}}})
             .to_string(),
     );
     let args = [

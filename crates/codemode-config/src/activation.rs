@@ -2,7 +2,7 @@
 //! docs/contract/surface.md#tool-search; docs/contract/config.md#activation "Activation").
 
 use crate::catalog::{CodeModeTier, ModelSupport};
-use crate::config::Enabled;
+use crate::config::{CodeModeConfig, Enabled};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -177,7 +177,7 @@ pub fn decide(enabled: Enabled, run: &RunContext) -> ActivationDecision {
     }
 }
 
-impl crate::CodeModeConfig {
+impl CodeModeConfig {
     /// [`decide`] with this config's `enabled`.
     pub fn decide(&self, run: &RunContext) -> ActivationDecision {
         decide(self.enabled(), run)

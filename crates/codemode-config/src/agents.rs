@@ -1,7 +1,8 @@
 //! Whole-config resolution: the global `tools.codeMode` with a per-agent override from
 //! `agents.list` (docs/contract/config.md#s1-per-agent "Per-agent"; worked example docs/contract/examples.md#e2).
 
-use crate::config::{merge, normalize, resolve_entries, Resolved, Warning, WarningKind};
+use crate::resolution::{merge, normalize, resolve_entries, Resolved};
+use crate::warning::{Warning, WarningKind};
 use serde_json::{Map, Value};
 
 /// Resolves `tools.codeMode` for one agent from a whole config in the spec's shape:

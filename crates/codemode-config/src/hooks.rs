@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::agents::object_at;
-use crate::config::{positive_integer, Warning, WarningKind};
 use crate::policy::ToolPattern;
+use crate::resolution::positive_integer;
+use crate::warning::{Warning, WarningKind};
 
 /// A hook's timeout when `timeoutMs` is absent: 5000 ms (docs/contract/host.md#h2).
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 5000;

@@ -41,6 +41,8 @@ mod fail_closed;
 mod hooks;
 mod load;
 mod policy;
+mod resolution;
+mod warning;
 
 pub use activation::{decide, ActivationDecision, ActivationReason, RunContext, RunTools};
 pub use agents::resolve_for_agent;
@@ -49,10 +51,9 @@ pub use catalog::{
     ProviderCatalog, ProviderCatalogs, RowRef, SharedModelGroup, BUNDLED_CATALOGS_JSON,
 };
 pub use config::{
-    resolve, CodeModeConfig, Enabled, GuestRuntime, Language, Mode, NumericField, Resolved,
-    Warning, WarningKind, DEFAULT_LANGUAGES, FIELD_NAMES, MAX_OUTPUT_BYTES, MAX_PENDING_TOOL_CALLS,
-    MAX_SEARCH_LIMIT, MAX_SNAPSHOT_BYTES, MEMORY_LIMIT_BYTES, NUMERIC_FIELDS, SEARCH_DEFAULT_LIMIT,
-    SNAPSHOT_TTL_SECONDS, TIMEOUT_MS,
+    CodeModeConfig, Enabled, GuestRuntime, Language, Mode, NumericField, DEFAULT_LANGUAGES,
+    FIELD_NAMES, MAX_OUTPUT_BYTES, MAX_PENDING_TOOL_CALLS, MAX_SEARCH_LIMIT, MAX_SNAPSHOT_BYTES,
+    MEMORY_LIMIT_BYTES, NUMERIC_FIELDS, SEARCH_DEFAULT_LIMIT, SNAPSHOT_TTL_SECONDS, TIMEOUT_MS,
 };
 pub use fail_closed::{RuntimeUnavailable, ToolSurface};
 pub use hooks::{
@@ -61,3 +62,5 @@ pub use hooks::{
 };
 pub use load::{load_config_file, load_config_value, parse_config_text, ConfigReport, LoadError};
 pub use policy::{resolve_policy, ApprovalPolicy, ResolvedPolicy, ToolPattern, ToolPolicy};
+pub use resolution::{resolve, Resolved};
+pub use warning::{Warning, WarningKind};

@@ -1,9 +1,11 @@
 //! Config files in the spec's shape, and the report `codemode config` prints.
 
 use crate::agents::resolve_for_agent;
-use crate::config::{CodeModeConfig, Resolved, Warning};
+use crate::config::CodeModeConfig;
 use crate::hooks::{resolve_hooks, HookConfig};
 use crate::policy::{resolve_policy, ToolPolicy};
+use crate::resolution::Resolved;
+use crate::warning::Warning;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

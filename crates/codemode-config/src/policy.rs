@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::agents::{find_agent, object_at, unknown_agent};
-use crate::config::{Warning, WarningKind};
+use crate::warning::{Warning, WarningKind};
 
 /// A tool pattern (docs/contract/host.md#h1): `*` matches any run of characters (also none); every other
 /// character matches itself. A pattern matches a tool when it matches the tool's name

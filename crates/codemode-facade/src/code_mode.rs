@@ -10,11 +10,13 @@ use codemode_snapshot::{SnapshotStore, MAX_SUSPENDED_RUNS};
 use serde_json::Value;
 
 use crate::env::RunEnv;
+use crate::failure;
 use crate::messages::RUN_ID_REQUIRED;
 use crate::pipeline::{
     after_outer, before_outer_call, generated_call_id, record_call, record_refused, record_result,
     replay_safe_of, unless_aborted, OuterKind,
 };
+use crate::prepare;
 use crate::result::{CodeModeResult, ErrorCode};
 use crate::run::{self, Run};
 
@@ -116,16 +118,16 @@ impl CodeMode {
         self.runs.purge_expired();
         let env = Arc::new(env);
         let deadline = started + Duration::from_millis(env.config.timeout_ms());
-        let prepared = match run::prepare(&env, input, deadline).await {
+        let prepared = match prepare::prepare(&env, input, deadline).await {
             Ok(p) => p,
             Err(result) => return *result,
         };
         if abort.is_aborted() {
-            return run::vm_failure(&env, &VmError::Aborted);
+            return failure::vm_failure(&env, &VmError::Aborted);
         }
         // Preparation counts against the cell's deadline (docs/contract/guest.md#s4-4).
         if Instant::now() >= deadline {
-            return run::preparation_timeout(&env, prepared.javascript.len());
+            return failure::preparation_timeout(&env, prepared.javascript.len());
         }
         let restart_safe = env.force_restart_safe || prepared.restart_safe;
         let mut run = Run::new(env, restart_safe, self.runs.clone());
@@ -239,14 +241,16 @@ impl CodeMode {
             Some(Ok(input)) => input,
             Some(Err(message)) => {
                 let result = match kind {
-                    OuterKind::Exec => run::failure(env, ErrorCode::InvalidInput, &message, false),
-                    OuterKind::Wait => run::bare_refusal(&message),
+                    OuterKind::Exec => {
+                        failure::failure(env, ErrorCode::InvalidInput, &message, false)
+                    }
+                    OuterKind::Wait => failure::bare_refusal(&message),
                 };
                 return record_refused(&trajectory, kind, call_id, input, result, started);
             }
             None => {
                 let result = match kind {
-                    OuterKind::Exec => run::vm_failure(env, &VmError::Aborted),
+                    OuterKind::Exec => failure::vm_failure(env, &VmError::Aborted),
                     OuterKind::Wait => {
                         // An aborted `wait` disposes of its run (docs/contract/lifecycle.md#s5-9),
                         // also when the abort came before or during the outer hooks:
@@ -259,9 +263,10 @@ impl CodeMode {
                                 code: Some(ErrorCode::Aborted),
                                 ..
                             } => disposed,
-                            _ => {
-                                run::bare_failure(ErrorCode::Aborted, &VmError::Aborted.to_string())
-                            }
+                            _ => failure::bare_failure(
+                                ErrorCode::Aborted,
+                                &VmError::Aborted.to_string(),
+                            ),
                         }
                     }
                 };
@@ -354,12 +359,12 @@ impl CodeMode {
             .map(str::trim)
             .unwrap_or("");
         if run_id.is_empty() {
-            return run::bare_refusal(RUN_ID_REQUIRED);
+            return failure::bare_refusal(RUN_ID_REQUIRED);
         }
         // Scope checks and the in-flight guard, in the spec's order; refusals leave the run as is.
         let mut guard = match self.runs.resume(run_id, caller) {
             Ok(guard) => guard,
-            Err(e) => return run::bare_refusal(&e.to_string()),
+            Err(e) => return failure::bare_refusal(&e.to_string()),
         };
         let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms());
         match guard.wait_ready(deadline, abort).await {

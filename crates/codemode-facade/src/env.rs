@@ -29,7 +29,7 @@ pub struct RunEnv {
     pub force_restart_safe: bool,
     /// The model's tool-call id of this `exec`; nested calls are named after it
     /// (`tool_search_code:<parent>:<tool>:<seq>`, docs/contract/catalog.md#s3-5), also after `wait`s.
-    /// For [`CodeMode::wait_with`] it is the `wait` call's own id. When `None`, every call gets a
+    /// For [`CodeMode::wait_with`](crate::CodeMode::wait_with) it is the `wait` call's own id. When `None`, every call gets a
     /// fresh unique id of its own (`exec_<uuid>` / `wait_<uuid>`, 32 lowercase hex digits), so
     /// nested call ids, hook events, approvals and trajectory spans of concurrent runs never
     /// collide; an id the host sets is used unchanged.
@@ -118,7 +118,7 @@ impl RunEnv {
     }
 
     /// The same environment with the model's tool-call id of this call (`exec`, or the `wait`
-    /// of [`CodeMode::wait_with`]), used unchanged. Without one, each call generates its own
+    /// of [`CodeMode::wait_with`](crate::CodeMode::wait_with)), used unchanged. Without one, each call generates its own
     /// (`exec_<uuid>` / `wait_<uuid>`; see [`RunEnv::parent_tool_call_id`]).
     pub fn with_tool_call_id(mut self, tool_call_id: impl Into<String>) -> Self {
         self.parent_tool_call_id = Some(tool_call_id.into());

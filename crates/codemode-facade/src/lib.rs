@@ -1,6 +1,6 @@
 //! The code-mode model surface: `exec` and `wait` (docs/contract/surface.md#s2-2, docs/contract/surface.md#s2-3, docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5).
 //!
-//! [`CodeMode`] is the per-process front: it owns the shared [`Runtime`] and the in-process map
+//! [`CodeMode`] is the per-process front: it owns the shared [`Runtime`](codemode_runtime::Runtime) and the in-process map
 //! of parked runs. A host calls [`CodeMode::exec`] with a [`RunEnv`] (resolved config, run-scoped
 //! catalog, tool executor, owner scope) and the model's `exec` arguments, and
 //! [`CodeMode::wait`] with the caller's scope and the `wait` arguments. Both return a
@@ -18,7 +18,8 @@
 //! - [`pipeline`]: the host half of every tool call (hooks, command hooks, approvals, the tool
 //!   pipeline and the model-visible outer calls), over `result`;
 //! - [`limits`] and [`messages`]: the facade's fixed error texts;
-//! - `env` ([`RunEnv`]), `nodes`, `missing`, `dispatch` (one run's bridge requests), `run` (one
+//! - `env` ([`RunEnv`]), `failure` (results of runs that never started), `prepare` (the source
+//!   and the run context), `nodes`, `missing`, `dispatch` (one run's bridge requests), `run` (one
 //!   run: legs, the settle loop, parking) and `code_mode` ([`CodeMode`]) on top.
 //!
 //! [`prelude`] is what an embedding host imports.
@@ -26,11 +27,13 @@
 mod code_mode;
 mod dispatch;
 mod env;
+mod failure;
 pub mod limits;
 pub mod messages;
 mod missing;
 mod nodes;
 pub mod pipeline;
+mod prepare;
 pub mod result;
 mod run;
 pub mod surface;

@@ -19,7 +19,7 @@ const NOT_A_FUNCTION: &str = "TypeError: not a function";
 const USER_SCRIPT: &str = "user.js:";
 
 /// The members of `tools` that are not conveniences (docs/contract/catalog.md#s3-4).
-const BRIDGE_MEMBERS: [&str; 4] = ["search", "describe", "call", "callValue"];
+const BRIDGE_MEMBERS: [&str; 4] = codemode_bridge::TOOLS_MEMBER_NAMES;
 
 /// Calls of missing convenience names in a program: `(line, column, name)`, both counted from 1
 /// (the column is the name's first character, where the engine's error points).
@@ -99,7 +99,7 @@ mod tests {
 
     /// What the run asks: the catalog's run context (docs/guest-abi.md, "Run context").
     fn scan(program: &str, catalog: &Catalog) -> Vec<(usize, usize, String)> {
-        let context = catalog.run_context(crate::run::lazy_run_context);
+        let context = catalog.run_context(crate::prepare::lazy_run_context);
         MissingConveniences::scan(program, |name| context.convenience(name).is_some()).0
     }
 

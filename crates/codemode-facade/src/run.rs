@@ -1,33 +1,32 @@
 //! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
-use crate::missing::MissingConveniences;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{
-    BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem, RunContext,
-};
-use codemode_catalog::Catalog;
+use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem};
 use codemode_runtime::{run_leg, AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
 use codemode_snapshot::{Reservation, SnapshotStore};
 use codemode_telemetry::{
     EventKind, ParkReason, RunEndedEvent, RunParkedEvent, RunResumedEvent, Trajectory,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::dispatch::{Counters, Dispatcher};
 use crate::env::RunEnv;
+use crate::failure::{map_vm_error, telemetry};
 use crate::limits::LimitExceeded;
 use crate::messages::{
     PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS,
 };
+use crate::missing::MissingConveniences;
 use crate::pipeline::{RunApprovals, ToolPipeline};
-use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
+use crate::prepare::{eager_run_context, lazy_run_context};
+use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, WaitReason};
 
 pub(crate) enum Readiness {
     Ready,
@@ -87,6 +86,8 @@ pub(crate) struct Run {
     stored: bool,
     /// Calls of convenience names this catalog lacks, by line, for the failure text.
     missing: MissingConveniences,
+    /// Where the program ends, to place a syntax error inside it (docs/contract/decisions.md#d16).
+    program_end: codemode_ts::ProgramEnd,
 }
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
@@ -141,137 +142,10 @@ fn limits(env: &RunEnv) -> VmLimits {
     }
 }
 
-/// The result code for a VM error; the message is always the error's `Display`.
-fn map_vm_error(e: &VmError, config: &codemode_config::CodeModeConfig) -> (ErrorCode, String) {
-    if *e == VmError::Timeout {
-        return (
-            ErrorCode::Timeout,
-            LimitExceeded::timeout(config.timeout_ms()).to_string(),
-        );
-    }
-    let code = match e {
-        VmError::Timeout => ErrorCode::Timeout,
-        VmError::Aborted => ErrorCode::Aborted,
-        VmError::Trap(_) | VmError::Unavailable(_) => ErrorCode::RuntimeUnavailable,
-        VmError::Protocol(_) | VmError::Poisoned(_) | VmError::UnknownRequest(_) => {
-            ErrorCode::InternalError
-        }
-    };
-    (code, e.to_string())
-}
-
-fn telemetry(env: &RunEnv, counters: &Counters) -> Telemetry {
-    Telemetry::new(
-        env.catalog.len(),
-        env.catalog.source_counts(),
-        counters.bridge.snapshot(),
-        env.visible_tools.clone(),
-    )
-}
-
-/// A refused `exec` (bad arguments or source): `failed`/`invalid_input`, no run created.
-pub(crate) fn refusal(env: &RunEnv, message: String) -> CodeModeResult {
-    failure(env, ErrorCode::InvalidInput, &message, false)
-}
-
 /// How long after the deadline a parking snapshot may still take (docs/contract/decisions.md#d6's
 /// bound on the hard deadline); past it the result is `timeout` (docs/threat-model.md,
 /// "Deadlines": a 900 MB heap took 3 s past the deadline to compress).
 const SNAPSHOT_GRACE: Duration = Duration::from_millis(250);
-
-/// Sources longer than this many bytes are prepared on a blocking thread under the deadline;
-/// shorter ones inline (a thread hop would cost the fast path more than their parse).
-const PREPARE_INLINE_BYTES: usize = 64 * 1024;
-
-/// Prepares an `exec` input (docs/contract/guest.md#s4-4): the argument checks, the source cap
-/// (`codemode_ts::MAX_SOURCE_BYTES`), the TypeScript strip and the module and shell checks.
-/// A large source is prepared on a blocking thread, and the answer comes at `deadline` at the
-/// latest: `timeout` with the contract's message while the parse finishes in the background
-/// (bounded by the source cap; docs/threat-model.md, "Deadlines"). Errors: the refusal result.
-pub(crate) async fn prepare(
-    env: &RunEnv,
-    input: &Value,
-    deadline: Instant,
-) -> Result<codemode_ts::PreparedExec, Box<CodeModeResult>> {
-    let source_bytes = ["code", "command"]
-        .iter()
-        .filter_map(|k| input.get(*k).and_then(Value::as_str))
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
-    let prepared =
-        if source_bytes <= PREPARE_INLINE_BYTES || source_bytes > codemode_ts::MAX_SOURCE_BYTES {
-            codemode_ts::prepare_exec(input, env.config.languages())
-        } else {
-            let owned = input.clone();
-            let languages = env.config.languages().to_vec();
-            let work =
-                tokio::task::spawn_blocking(move || codemode_ts::prepare_exec(&owned, &languages));
-            match tokio::time::timeout_at(deadline.into(), work).await {
-                Ok(Ok(prepared)) => prepared,
-                Ok(Err(join)) => {
-                    return Err(Box::new(failure(
-                        env,
-                        ErrorCode::InternalError,
-                        &format!("source preparation failed: {join}"),
-                        false,
-                    )))
-                }
-                Err(_) => return Err(Box::new(preparation_timeout(env, source_bytes))),
-            }
-        };
-    prepared.map_err(|rejection| Box::new(refusal(env, rejection.message())))
-}
-
-/// The `timeout` failure of a run whose budget ran out while its source of `source_bytes`
-/// bytes was being prepared ([`LimitExceeded::preparation_timeout`]).
-pub(crate) fn preparation_timeout(env: &RunEnv, source_bytes: usize) -> CodeModeResult {
-    let message = LimitExceeded::preparation_timeout(source_bytes, env.config.timeout_ms());
-    failure(env, ErrorCode::Timeout, &message.to_string(), false)
-}
-
-/// A failure for a VM error (its code and `Display`) with the env's telemetry and no run.
-pub(crate) fn vm_failure(env: &RunEnv, e: &VmError) -> CodeModeResult {
-    let (code, message) = map_vm_error(e, &env.config);
-    failure(env, code, &message, false)
-}
-
-/// A failure with the env's telemetry and no run.
-pub(crate) fn failure(
-    env: &RunEnv,
-    code: ErrorCode,
-    message: &str,
-    replay_safe: bool,
-) -> CodeModeResult {
-    CodeModeResult::Failed {
-        error: message.to_string(),
-        code: Some(code),
-        output: Vec::new(),
-        replay_safe,
-        telemetry: telemetry(env, &Counters::default()),
-    }
-}
-
-/// A refused `wait` for an unknown or foreign run: no catalog is known, so telemetry is empty.
-pub(crate) fn bare_refusal(message: &str) -> CodeModeResult {
-    bare_failure(ErrorCode::InvalidInput, message)
-}
-
-/// A `wait` failure before any run is known (empty telemetry).
-pub(crate) fn bare_failure(code: ErrorCode, message: &str) -> CodeModeResult {
-    CodeModeResult::Failed {
-        error: message.to_string(),
-        code: Some(code),
-        output: Vec::new(),
-        replay_safe: false,
-        telemetry: Telemetry::new(
-            0,
-            codemode_catalog::SourceCounts::default(),
-            codemode_telemetry::BridgeCounters::default(),
-            vec!["exec".into(), "wait".into()],
-        ),
-    }
-}
 
 /// UTF-8 length of `JSON.stringify(v)`.
 fn json_len<T: serde::Serialize>(v: &T) -> u64 {
@@ -325,6 +199,7 @@ impl Run {
             error: None,
             run_id: None,
             missing: MissingConveniences::default(),
+            program_end: codemode_ts::ProgramEnd::default(),
         }
     }
 
@@ -341,7 +216,8 @@ impl Run {
         let lazy = self.env.catalog.run_context(lazy_run_context);
         self.missing =
             MissingConveniences::scan(javascript, |name| lazy.convenience(name).is_some());
-        // The scan is linear, but it and preparation still count against the deadline
+        self.program_end = codemode_ts::ProgramEnd::of(javascript);
+        // The scans are linear, but they and preparation still count against the deadline
         // (docs/threat-model.md, "Deadlines"): past it no leg starts.
         if Instant::now() >= deadline {
             let message =
@@ -494,7 +370,15 @@ impl Run {
             }
             let floor = Duration::from_millis(250.min((config.timeout_ms() / 2).max(1)));
             if deadline.saturating_duration_since(Instant::now()) < floor {
-                return Outcome::Park;
+                if self.arrived.len() < self.pending.len() {
+                    return Outcome::Park;
+                }
+                // Everything settled: parking would leave `wait` nothing to wait for, so the
+                // results are delivered now, with `floor` to run in even past the deadline
+                // (docs/contract/decisions.md#d16).
+                let grace = Instant::now() + floor;
+                self.deliver_arrived(deadline.max(grace), abort).await;
+                continue;
             }
             self.deliver_arrived(deadline, abort).await;
         }
@@ -848,6 +732,11 @@ impl Run {
             Some(Err(error)) => {
                 if codemode_ts::is_module_access_reference_error(&error) {
                     self.fail(ErrorCode::InvalidInput, codemode_ts::MODULE_ACCESS_DISABLED)
+                } else if let Some(message) =
+                    codemode_ts::program_syntax_error(&error, self.program_end)
+                {
+                    // The program did not parse: nothing ran, the model fixes its source.
+                    self.fail(ErrorCode::InvalidInput, &message)
                 } else {
                     let error = self
                         .missing
@@ -890,48 +779,4 @@ impl Run {
             telemetry: telemetry(&self.env, &self.dispatcher.counters),
         }
     }
-}
-
-/// The lazily installed run context of `catalog` (docs/guest-abi.md, "Run context"): its JSON
-/// sections and conveniences, built once per catalog ([`Catalog::run_context`]).
-pub(crate) fn lazy_run_context(catalog: &Catalog) -> RunContext {
-    let namespace = catalog.mcp_namespace();
-    let paths: Vec<Vec<String>> = namespace
-        .callable_paths()
-        .into_iter()
-        .map(|(path, _)| path)
-        .collect();
-    let has_mcp = !paths.is_empty();
-    let mcp = json!({"paths": paths, "serverNames": namespace.server_names()});
-    let conveniences = catalog
-        .conveniences()
-        .iter()
-        .map(|c| (c.name.clone(), c.id.clone()))
-        .collect();
-    RunContext::new(
-        json!(catalog.all_tools()).to_string(),
-        json!(namespace.api_files()).to_string(),
-        mcp.to_string(),
-        has_mcp,
-        conveniences,
-    )
-}
-
-/// The run context as every exec built it before lazy installation: the whole JSON, made for
-/// this exec and handed to the guest's `setup` in `cm_start` ([`RunEnv::install_catalog_eagerly`],
-/// for the `catalog_scale` benchmark).
-fn eager_run_context(catalog: &Catalog) -> RunContext {
-    let namespace = codemode_catalog::McpNamespace::build(catalog);
-    let mcp = json!({
-        "paths": namespace.callable_paths().into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
-        "serverNames": namespace.server_names(),
-    });
-    RunContext::eager(
-        json!({
-            "tools": catalog.all_tools(),
-            "apiFiles": namespace.api_files(),
-            "mcp": mcp,
-        })
-        .to_string(),
-    )
 }

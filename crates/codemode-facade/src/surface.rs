@@ -82,7 +82,7 @@ pub const EXEC_RESTART_SAFE_DESCRIPTION: &str = concat!(
     "side-effecting, or namespace tool calls.",
 );
 /// The values of `exec`'s `language` enum, in schema order (docs/contract/surface.md#s2-2).
-pub const EXEC_LANGUAGES: [&str; 2] = ["javascript", "typescript"];
+pub const EXEC_LANGUAGES: [&str; 2] = codemode_bridge::Language::NAMES;
 
 /// The description of the `wait` tool (docs/contract/surface.md#s2-3).
 pub const WAIT_DESCRIPTION: &str = "Resume a suspended OpenClaw code mode run returned by exec.";

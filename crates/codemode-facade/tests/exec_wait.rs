@@ -793,11 +793,18 @@ async fn wait_argument_errors() {
 #[tokio::test]
 async fn guest_error_messages_e36_e37_e42() {
     let h = harness();
+    // E36, with D16's departure: a program that does not parse is the model's to fix.
     let r = h.exec("const x = ;").await;
     let (e, code) = failure(&r);
-    assert_eq!(code, ErrorCode::InternalError);
+    assert_eq!(code, ErrorCode::InvalidInput);
     assert!(
         e.contains("SyntaxError") && e.contains("unexpected token") && !e.starts_with("at "),
+        "{e}"
+    );
+    assert!(
+        e.ends_with(
+            "\nNo tools were dispatched; correct the JavaScript source and submit it again."
+        ),
         "{e}"
     );
     let r = h.exec("return missingFn();").await;
@@ -814,6 +821,82 @@ async fn guest_error_messages_e36_e37_e42() {
             text: "before".into()
         }]
     );
+}
+
+/// Issue 25 / D16: a syntax error cites a position inside the program and says nothing ran; a
+/// `SyntaxError` thrown while the program runs stays an ordinary failure.
+#[tokio::test]
+async fn syntax_errors_are_invalid_input_at_the_users_position() {
+    let h = harness();
+    let r = h.exec("return (1 +").await;
+    assert_eq!(
+        failure(&r),
+        (
+            "SyntaxError: unexpected end of input\n    at openclaw-code-mode:user.js:1:12\nNo tools were dispatched; correct the JavaScript source and submit it again.",
+            ErrorCode::InvalidInput
+        )
+    );
+    let r = h.exec("const x = 1;\nretun x").await;
+    assert_eq!(
+        failure(&r),
+        (
+            "SyntaxError: expecting ';'\n    at openclaw-code-mode:user.js:2:7\nNo tools were dispatched; correct the JavaScript source and submit it again.",
+            ErrorCode::InvalidInput
+        )
+    );
+    let r = h
+        .exec("await tools.read({});\nreturn JSON.parse('x');")
+        .await;
+    let (e, code) = failure(&r);
+    assert_eq!(code, ErrorCode::InternalError);
+    assert!(
+        e.starts_with("SyntaxError: ") && !e.contains("No tools were dispatched"),
+        "{e}"
+    );
+    assert_eq!(h.calls(), 1);
+}
+
+/// Issue 25: a misspelt convenience or id gets "Did you mean".
+#[tokio::test]
+async fn misspelt_tools_get_suggestions() {
+    let h = harness_with(
+        json!(true),
+        &[],
+        vec![ToolSpec::plugin(
+            "weather",
+            "weather",
+            "Current weather for a location.",
+        )],
+    );
+    let recovery = "Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.";
+    let r = h
+        .exec("try { await tools.callValue('wether', {}); } catch (e) { return e.message; }")
+        .await;
+    assert_eq!(
+        value(&r),
+        &json!(format!(
+            "Unknown tool id: wether. Did you mean: weather? {recovery}"
+        ))
+    );
+    let r = h.exec("return await tools.wether({});").await;
+    let (e, _) = failure(&r);
+    assert!(
+        e.starts_with(&format!("TypeError: not a function: tools.wether is not a convenience function. Unknown tool id: wether. Did you mean: weather? {recovery}")),
+        "{e}"
+    );
+    assert_eq!(h.calls(), 0);
+}
+
+/// Issue 25: a run that computed until close to its deadline and whose only call then settled
+/// is not parked with nothing pending; its result is delivered and it completes.
+#[tokio::test]
+async fn a_run_whose_calls_all_settled_does_not_park() {
+    let h = harness_with(json!({"enabled": true, "timeoutMs": 1000}), &[], vec![]);
+    let r = h
+        .exec("const t = Date.now(); while (Date.now() - t < 800) {}\nreturn (await tools.read({n: 1})).input.n;")
+        .await;
+    assert_eq!(value(&r), &json!(1));
+    assert_eq!(h.calls(), 1);
 }
 
 #[tokio::test]

@@ -12,17 +12,20 @@ use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest,
     CustomRequest, JsonRpcMessage, RequestId, ServerResult,
 };
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{Peer, PeerRequestOptions, RunningService};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
-use rmcp::{RoleClient, ServiceError, ServiceExt};
+use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Map, Value};
 
 use crate::config::ServerConfig;
 use crate::error::{ClientError, McpRequest};
 use crate::forward::Handler;
+use crate::lifecycle;
 use crate::process::ChildProcess;
+use crate::rounds::{without_result_type, Next};
 use crate::stderr::StderrTail;
 use crate::stdio;
 
@@ -241,12 +244,42 @@ impl ServerClient {
         Ok(live)
     }
 
-    async fn connect(&self) -> Result<Connection, ClientError> {
-        let handler = Handler {
+    /// The live connection's peer (connecting first when needed).
+    pub(crate) async fn live_peer(&self) -> Result<Peer<RoleClient>, ClientError> {
+        Ok(self.peer().await?.peer)
+    }
+
+    /// The budget of one request to this server.
+    pub(crate) fn call_timeout(&self) -> Duration {
+        self.options.call_timeout
+    }
+
+    /// The handler of this server's requests (elicitation, sampling) and notifications; also
+    /// what answers its 2026-07-28 input requests (`rounds.rs`).
+    pub(crate) fn handler(&self) -> Handler {
+        Handler {
             server: self.name.clone(),
             on_tools_changed: self.on_tools_changed.clone(),
             forward: self.forward.clone(),
-        };
+        }
+    }
+
+    /// Connects with `server/discover` (2026-07-28), falling back to `initialize`
+    /// (`lifecycle.rs`). A server that knows the current revision's discovery but supports only
+    /// older versions answers it with `-32022` listing them; rmcp gives up there, so the client
+    /// connects again (a new child, for stdio) with the `initialize` handshake.
+    async fn connect(&self) -> Result<Connection, ClientError> {
+        match self.connect_with(lifecycle::auto()).await {
+            Err(ClientError::Connect { source, .. }) if lifecycle::only_legacy(&source) => {
+                tracing::info!(server = %self.name, "MCP server supports only revisions with initialize; connecting again with it");
+                self.connect_with(ClientLifecycleMode::Initialize).await
+            }
+            other => other,
+        }
+    }
+
+    async fn connect_with(&self, mode: ClientLifecycleMode) -> Result<Connection, ClientError> {
+        let handler = self.handler();
         let fail = |source| ClientError::Connect {
             server: self.name.clone(),
             stderr: self.stderr.quote(),
@@ -289,7 +322,10 @@ impl ServerClient {
                     self.last_problem.clone(),
                 ));
                 child = Some(process);
-                handler.serve((reader, pipes.stdin)).await.map_err(fail)?
+                handler
+                    .serve_with_lifecycle((reader, pipes.stdin), mode)
+                    .await
+                    .map_err(fail)?
             }
             ServerConfig::Http { url, headers, .. } => {
                 let mut custom = HashMap::new();
@@ -318,13 +354,13 @@ impl ServerClient {
                 if let Some(oauth) = crate::auth::client_for(&self.name, url, headers).await {
                     let inner = StreamableHttpClientTransport::with_client(oauth, config);
                     handler
-                        .serve(Watched { inner, broken })
+                        .serve_with_lifecycle(Watched { inner, broken }, mode)
                         .await
                         .map_err(fail)?
                 } else {
                     let inner = StreamableHttpClientTransport::from_config(config);
                     handler
-                        .serve(Watched { inner, broken })
+                        .serve_with_lifecycle(Watched { inner, broken }, mode)
                         .await
                         .map_err(fail)?
                 }
@@ -336,6 +372,7 @@ impl ServerClient {
             .and_then(|info| serde_json::to_value(&info.capabilities).ok())
             .unwrap_or(Value::Null);
         let peer = service.peer().clone();
+        lifecycle::listen_for_tool_changes(&self.name, &peer, self.on_tools_changed.clone());
         Ok(Connection {
             service,
             peer,
@@ -351,7 +388,7 @@ impl ServerClient {
     /// [`Connection::broken`]) the request fails at once and the next one reconnects; requests
     /// that change nothing (lists, reads, `prompts/get`) are retried once on the new connection,
     /// `tools/call` never is (it may have had effects).
-    async fn request<T, F, Fut>(
+    pub(crate) async fn request<T, F, Fut>(
         &self,
         method: &str,
         subject: Option<&str>,
@@ -555,11 +592,16 @@ impl ServerClient {
 
     /// `tools/call` of the raw MCP tool `tool` with `arguments`: the raw MCP result
     /// (`{content, structuredContent?, isError?}`). A tool error (`isError: true`) is a result,
-    /// not an `Err`.
+    /// not an `Err`. A 2026-07-28 server's `input_required` answers are answered and the call
+    /// sent again (at most [`crate::rounds::MAX_INPUT_ROUNDS`] times), and a task it answers
+    /// with is followed to its end (`tasks/get`, `tasks/cancel` when the caller gives up); see
+    /// `rounds.rs`.
     ///
     /// # Errors
     /// A [`ClientError`]: the JSON-RPC error ([`ClientError::Refused`]), a timeout, a lost
-    /// connection or rejected session, or a failed (re)connect. Never retried.
+    /// connection or rejected session, or a failed (re)connect (never retried); input that
+    /// cannot be given ([`ClientError::InputRequest`], [`ClientError::InputRounds`]); a task
+    /// that failed, was cancelled or outlived its TTL ([`ClientError::Task`]).
     pub async fn call_tool(
         &self,
         tool: &str,
@@ -592,25 +634,35 @@ impl ServerClient {
         // Sent raw and read back raw (rmcp's untagged result falls back to the JSON as is): a
         // typed `CallToolResult` would lose a whole result over one content item of a type rmcp
         // does not know, and the guest gets the raw MCP result anyway.
-        let params = json!({"name": tool, "arguments": arguments});
+        let mut params = json!({"name": tool, "arguments": arguments});
         let timeout = self.options.call_timeout;
         let track = self
             .forward
             .clone()
             .zip(tool_call_id)
             .map(|(forward, id)| (forward, self.name.clone(), id.to_string()));
-        to_json(
-            self.request("tools/call", Some(tool), |p| {
-                send_raw_tracked(
-                    p,
-                    "tools/call",
-                    Some(params.clone()),
-                    timeout,
-                    track.clone(),
-                )
-            })
-            .await?,
-        )
+        // 2026-07-28: the answer may ask for input (MRTR, sent again with the answers) or be a
+        // task to follow (`rounds.rs`).
+        for rounds in 0.. {
+            let result = to_json(
+                self.request("tools/call", Some(tool), |p| {
+                    send_raw_tracked(
+                        p,
+                        "tools/call",
+                        Some(params.clone()),
+                        timeout,
+                        track.clone(),
+                    )
+                })
+                .await?,
+            )?;
+            match self.after_call(tool, &params, result, rounds).await? {
+                Next::Done(result) => return Ok(result),
+                Next::Retry(retry) => params = retry,
+                Next::Task(created) => return self.follow_task(tool, created).await,
+            }
+        }
+        unreachable!("after_call ends the rounds")
     }
 
     /// `resources/list`: one page when `cursor` is given, else every page up to the cap, as
@@ -673,6 +725,7 @@ impl ServerClient {
             })
             .await?,
         )
+        .map(without_result_type)
     }
 
     /// `prompts/get` of `name` with string `arguments`: the raw `{description?, messages}`.
@@ -695,6 +748,7 @@ impl ServerClient {
             })
             .await?,
         )
+        .map(without_result_type)
     }
 
     /// Closes the connection: a stdio child gets its stdin closed, up to 3 s to exit, then SIGKILL
@@ -731,7 +785,7 @@ impl Live {
     }
 }
 
-fn to_json<T: serde::Serialize>(value: T) -> Result<Value, ClientError> {
+pub(crate) fn to_json<T: serde::Serialize>(value: T) -> Result<Value, ClientError> {
     serde_json::to_value(value).map_err(|source| ClientError::NotJson { source })
 }
 
@@ -795,7 +849,7 @@ impl Drop for CancelOnDrop {
 /// costs nothing). When the time runs out, or the returned future is dropped first (the caller
 /// gave up), the server gets `notifications/cancelled` for the request, so it can stop work
 /// nobody waits for.
-async fn send_raw(
+pub(crate) async fn send_raw(
     peer: Peer<RoleClient>,
     method: &str,
     params: Option<Value>,

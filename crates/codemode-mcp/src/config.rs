@@ -23,6 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -79,10 +80,181 @@ impl ServerConfig {
     }
 }
 
-/// A config file or value that cannot be used; the message names the server and the key.
+/// A config file or value that cannot be used. `Display` is the message the CLI prints; it names
+/// the file, the server and the key.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConfigError {
+    /// The root is not a JSON object.
+    #[error("the MCP config must be a JSON object")]
+    NotAnObject,
+    /// `mcpServers` (or VS Code's `servers`) is not an object.
+    #[error("\"mcpServers\" must be an object")]
+    ServersNotAnObject,
+    /// No `mcpServers` key, and the root is not a bare map of server objects.
+    #[error("the MCP config needs an \"mcpServers\" object")]
+    NoServers,
+    /// A server name that is empty, blank or longer than 64 characters.
+    #[error("MCP server name {name:?} must be 1 to 64 characters")]
+    ServerName {
+        /// The name as written.
+        name: String,
+    },
+    /// A bare map's entry that holds server objects: a wrong top-level key.
+    #[error("\"{name}\" holds servers, but the MCP config's top-level key must be \"mcpServers\" (or the file is the bare map of servers)")]
+    HoldsServers {
+        /// The entry's key.
+        name: String,
+    },
+    /// A server entry that is not an object.
+    #[error("MCP server \"{server}\" must be a JSON object")]
+    ServerNotAnObject {
+        /// The server's name.
+        server: String,
+    },
+    /// A server with both `command` and `url`.
+    #[error("MCP server \"{server}\" has both \"command\" and \"url\"; give one")]
+    BothCommandAndUrl {
+        /// The server's name.
+        server: String,
+    },
+    /// A server with neither `command` nor `url`.
+    #[error("MCP server \"{server}\" needs \"command\" (stdio) or \"url\" (streamable HTTP)")]
+    NeitherCommandNorUrl {
+        /// The server's name.
+        server: String,
+    },
+    /// One key of a server entry is unusable.
+    #[error("MCP server \"{server}\": {problem}")]
+    Server {
+        /// The server's name.
+        server: String,
+        /// What is wrong with which key.
+        problem: ServerProblem,
+    },
+    /// The file cannot be read (or its size cannot be known).
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// What the OS reported (shared, so the error stays `Clone`).
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The file is larger than [`MAX_CONFIG_BYTES`].
+    #[error("{}: {size} bytes is larger than the {MAX_CONFIG_BYTES}-byte limit for an MCP config", path.display())]
+    TooLarge {
+        /// The config file.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// The file is not JSON.
+    #[error("{}: invalid JSON: {source}", path.display())]
+    InvalidJson {
+        /// The config file.
+        path: PathBuf,
+        /// What serde_json reported (shared, so the error stays `Clone`).
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
+    /// The file's JSON is not a usable config: `<path>: <the value's error>`.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The config file.
+        path: PathBuf,
+        /// Why its value cannot be used.
+        #[source]
+        source: Box<ConfigError>,
+    },
+}
+
+/// What is wrong with one key of a server entry (the text after `MCP server "<name>": `).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+pub enum ServerProblem {
+    /// `disabled` is not a boolean.
+    #[error("\"disabled\" must be true or false")]
+    Disabled,
+    /// `timeoutMs` is not an integer from 1 to [`MAX_TIMEOUT_MS`].
+    #[error("\"timeoutMs\" must be an integer from 1 to {MAX_TIMEOUT_MS} (milliseconds)")]
+    Timeout,
+    /// `type`/`transport` is not a string.
+    #[error("\"type\" must be a string")]
+    TypeNotAString,
+    /// `type: "sse"`.
+    #[error("the deprecated HTTP+SSE transport is not supported; use a streamable HTTP url")]
+    Sse,
+    /// Another `type`.
+    #[error("unknown transport {transport:?}; use \"stdio\" (command) or \"http\" (url)")]
+    UnknownTransport {
+        /// The value given.
+        transport: String,
+    },
+    /// `command`, `url` or `cwd` is not a string.
+    #[error("\"{key}\" must be a string")]
+    NotAString {
+        /// The key.
+        key: String,
+    },
+    /// `type: "stdio"` without `command`.
+    #[error("a stdio server needs \"command\"")]
+    StdioNeedsCommand,
+    /// An HTTP `type` without `url`.
+    #[error("an HTTP server needs \"url\"")]
+    HttpNeedsUrl,
+    /// `command` is empty after expansion.
+    #[error("\"command\" is empty")]
+    EmptyCommand,
+    /// `args` is not an array of strings.
+    #[error("\"args\" must be an array of strings")]
+    Args,
+    /// `url` is not http(s).
+    #[error("\"url\" must start with http:// or https://")]
+    UrlScheme,
+    /// `env` or `headers` has a non-string value.
+    #[error("\"{key}\" values must be strings")]
+    ValuesNotStrings {
+        /// `env` or `headers`.
+        key: String,
+    },
+    /// `env` or `headers` is not an object.
+    #[error("\"{key}\" must be an object of strings")]
+    NotAnObjectOfStrings {
+        /// `env` or `headers`.
+        key: String,
+    },
+    /// `${VAR}` with `VAR` unset and no default.
+    #[error("\"{field}\" uses ${{{var}}}, but {var} is not set (set it, or give a default: ${{{var}:-default}})")]
+    UnsetVariable {
+        /// Where: `command`, `args[0]`, `env.KEY`, `url`, `headers.KEY`.
+        field: String,
+        /// The variable.
+        var: String,
+    },
+    /// `${` without its `}`.
+    #[error("\"{field}\" has a \"${{\" without its closing \"}}\"")]
+    Unterminated {
+        /// Where.
+        field: String,
+    },
+    /// `${…}` whose name is not `[A-Za-z_][A-Za-z0-9_]*`.
+    #[error("\"{field}\" has ${{{name}}}, which is not a variable name (letters, digits and _, not starting with a digit)")]
+    BadVariableName {
+        /// Where.
+        field: String,
+        /// The text between the braces.
+        name: String,
+    },
+}
+
+impl ServerProblem {
+    /// This problem as the [`ConfigError`] of server `server`.
+    fn of(self, server: &str) -> ConfigError {
+        ConfigError::Server {
+            server: server.to_string(),
+            problem: self,
+        }
+    }
+}
 
 impl McpServersConfig {
     /// Parses a config value: `{"mcpServers": {name: server}}`, or the bare `{name: server}` map.
@@ -110,9 +282,7 @@ impl McpServersConfig {
         value: &Value,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let root = value
-            .as_object()
-            .ok_or_else(|| ConfigError("the MCP config must be a JSON object".into()))?;
+        let root = value.as_object().ok_or(ConfigError::NotAnObject)?;
         // VS Code's `.vscode/mcp.json` keeps the same server objects under `servers` (next to its
         // `inputs`); a bare map's server *named* "servers" has a `command` or `url` of its own.
         let key = match root.get("servers").and_then(Value::as_object) {
@@ -122,37 +292,27 @@ impl McpServersConfig {
         let bare = !root.contains_key(key);
         let servers = match root.get(key) {
             Some(Value::Object(servers)) => servers,
-            Some(_) => return Err(ConfigError("\"mcpServers\" must be an object".into())),
+            Some(_) => return Err(ConfigError::ServersNotAnObject),
             None if root.values().all(|v| v.is_object()) => root,
-            None => {
-                return Err(ConfigError(
-                    "the MCP config needs an \"mcpServers\" object".into(),
-                ))
-            }
+            None => return Err(ConfigError::NoServers),
         };
         let mut config = McpServersConfig::default();
         for (name, server) in servers {
             if name.trim().is_empty() || name.chars().count() > 64 {
-                return Err(ConfigError(format!(
-                    "MCP server name {name:?} must be 1 to 64 characters"
-                )));
+                return Err(ConfigError::ServerName { name: name.clone() });
             }
-            let server = server.as_object().ok_or_else(|| {
-                ConfigError(format!("MCP server \"{name}\" must be a JSON object"))
-            })?;
+            let server = server
+                .as_object()
+                .ok_or_else(|| ConfigError::ServerNotAnObject {
+                    server: name.clone(),
+                })?;
             match server.get("disabled") {
                 None | Some(Value::Null) | Some(Value::Bool(false)) => {}
                 Some(Value::Bool(true)) => continue,
-                Some(_) => {
-                    return Err(ConfigError(format!(
-                        "MCP server \"{name}\": \"disabled\" must be true or false"
-                    )))
-                }
+                Some(_) => return Err(ServerProblem::Disabled.of(name)),
             }
             if bare && holds_servers(server) {
-                return Err(ConfigError(format!(
-                    "\"{name}\" holds servers, but the MCP config's top-level key must be \"mcpServers\" (or the file is the bare map of servers)"
-                )));
+                return Err(ConfigError::HoldsServers { name: name.clone() });
             }
             config
                 .servers
@@ -163,21 +323,26 @@ impl McpServersConfig {
 
     /// Reads a config file (JSON, at most [`MAX_CONFIG_BYTES`]). Errors name the file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let size = std::fs::metadata(path)
-            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?
-            .len();
+        let read = |e: std::io::Error| ConfigError::Read {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        };
+        let size = std::fs::metadata(path).map_err(read)?.len();
         if size > MAX_CONFIG_BYTES {
-            return Err(ConfigError(format!(
-                "{}: {size} bytes is larger than the {MAX_CONFIG_BYTES}-byte limit for an MCP config",
-                path.display()
-            )));
+            return Err(ConfigError::TooLarge {
+                path: path.to_path_buf(),
+                size,
+            });
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| ConfigError(format!("{}: invalid JSON: {e}", path.display())))?;
-        McpServersConfig::from_value(&value)
-            .map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
+        let text = std::fs::read_to_string(path).map_err(read)?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| ConfigError::InvalidJson {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        })?;
+        McpServersConfig::from_value(&value).map_err(|e| ConfigError::InFile {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 }
 
@@ -203,33 +368,23 @@ fn parse_server(
         None | Some(Value::Null) => None,
         Some(value) => match value.as_u64() {
             Some(ms @ 1..=MAX_TIMEOUT_MS) => Some(Duration::from_millis(ms)),
-            _ => {
-                return Err(ConfigError(format!(
-                    "MCP server \"{name}\": \"timeoutMs\" must be an integer from 1 to {MAX_TIMEOUT_MS} (milliseconds)"
-                )))
-            }
+            _ => return Err(ServerProblem::Timeout.of(name)),
         },
     };
     let kind = match server.get("type").or_else(|| server.get("transport")) {
         None | Some(Value::Null) => None,
         Some(Value::String(kind)) => Some(kind.as_str()),
-        Some(_) => {
-            return Err(ConfigError(format!(
-                "MCP server \"{name}\": \"type\" must be a string"
-            )))
-        }
+        Some(_) => return Err(ServerProblem::TypeNotAString.of(name)),
     };
     match kind {
-        None | Some("stdio" | "http" | "streamable-http" | "streamableHttp" | "streamable_http") => {}
-        Some("sse") => {
-            return Err(ConfigError(format!(
-                "MCP server \"{name}\": the deprecated HTTP+SSE transport is not supported; use a streamable HTTP url"
-            )))
-        }
+        None
+        | Some("stdio" | "http" | "streamable-http" | "streamableHttp" | "streamable_http") => {}
+        Some("sse") => return Err(ServerProblem::Sse.of(name)),
         Some(other) => {
-            return Err(ConfigError(format!(
-                "MCP server \"{name}\": unknown transport {other:?}; use \"stdio\" (command) or \"http\" (url)"
-            )))
+            return Err(ServerProblem::UnknownTransport {
+                transport: other.to_string(),
+            }
+            .of(name))
         }
     }
     let wants_stdio = kind == Some("stdio");
@@ -238,30 +393,25 @@ fn parse_server(
         match server.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(ConfigError(format!(
-                "MCP server \"{name}\": \"{key}\" must be a string"
-            ))),
+            Some(_) => Err(ServerProblem::NotAString {
+                key: key.to_string(),
+            }
+            .of(name)),
         }
     };
     let command = string("command")?;
     let url = string("url")?;
     if wants_stdio && command.is_none() {
-        return Err(ConfigError(format!(
-            "MCP server \"{name}\": a stdio server needs \"command\""
-        )));
+        return Err(ServerProblem::StdioNeedsCommand.of(name));
     }
     if wants_http && url.is_none() {
-        return Err(ConfigError(format!(
-            "MCP server \"{name}\": an HTTP server needs \"url\""
-        )));
+        return Err(ServerProblem::HttpNeedsUrl.of(name));
     }
     match (command, url) {
         (Some(command), None) => {
             let command = expand("command", &command)?;
             if command.trim().is_empty() {
-                return Err(ConfigError(format!(
-                    "MCP server \"{name}\": \"command\" is empty"
-                )));
+                return Err(ServerProblem::EmptyCommand.of(name));
             }
             let args = match server.get("args") {
                 None | Some(Value::Null) => Vec::new(),
@@ -269,16 +419,8 @@ fn parse_server(
                     .iter()
                     .map(|a| a.as_str().map(str::to_string))
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| {
-                        ConfigError(format!(
-                            "MCP server \"{name}\": \"args\" must be an array of strings"
-                        ))
-                    })?,
-                Some(_) => {
-                    return Err(ConfigError(format!(
-                        "MCP server \"{name}\": \"args\" must be an array of strings"
-                    )))
-                }
+                    .ok_or_else(|| ServerProblem::Args.of(name))?,
+                Some(_) => return Err(ServerProblem::Args.of(name)),
             };
             let args = args
                 .iter()
@@ -300,9 +442,7 @@ fn parse_server(
         (None, Some(url)) => {
             let url = expand("url", &url)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(ConfigError(format!(
-                    "MCP server \"{name}\": \"url\" must start with http:// or https://"
-                )));
+                return Err(ServerProblem::UrlScheme.of(name));
             }
             let mut headers = string_map(name, server, "headers")?;
             for (key, value) in headers.iter_mut() {
@@ -314,12 +454,12 @@ fn parse_server(
                 timeout,
             })
         }
-        (Some(_), Some(_)) => Err(ConfigError(format!(
-            "MCP server \"{name}\" has both \"command\" and \"url\"; give one"
-        ))),
-        (None, None) => Err(ConfigError(format!(
-            "MCP server \"{name}\" needs \"command\" (stdio) or \"url\" (streamable HTTP)"
-        ))),
+        (Some(_), Some(_)) => Err(ConfigError::BothCommandAndUrl {
+            server: name.to_string(),
+        }),
+        (None, None) => Err(ConfigError::NeitherCommandNorUrl {
+            server: name.to_string(),
+        }),
     }
 }
 
@@ -335,13 +475,15 @@ fn string_map(
             .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
             .collect::<Option<BTreeMap<_, _>>>()
             .ok_or_else(|| {
-                ConfigError(format!(
-                    "MCP server \"{name}\": \"{key}\" values must be strings"
-                ))
+                ServerProblem::ValuesNotStrings {
+                    key: key.to_string(),
+                }
+                .of(name)
             }),
-        Some(_) => Err(ConfigError(format!(
-            "MCP server \"{name}\": \"{key}\" must be an object of strings"
-        ))),
+        Some(_) => Err(ServerProblem::NotAnObjectOfStrings {
+            key: key.to_string(),
+        }
+        .of(name)),
     }
 }
 
@@ -358,17 +500,13 @@ enum ExpandError {
 
 impl ExpandError {
     fn for_field(self, server: &str, field: &str) -> ConfigError {
-        ConfigError(match self {
-            ExpandError::Unset(var) => format!(
-                "MCP server \"{server}\": \"{field}\" uses ${{{var}}}, but {var} is not set (set it, or give a default: ${{{var}:-default}})"
-            ),
-            ExpandError::Unterminated => format!(
-                "MCP server \"{server}\": \"{field}\" has a \"${{\" without its closing \"}}\""
-            ),
-            ExpandError::BadName(name) => format!(
-                "MCP server \"{server}\": \"{field}\" has ${{{name}}}, which is not a variable name (letters, digits and _, not starting with a digit)"
-            ),
-        })
+        let field = field.to_string();
+        match self {
+            ExpandError::Unset(var) => ServerProblem::UnsetVariable { field, var },
+            ExpandError::Unterminated => ServerProblem::Unterminated { field },
+            ExpandError::BadName(name) => ServerProblem::BadVariableName { field, name },
+        }
+        .of(server)
     }
 }
 
@@ -599,7 +737,7 @@ mod tests {
 
     #[test]
     fn bad_configs_name_the_server_and_key() {
-        let err = |v: Value| McpServersConfig::from_value(&v).unwrap_err().0;
+        let err = |v: Value| McpServersConfig::from_value(&v).unwrap_err().to_string();
         assert_eq!(err(json!([])), "the MCP config must be a JSON object");
         assert_eq!(
             err(json!({"mcpServers": {"a": {}}})),

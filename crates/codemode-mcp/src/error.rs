@@ -225,6 +225,59 @@ pub enum ClientError {
         /// The configured server name.
         server: String,
     },
+    /// A 2026-07-28 server asked for input during a request (MRTR `input_required`, or a task's
+    /// `input_required` status) that codemode cannot give: an input request of a method other
+    /// than `elicitation/create`, `sampling/createMessage` or `roots/list`, malformed params, or
+    /// a sampling request nobody can answer (docs/mcp.md, "Protocol revisions").
+    #[error("MCP server \"{server}\" asked for input {key:?} during {request} that codemode cannot give: {reason}")]
+    InputRequest {
+        /// The configured server name.
+        server: String,
+        /// The request that asked.
+        request: McpRequest,
+        /// The input request's key in `inputRequests`.
+        key: String,
+        /// Why it cannot be answered.
+        reason: String,
+    },
+    /// A server kept answering `input_required` for more rounds than the client drives
+    /// (`ServerClient::call_tool`: 10).
+    #[error("MCP server \"{server}\" still asked for input after {rounds} rounds of {request}; giving up")]
+    InputRounds {
+        /// The configured server name.
+        server: String,
+        /// The request.
+        request: McpRequest,
+        /// The rounds answered.
+        rounds: usize,
+    },
+    /// A result of the 2026-07-28 revision (`input_required`, a task, a `tasks/get` answer)
+    /// without the fields it must have.
+    #[error("MCP server \"{server}\" answered {request} with a malformed {what}: {reason}")]
+    Malformed {
+        /// The configured server name.
+        server: String,
+        /// The request answered.
+        request: McpRequest,
+        /// What was malformed (`input_required result`, `task`, `tasks/get result`).
+        what: &'static str,
+        /// What is missing or wrong.
+        reason: String,
+    },
+    /// The task a `tools/call` became (Tasks extension) ended `failed`, `cancelled`, or was
+    /// still not done when its `ttlMs` had passed.
+    #[error("MCP server \"{server}\": task {task_id:?} of {request} {outcome}")]
+    Task {
+        /// The configured server name.
+        server: String,
+        /// The `tools/call` the task belongs to.
+        request: McpRequest,
+        /// The server's task id.
+        task_id: String,
+        /// `failed: <the error's message>`, `was cancelled by the server`, or `was not done
+        /// within its ttlMs of <n> ms`.
+        outcome: String,
+    },
     /// Connecting and listing the server together took longer than
     /// [`crate::ClientOptions::connect_timeout`] ([`crate::McpHub`]).
     #[error("MCP server \"{server}\" did not finish connecting and listing within {} ms", .timeout.as_millis())]

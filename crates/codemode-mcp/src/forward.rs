@@ -340,12 +340,15 @@ impl ClientHandler for Handler {
         let mut info = Implementation::default();
         info.name = "codemode".into();
         info.version = env!("CARGO_PKG_VERSION").into();
+        // Every connection declares the Tasks extension: a server may answer a `tools/call`
+        // with a task, which the client follows to its end (`rounds.rs`).
         let capabilities = match self.forward {
             Some(_) => ClientCapabilities::builder()
                 .enable_sampling()
                 .enable_elicitation()
+                .enable_tasks()
                 .build(),
-            None => ClientCapabilities::default(),
+            None => ClientCapabilities::builder().enable_tasks().build(),
         };
         // rmcp's default is `ProtocolVersion::LATEST` (2026-07-28), a revision without the
         // initialize handshake this client performs; offer the newest one that has it and let

@@ -16,12 +16,14 @@ pub mod config;
 mod error;
 pub mod forward;
 pub mod hub;
+mod lifecycle;
 mod process;
+pub mod rounds;
 mod stderr;
 pub mod stdio;
 
 pub use client::{ClientOptions, ServerClient, ServerListing};
-pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig};
+pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig, ServerProblem};
 pub use error::{ClientError, McpRequest};
 pub use hub::{McpExecutor, McpHub, ServerStatus, Unavailable};
 

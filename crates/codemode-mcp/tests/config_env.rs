@@ -90,7 +90,7 @@ fn an_unset_variable_is_a_config_error() {
     }}}))
     .unwrap_err();
     assert_eq!(
-        err.0,
+        err.to_string(),
         "MCP server \"github\": \"headers.Authorization\" uses ${CODEMODE_TEST_SURELY_UNSET_TOKEN}, but CODEMODE_TEST_SURELY_UNSET_TOKEN is not set (set it, or give a default: ${CODEMODE_TEST_SURELY_UNSET_TOKEN:-default})"
     );
 }

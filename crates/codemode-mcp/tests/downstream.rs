@@ -106,8 +106,9 @@ fn text(result: &Value) -> &str {
         .expect("a text content")
 }
 
-/// The `initialize` params the server received offer 2025-11-25, the newest revision with the
-/// initialize handshake (rmcp's `LATEST_WITH_INITIALIZE`), not 2026-07-28.
+/// The `initialize` params a legacy server (one that answers `server/discover` with `-32601`)
+/// received offer 2025-11-25, the newest revision with the initialize handshake (rmcp's
+/// `LATEST_WITH_INITIALIZE`), not 2026-07-28 (tests/revision.rs covers current servers).
 async fn offers_a_version_with_initialize(config: McpServersConfig) {
     let hub = connect(&config).await;
     let result = call(&hub, "client_info", json!({})).await.unwrap();
@@ -122,12 +123,12 @@ async fn offers_a_version_with_initialize(config: McpServersConfig) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_offers_a_protocol_version_with_initialize_over_stdio() {
-    offers_a_version_with_initialize(stdio(&[], None)).await;
+    offers_a_version_with_initialize(stdio(&["--legacy-only"], None)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_offers_a_protocol_version_with_initialize_over_http() {
-    let server = HttpServer::start(&[]);
+    let server = HttpServer::start(&["--legacy-only"]);
     offers_a_version_with_initialize(server.config(None)).await;
 }
 
@@ -186,7 +187,9 @@ async fn a_timed_out_call_is_cancelled_downstream_over_stdio() {
 async fn a_timed_out_call_is_cancelled_downstream_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cancel.log");
-    let server = HttpServer::start(&["--cancel-log", log.to_str().unwrap()]);
+    // A legacy server: on 2026-07-28 rmcp's HTTP transport ends the request's own exchange
+    // instead of POSTing notifications/cancelled (docs/mcp.md, "Protocol revisions").
+    let server = HttpServer::start(&["--legacy-only", "--cancel-log", log.to_str().unwrap()]);
     let config = server.config(Some(Duration::from_millis(300)));
     a_timed_out_call_is_cancelled_downstream(config, &log).await;
 }
@@ -225,7 +228,9 @@ async fn a_dropped_call_is_cancelled_downstream_over_stdio() {
 async fn a_dropped_call_is_cancelled_downstream_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cancel.log");
-    let server = HttpServer::start(&["--cancel-log", log.to_str().unwrap()]);
+    // A legacy server: on 2026-07-28 rmcp's HTTP transport ends the request's own exchange
+    // instead of POSTing notifications/cancelled (docs/mcp.md, "Protocol revisions").
+    let server = HttpServer::start(&["--legacy-only", "--cancel-log", log.to_str().unwrap()]);
     a_dropped_call_is_cancelled_downstream(server.config(None), &log).await;
 }
 
@@ -265,10 +270,26 @@ async fn an_oversized_reply_fails_the_call_at_once_over_stdio() {
     hub.shutdown().await;
 }
 
-/// An HTTP server that dies in the middle of a call fails the call at once.
+/// An HTTP server of the 2026-07-28 revision that dies in the middle of a call fails the call
+/// at once: the POST itself fails (no SSE stream to resume).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_current_http_server_fails_the_call_at_once() {
+    let server = HttpServer::start(&[]);
+    let hub = connect(&server.config(Some(Duration::from_secs(60)))).await;
+    let (err, took) = fails_fast(&hub, "crash", json!({})).await;
+    assert!(
+        err.starts_with("MCP server \"t\" closed the connection during tools/call \"crash\": ")
+            && err.contains("error sending request"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    hub.shutdown().await;
+}
+
+/// A legacy HTTP server that dies in the middle of a call fails the call at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_http_server_fails_the_call_at_once() {
-    let server = HttpServer::start(&[]);
+    let server = HttpServer::start(&["--legacy-only"]);
     let hub = connect(&server.config(Some(Duration::from_secs(60)))).await;
     let (err, took) = fails_fast(&hub, "crash", json!({})).await;
     assert_eq!(

@@ -465,21 +465,10 @@ async fn an_approval_outstanding_past_the_ttl_is_denied_and_withdrawn() {
     assert!(cancelled.request_id.is_some());
 }
 
-/// The Python interpreter of a venv with the `mcp` SDK: `$CODEMODE_PYTHON_MCP`, else
-/// `target/python-mcp/bin/python` (made by `cargo xtask setup`, xtask/src/python.rs); `None` when neither exists.
-fn python_with_mcp() -> Option<std::path::PathBuf> {
-    if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
-        return Some(path.into());
-    }
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/python-mcp/bin/python");
-    path.exists().then_some(path)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_approves_by_elicitation() {
     use tokio::io::AsyncBufReadExt;
-    let Some(python) = python_with_mcp() else {
+    let Some(python) = codemode_test_support::python_with_mcp() else {
         eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
         return;
     };

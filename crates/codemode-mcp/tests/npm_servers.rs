@@ -2,8 +2,6 @@
 //! (`@modelcontextprotocol/server-everything`, `-memory`, `-filesystem`), installed by
 //! `cargo xtask setup` into `target/mcp-servers`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,7 +61,11 @@ async fn everything_server_tools_resources_prompts_and_api_files() {
     let hub = McpHub::connect(
         &config(vec![(
             "everything",
-            stdio(common::npm_server("mcp-server-everything"), &[], &[]),
+            stdio(
+                codemode_test_support::npm_server("mcp-server-everything"),
+                &[],
+                &[],
+            ),
         )]),
         ClientOptions::default(),
     )
@@ -140,7 +142,7 @@ async fn memory_and_filesystem_servers_joined_in_one_program() {
             (
                 "memory",
                 stdio(
-                    common::npm_server("mcp-server-memory"),
+                    codemode_test_support::npm_server("mcp-server-memory"),
                     &[],
                     &[("MEMORY_FILE_PATH", memory_file.to_str().unwrap())],
                 ),
@@ -148,7 +150,7 @@ async fn memory_and_filesystem_servers_joined_in_one_program() {
             (
                 "fs",
                 stdio(
-                    common::npm_server("mcp-server-filesystem"),
+                    codemode_test_support::npm_server("mcp-server-filesystem"),
                     &[root.to_str().unwrap()],
                     &[],
                 ),
@@ -201,7 +203,11 @@ async fn long_running_tool_times_out_and_erroring_tool_returns_is_error() {
     let hub = McpHub::connect(
         &config(vec![(
             "everything",
-            stdio(common::npm_server("mcp-server-everything"), &[], &[]),
+            stdio(
+                codemode_test_support::npm_server("mcp-server-everything"),
+                &[],
+                &[],
+            ),
         )]),
         ClientOptions {
             call_timeout: Duration::from_millis(1_500),
@@ -235,13 +241,14 @@ return {slow, quick: quick.content[0].text.slice(0, 40), bad, after: after.conte
 /// listens. The child is killed on drop.
 fn start_http_everything(port: u16) -> std::process::Child {
     use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(common::npm_server("mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        std::process::Command::new(codemode_test_support::npm_server("mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     loop {

@@ -69,7 +69,7 @@ async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
         .await
 }
 
-const TOOLS: [&str; 10] = [
+const TOOLS: [&str; 13] = [
     "t__echo",
     "t__fail",
     "t__protocol_error",
@@ -80,6 +80,9 @@ const TOOLS: [&str; 10] = [
     "t__env",
     "t__client_info",
     "t__big",
+    "t__ask",
+    "t__task_slow",
+    "t__task_polls",
 ];
 
 fn with_operations(tools: &[&str]) -> Vec<String> {
@@ -114,11 +117,11 @@ async fn repeated_cursor_and_endless_cursor_stop() {
         status.warnings,
         [
             "MCP server \"t\": tools/list repeated cursor \"same\"; stopped",
-            "MCP server \"t\": skipped 10 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"client_info\", \"big\")"
+            "MCP server \"t\": skipped 13 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"client_info\", \"big\", …)"
         ]
     );
     // The first page was read, the second (same cursor) was read once more, then it stopped.
-    assert_eq!(status.tools, 10);
+    assert_eq!(status.tools, 13);
     repeat.shutdown().await;
 
     let endless = hub(&["--endless-cursor"]).await;
@@ -128,10 +131,10 @@ async fn repeated_cursor_and_endless_cursor_stop() {
         status.warnings,
         [
             "MCP server \"t\": tools/list stopped after 5 pages",
-            "MCP server \"t\": skipped 40 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"client_info\", \"big\", …)"
+            "MCP server \"t\": skipped 52 tools with a missing, empty or duplicate name (\"echo\", \"fail\", \"protocol_error\", \"hang\", \"slow\", \"crash\", \"add_tool\", \"env\", \"client_info\", \"big\", …)"
         ]
     );
-    assert_eq!(status.tools, 10);
+    assert_eq!(status.tools, 13);
     endless.shutdown().await;
 }
 
@@ -256,7 +259,7 @@ async fn list_changed_refreshes_the_catalog() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_child_after_init_is_reported_not_fatal() {
-    let hub = hub(&["--exit-after-init"]).await;
+    let hub = hub(&["--legacy-only", "--exit-after-init"]).await;
     let status = &hub.status()[0];
     assert!(!status.connected);
     assert!(
@@ -353,7 +356,8 @@ async fn routes_keep_the_current_and_previous_listing() {
 /// connect nor gets listed more than once per `MIN_RELIST_INTERVAL`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_flood_is_rate_limited() {
-    let (hub, client) = quickly_connected(&["--flood-list-changed", "--rotating-tools"]).await;
+    let (hub, client) =
+        quickly_connected(&["--legacy-only", "--flood-list-changed", "--rotating-tools"]).await;
     let before = client.listings();
     tokio::time::sleep(Duration::from_millis(3_500)).await;
     let during = client.listings() - before;

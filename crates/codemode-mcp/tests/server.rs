@@ -574,17 +574,6 @@ async fn a_transport_closed_before_the_handshake_is_an_error() {
     );
 }
 
-/// The Python interpreter of a venv with the `mcp` SDK: `$CODEMODE_PYTHON_MCP`, else
-/// `target/python-mcp/bin/python` (made by `cargo xtask setup`, xtask/src/python.rs); `None` when neither exists.
-fn python_with_mcp() -> Option<std::path::PathBuf> {
-    if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
-        return Some(path.into());
-    }
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/python-mcp/bin/python");
-    path.exists().then_some(path)
-}
-
 /// Serves `f` over streamable HTTP on a loopback port: (URL, shutdown, serving task).
 async fn serve_http(
     f: &Fixture,
@@ -604,7 +593,7 @@ async fn serve_http(
 /// stateless 2026-07-28 client): one `exec`, then `wait` while waiting. Its `RESULT` lines,
 /// or `None` without a Python `mcp` SDK.
 async fn python_stateless(url: &str, code: &str, pause_s: f64) -> Option<Vec<Value>> {
-    let Some(python) = python_with_mcp() else {
+    let Some(python) = codemode_test_support::python_with_mcp() else {
         eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
         return None;
     };

@@ -124,7 +124,7 @@ fn tool_names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-const ALL_TOOLS: [&str; 10] = [
+const ALL_TOOLS: [&str; 13] = [
     "echo",
     "fail",
     "protocol_error",
@@ -135,6 +135,9 @@ const ALL_TOOLS: [&str; 10] = [
     "env",
     "client_info",
     "big",
+    "ask",
+    "task_slow",
+    "task_polls",
 ];
 
 #[test]
@@ -145,7 +148,10 @@ fn tools_resources_prompts_and_crash() {
         init["result"],
         json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {"prompts": {}, "resources": {}, "tools": {"listChanged": true}},
+            "capabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}},
+                "prompts": {}, "resources": {}, "tools": {"listChanged": true}
+            },
             "serverInfo": {"name": "codemode-mcp-testserver", "version": env!("CARGO_PKG_VERSION")}
         })
     );

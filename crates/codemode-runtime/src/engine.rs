@@ -26,7 +26,7 @@ use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 use crate::error::{RuntimeError, VmError};
 use crate::limits::{VmLimits, MAX_WASM_STACK};
 use crate::snapshot::{Image, Snapshot};
-use crate::vm::{self, HostState, Vm, VmTemplate, WallClock};
+use crate::vm::{self, HostState, RawGuestSource, Vm, VmTemplate, WallClock};
 
 /// The guest module (`codemode_guest.wasm`) embedded at build time.
 pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/codemode_guest.wasm"));
@@ -206,7 +206,7 @@ impl Runtime {
         let mut template = VmTemplate {
             engine,
             pre,
-            raw: RawGuest::new(linker, options.cache_dir),
+            raw: Box::new(RawGuest::new(linker, options.cache_dir)),
             guest_sha256,
             image: Arc::new(Image::default()),
             wall_clock: options.wall_clock,
@@ -316,7 +316,7 @@ fn preinitialise(
     let template = VmTemplate {
         engine: engine.clone(),
         pre: pre.clone(),
-        raw: RawGuest::ready(pre),
+        raw: Box::new(RawGuest::ready(pre)),
         guest_sha256,
         image: Arc::new(Image::default()),
         wall_clock: None,
@@ -385,7 +385,7 @@ fn ready<F: Future>(future: F) -> wasmtime::Result<F::Output> {
 
 /// The guest as built (not pre-initialised), linked on first use: [`FreshVm::Init`] and
 /// [`FreshVm::Image`] need it, the default path never does.
-pub(crate) struct RawGuest {
+struct RawGuest {
     linker: Option<Linker<HostState>>,
     cache_dir: Option<PathBuf>,
     pre: Mutex<Option<InstancePre<HostState>>>,
@@ -408,10 +408,12 @@ impl RawGuest {
             pre: Mutex::new(Some(pre)),
         }
     }
+}
 
+impl RawGuestSource for RawGuest {
     /// The linked raw guest, compiled (or loaded from the module cache) on the first call.
     /// Errors: [`RuntimeError::Setup`] when it cannot be compiled or linked.
-    pub(crate) fn get(&self, engine: &Engine) -> Result<InstancePre<HostState>, RuntimeError> {
+    fn get(&self, engine: &Engine) -> Result<InstancePre<HostState>, RuntimeError> {
         let mut slot = self.pre.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(pre) = &*slot {
             return Ok(pre.clone());

@@ -12,7 +12,7 @@ use codemode_bridge::{BridgeMethod, BridgeRequest};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{SnapshotError, VmError};
+use crate::error::{ProtocolViolation, SnapshotError, VmError};
 
 /// Version of the byte format written by [`Snapshot::to_bytes`] for a default
 /// ([`SnapshotFormat::DirtyPages`]) snapshot; bumped on any layout change. 3: dirty pages.
@@ -168,7 +168,9 @@ fn xor_with_image(data: &mut [u8], image: &[u8]) {
 const CHUNK_BYTES: usize = 1024 * 1024;
 
 fn compress_error(e: std::io::Error) -> VmError {
-    VmError::Protocol(format!("cannot compress snapshot: {e}"))
+    VmError::Protocol(ProtocolViolation::Compress {
+        reason: e.to_string(),
+    })
 }
 
 fn new_encoder() -> Result<zstd::stream::Encoder<'static, Vec<u8>>, VmError> {
@@ -334,7 +336,7 @@ impl Snapshot {
         format: SnapshotFormat,
     ) -> Result<Snapshot, VmError> {
         let captured = Snapshot::capture_memory(image, &memory, format, usize::MAX, None)?
-            .ok_or_else(|| VmError::Protocol("cannot compress snapshot".into()))?;
+            .ok_or(VmError::Protocol(ProtocolViolation::CompressUnbounded))?;
         Ok(Snapshot::assemble(
             guest_sha256,
             image,
@@ -389,10 +391,11 @@ impl Snapshot {
                 if !page_bytes.is_power_of_two()
                     || !(MIN_PAGE_BYTES..=MAX_PAGE_BYTES).contains(&page_bytes)
                 {
-                    return Err(VmError::Protocol(format!(
-                        "unsupported snapshot page size {page_bytes} (a power of two from \
-                         {MIN_PAGE_BYTES} to {MAX_PAGE_BYTES} bytes)"
-                    )));
+                    return Err(VmError::Protocol(ProtocolViolation::PageSize {
+                        page_bytes,
+                        min: MIN_PAGE_BYTES,
+                        max: MAX_PAGE_BYTES,
+                    }));
                 }
                 let dirty = compress_dirty_pages(
                     memory.data,
@@ -453,7 +456,7 @@ impl Snapshot {
     /// decompresses the whole region (`dst` must hold zeros past it). Errors: [`VmError::Protocol`] when the data is corrupt
     /// (checksum, a page outside `dst`), shorter or longer than recorded.
     pub(crate) fn restore_memory(&self, dst: &mut [u8], image: &Image) -> Result<(), VmError> {
-        let corrupt = |what: String| VmError::Protocol(format!("corrupt snapshot: {what}"));
+        let corrupt = |what: String| VmError::Protocol(ProtocolViolation::CorruptMemory { what });
         match &self.memory {
             StoredMemory::Whole {
                 data_len,

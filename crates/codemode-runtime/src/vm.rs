@@ -22,7 +22,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 
 use crate::budget::{AbortHandle, Deadline, LegBudget};
-use crate::error::{RuntimeError, VmError};
+use crate::error::{GuestTrap, ProtocolViolation, RuntimeError, VmError, VmUnavailable};
 use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES, MAX_WASM_STACK, NATIVE_STACK_HEADROOM};
 use crate::snapshot::{self, Image, MemoryAtRest, Snapshot, SnapshotFormat};
 
@@ -204,12 +204,21 @@ pub(crate) struct VmTemplate {
     pub(crate) pre: InstancePre<HostState>,
     /// The guest as built (not pre-initialised), for [`crate::FreshVm::Init`] and
     /// [`crate::FreshVm::Image`]; linked on first use (benchmarks and tests only).
-    pub(crate) raw: crate::engine::RawGuest,
+    pub(crate) raw: Box<dyn RawGuestSource>,
     pub(crate) guest_sha256: [u8; 32],
     /// Empty while the image itself is being taken.
     pub(crate) image: Arc<Image>,
     pub(crate) wall_clock: Option<WallClock>,
     pub(crate) deterministic_random: Option<Vec<u8>>,
+}
+
+/// Where a [`VmTemplate`] gets the raw guest (not pre-initialised) from. The engine module
+/// implements it (compiling, or loading from the module cache, and linking on first use); a
+/// trait here so that this module does not import the engine that builds templates.
+pub(crate) trait RawGuestSource: Send + Sync {
+    /// The linked raw guest. Errors: [`RuntimeError::Setup`] when it cannot be compiled or
+    /// linked.
+    fn get(&self, engine: &Engine) -> Result<InstancePre<HostState>, RuntimeError>;
 }
 
 struct Exports {
@@ -447,7 +456,7 @@ impl Vm {
         // "Snapshots").
         let mut vm = Vm::from_preinit(template, limits)?;
         if snapshot.base != vm.base {
-            return Err(VmError::Protocol("snapshot memory layout mismatch".into()));
+            return Err(VmError::Protocol(ProtocolViolation::LayoutMismatch));
         }
         let image = template.image.clone();
         vm.load_memory(snapshot.pages, snapshot.stack_pointer, |dst| {
@@ -470,25 +479,29 @@ impl Vm {
         let memory = self.exports.memory;
         let current = memory.size(&self.store);
         if pages < current {
-            return Err(VmError::Protocol(
-                "snapshot memory is smaller than a fresh VM's".into(),
-            ));
+            return Err(VmError::Protocol(ProtocolViolation::SmallerThanFresh));
         }
         if pages > current {
-            memory
-                .grow(&mut self.store, pages - current)
-                .map_err(|e| VmError::Unavailable(format!("cannot grow guest memory: {e:#}")))?;
+            memory.grow(&mut self.store, pages - current).map_err(|e| {
+                VmError::Unavailable(VmUnavailable::GrowMemory {
+                    source: Arc::new(e),
+                })
+            })?;
         }
         let base = self.base as usize;
         let data = memory.data_mut(&mut self.store);
         let region = data
             .get_mut(base..)
-            .ok_or_else(|| VmError::Protocol("guest memory is smaller than its stack".into()))?;
+            .ok_or(VmError::Protocol(ProtocolViolation::SmallerThanStack))?;
         fill(region)?;
         self.exports
             .stack_pointer
             .set(&mut self.store, wasmtime::Val::I32(stack_pointer as i32))
-            .map_err(|e| VmError::Unavailable(format!("{e:#}")))?;
+            .map_err(|e| {
+                VmError::Unavailable(VmUnavailable::StackPointer {
+                    source: Arc::new(e),
+                })
+            })?;
         Ok(())
     }
 
@@ -500,10 +513,9 @@ impl Vm {
             .stack_pointer
             .get(&mut self.store)
             .i32()
-            .ok_or_else(|| VmError::Protocol("__stack_pointer is not i32".into()))?
-            as u32;
+            .ok_or(VmError::Protocol(ProtocolViolation::StackPointerType))? as u32;
         if sp != self.base {
-            return Err(VmError::Protocol("guest stack is not empty".into()));
+            return Err(VmError::Protocol(ProtocolViolation::StackNotEmpty));
         }
         let memory = self.exports.memory;
         let pages = memory.size(&self.store);
@@ -632,7 +644,11 @@ impl Vm {
             max_output_bytes: limits.max_output_bytes,
             max_requests: limits.max_requests,
         })
-        .map_err(|e| VmError::Protocol(e.to_string()))?;
+        .map_err(|e| {
+            VmError::Protocol(ProtocolViolation::StartInput {
+                reason: e.to_string(),
+            })
+        })?;
         let start = self.exports.start.clone();
         self.step(start, &input, budget, None)
     }
@@ -704,7 +720,7 @@ impl Vm {
             }
             result
         })
-        .unwrap_or_else(|p| Err(VmError::Trap(p.to_string())));
+        .unwrap_or_else(|p| Err(VmError::Trap(GuestTrap::Panic(p))));
         let interrupted = self.store.data().deadline.interrupted();
         self.disarm();
         let outcome = match result {
@@ -721,8 +737,10 @@ impl Vm {
                     Err(budget.stop_error())
                 } else {
                     self.parse_report(&bytes).map_err(|e| match e {
-                        ProtocolError::Rejected(m) => VmError::Protocol(m),
-                        other => VmError::Protocol(other.to_string()),
+                        ProtocolError::Rejected(message) => {
+                            VmError::Protocol(ProtocolViolation::Rejected { message })
+                        }
+                        other => VmError::Protocol(ProtocolViolation::Report(other)),
                     })
                 }
             }
@@ -751,7 +769,7 @@ impl Vm {
                 .unwrap_or(0);
             let last = self.counters.entry(request.method).or_insert(0);
             if n <= *last {
-                let e = VmError::Protocol("duplicate code mode bridge id".into());
+                let e = VmError::Protocol(ProtocolViolation::DuplicateId);
                 self.poisoned = Some(e.to_string());
                 return Err(e);
             }
@@ -759,11 +777,10 @@ impl Vm {
             self.pending.push(request.clone());
         }
         if report.outstanding as usize != self.pending.len() {
-            let e = VmError::Protocol(format!(
-                "guest reports {} outstanding requests, host tracks {}",
-                report.outstanding,
-                self.pending.len()
-            ));
+            let e = VmError::Protocol(ProtocolViolation::OutstandingMismatch {
+                reported: report.outstanding,
+                tracked: self.pending.len(),
+            });
             self.poisoned = Some(e.to_string());
             return Err(e);
         }
@@ -853,7 +870,7 @@ impl Vm {
         input: &[u8],
     ) -> Result<(i32, Vec<u8>), VmError> {
         let len = u32::try_from(input.len())
-            .map_err(|_| VmError::Protocol("input larger than 4 GiB".into()))?;
+            .map_err(|_| VmError::Protocol(ProtocolViolation::InputTooLarge))?;
         let ptr = if len == 0 {
             0
         } else {
@@ -863,14 +880,16 @@ impl Vm {
                 .call(&mut self.store, len)
                 .map_err(|e| self.trap_error(e))?;
             if ptr == 0 {
-                return Err(VmError::Protocol(
-                    "guest could not allocate the input buffer".into(),
-                ));
+                return Err(VmError::Protocol(ProtocolViolation::InputAllocation));
             }
             self.exports
                 .memory
                 .write(&mut self.store, ptr as usize, input)
-                .map_err(|e| VmError::Protocol(format!("guest returned a bad buffer: {e}")))?;
+                .map_err(|e| {
+                    VmError::Protocol(ProtocolViolation::BadBuffer {
+                        reason: e.to_string(),
+                    })
+                })?;
             ptr
         };
         self.store.data_mut().native_stack_entry = native_stack_position();
@@ -891,7 +910,7 @@ impl Vm {
         let report = rptr
             .checked_add(rlen)
             .and_then(|end| data.get(rptr..end))
-            .ok_or_else(|| VmError::Protocol("guest report is out of bounds".into()))?
+            .ok_or(VmError::Protocol(ProtocolViolation::ReportOutOfBounds))?
             .to_vec();
         Ok((status, report))
     }

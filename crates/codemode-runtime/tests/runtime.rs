@@ -468,7 +468,7 @@ fn a_full_pool_is_a_typed_error_with_its_wasmtime_source() {
     assert!(matches!(
         rt.restore(&snapshot, &limits),
         Err(VmError::Unavailable(m))
-            if m.starts_with("code mode runtime is unavailable: cannot create a VM: ")
+            if m.to_string().starts_with("code mode runtime is unavailable: cannot create a VM: ")
     ));
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use codemode_bridge::{Delivery, GuestState};
 use codemode_runtime::{
-    AbortHandle, LegBudget, Runtime, Snapshot, SnapshotError, SnapshotFormat, Vm, VmError,
-    VmLimits, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_PAGE_BYTES,
+    AbortHandle, LegBudget, ProtocolViolation, Runtime, Snapshot, SnapshotError, SnapshotFormat,
+    Vm, VmError, VmLimits, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_PAGE_BYTES,
 };
 use serde_json::json;
 
@@ -200,7 +200,9 @@ fn corrupt_page_lists_and_sizes_are_refused() {
     let no_pages = corrupt(&without_runs).unwrap();
     assert_eq!(
         rt.restore(&no_pages, &limits()).unwrap_err(),
-        VmError::Protocol("corrupt snapshot: memory longer than its pages".into())
+        VmError::Protocol(ProtocolViolation::CorruptMemory {
+            what: "memory longer than its pages".into()
+        })
     );
     // Fewer memory pages than a fresh VM has (memory cannot shrink): refused at restore.
     let just_past_the_stack = u64::from(u32_at(&bytes, 80)).div_ceil(65536) + 1;
@@ -212,13 +214,13 @@ fn corrupt_page_lists_and_sizes_are_refused() {
     .unwrap();
     assert_eq!(
         rt.restore(&small, &limits()).unwrap_err(),
-        VmError::Protocol("snapshot memory is smaller than a fresh VM's".into())
+        VmError::Protocol(ProtocolViolation::SmallerThanFresh)
     );
     // A flipped byte in the compressed pages fails the restore (zstd's checksum).
     let n = bytes.len();
     let garbled = corrupt(&|b| b[n - 10] ^= 0xff).unwrap();
     assert!(matches!(
         rt.restore(&garbled, &limits()),
-        Err(VmError::Protocol(m)) if m.starts_with("corrupt snapshot: ")
+        Err(VmError::Protocol(ProtocolViolation::CorruptMemory { .. }))
     ));
 }

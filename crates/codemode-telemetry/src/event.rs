@@ -20,7 +20,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::redact::{redact_in_place, truncate_string};
+use crate::redact::{redact_in_place, redact_string};
 
 /// The scope keys of a line, in the order they are written.
 const SCOPE_KEYS: [&str; 4] = ["agentId", "sessionId", "sessionKey", "runId"];
@@ -408,9 +408,10 @@ pub enum EventKind {
     RunAborted(RunEndedEvent),
 }
 
+/// A free-text field (an error, a reason): its secrets redacted, then cut (crate `redact`).
 fn cut(s: &mut Option<String>) {
     if let Some(s) = s {
-        *s = truncate_string(s);
+        *s = redact_string(s);
     }
 }
 
@@ -799,6 +800,93 @@ mod tests {
             r.error.as_deref(),
             Some(format!("{}…(904 more)", "x".repeat(4096)).as_str())
         );
+    }
+
+    /// Issue 25: a secret repeated as text reaches no trajectory line, on each path.
+    #[test]
+    fn secrets_inside_text_are_redacted_on_every_path() {
+        let nested_result = |result: Option<Value>, error: Option<&str>| {
+            EventKind::NestedToolResult(NestedToolResultEvent {
+                tool_call_id: "tool_search_code:call_1:echo:1".into(),
+                parent_tool_call_id: Some("call_1".into()),
+                code_mode_run_id: None,
+                tool_id: "openclaw:core:echo".into(),
+                tool_name: "echo".into(),
+                method: NestedMethod::CallValue,
+                status: if error.is_some() {
+                    NestedStatus::Error
+                } else {
+                    NestedStatus::Ok
+                },
+                duration_ms: 1,
+                result,
+                error: error.map(str::to_string),
+            })
+        };
+        let line =
+            |kind: EventKind| TrajectoryEvent::at("T", RunScope::default(), kind).to_json_line();
+        // A result's content text that repeats the input as JSON.
+        let got = line(nested_result(
+            Some(json!({
+                "content": [{"type": "text", "text": "{\"input\":{\"token\":\"s3cr3t\"}}"}],
+                "details": {"input": {"token": "s3cr3t"}},
+            })),
+            None,
+        ));
+        assert_eq!(
+            got,
+            r#"{"type":"nested_tool_result","ts":"T","toolCallId":"tool_search_code:call_1:echo:1","parentToolCallId":"call_1","toolId":"openclaw:core:echo","toolName":"echo","method":"callValue","status":"ok","durationMs":1,"result":{"content":[{"type":"text","text":"{\"input\":{\"token\":\"[redacted]\"}}"}],"details":{"input":{"token":"[redacted]"}}}}"#
+        );
+        // A tool error text quoting its request.
+        let got = line(nested_result(
+            None,
+            Some("HTTP 401 for {\"apiKey\": \"s3cr3t\", \"q\": 1}; Authorization: Bearer s3cr3t"),
+        ));
+        assert!(
+            got.ends_with(r#""error":"HTTP 401 for {\"apiKey\":\"[redacted]\",\"q\":1}; Authorization: [redacted]"}"#),
+            "{got}"
+        );
+        // A direct tool's error text.
+        let got = line(EventKind::ToolResult(ToolResultEvent {
+            tool_call_id: "c".into(),
+            tool_name: "direct".into(),
+            tool_kind: ToolKind::Tool,
+            tool_input_kind: None,
+            status: ToolStatus::Failed,
+            code_mode_run_id: None,
+            duration_ms: 0,
+            result: None,
+            error: Some("login failed: password=s3cr3t".into()),
+        }));
+        assert!(
+            got.ends_with(r#""error":"login failed: password=[redacted]"}"#),
+            "{got}"
+        );
+        // An approval's input holding JSON text, and a hook's reason.
+        let got = line(EventKind::ApprovalRequested(ApprovalRequestedEvent {
+            approval_id: "ap_1".into(),
+            tool_call_id: "tool_search_code:call_1:deploy:1".into(),
+            parent_tool_call_id: None,
+            code_mode_run_id: None,
+            tool_id: "openclaw:core:deploy".into(),
+            tool_name: "deploy".into(),
+            input: json!({"env": "prod", "config": "{\"secret\": \"s3cr3t\"}"}),
+            reason: Some("hook: refusing {\"cookie\": \"s3cr3t\"}".into()),
+        }));
+        assert!(
+            got.ends_with(r#""input":{"env":"prod","config":"{\"secret\":\"[redacted]\"}"},"reason":"hook: refusing {\"cookie\":\"[redacted]\"}"}"#),
+            "{got}"
+        );
+        // A decision's reason.
+        let got = line(EventKind::ApprovalResolved(ApprovalResolvedEvent {
+            approval_id: "ap_1".into(),
+            tool_call_id: "t".into(),
+            code_mode_run_id: None,
+            decision: ApprovalDecision::Deny,
+            reason: Some("denied: token 's3cr3t' is not allowed, token: 's3cr3t'".into()),
+        }));
+        assert!(!got.contains("token: 's3cr3t'"), "{got}");
+        assert!(got.contains("token: '[redacted]'"), "{got}");
     }
 
     #[test]

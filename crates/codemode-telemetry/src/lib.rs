@@ -28,7 +28,10 @@ pub use event::{
     ToolKind, ToolResultEvent, ToolStatus, TrajectoryEvent,
 };
 pub use meta::{cost_usd, AgentMeta, ModelCost, RunMeta, TokenUsage, ToolSummary};
-pub use redact::{is_sensitive_key, redact_value, truncate_string, MAX_STRING_CHARS, REDACTED};
+pub use redact::{
+    is_sensitive_key, redact_string, redact_text, redact_value, truncate_string, MAX_STRING_CHARS,
+    REDACTED,
+};
 pub use sink::{
     FanOut, JsonLinesSink, MemorySink, TracingSink, Trajectory, TrajectorySink, TRACING_TARGET,
 };

@@ -12,9 +12,26 @@
 //!    "Characters" are Unicode scalar values (Rust `char`s), not UTF-16 code units: a cut never
 //!    splits a surrogate pair, and for text inside the Basic Multilingual Plane both counts agree.
 //!
+//! 3. A string that holds a secret as text is redacted inside (issue 25: a tool that repeats
+//!    its input as JSON text, an error text quoting a request, a hook's reason): when the
+//!    string mentions a sensitive word at all, (a) a string that is a JSON object or array is
+//!    parsed, redacted by these rules and written back compactly; (b) otherwise each JSON
+//!    object or array embedded in it (up to [`MAX_EMBEDDED_JSON`] tries) is; (c) then every
+//!    `<sensitive key>: <value>` or `<sensitive key>=<value>` left in the text (quoted or
+//!    not, `\"`-escaped or not, `Bearer`/`Basic` schemes included) gets `[redacted]` for its
+//!    value. Rule 3 runs before rule 2, so a cut never hides JSON from it. Text without a
+//!    sensitive word is returned as it was, byte for byte.
+//!
 //! Object keys are never cut (cutting could merge two keys); only values are.
 
+use std::sync::OnceLock;
+
+use regex::{Captures, Regex};
 use serde_json::{Map, Value};
+
+/// How many embedded JSON values one string may try to parse (rule 3b); bounds the work on a
+/// hostile text made of brackets.
+pub const MAX_EMBEDDED_JSON: usize = 64;
 
 /// The replacement for a value under a sensitive key.
 pub const REDACTED: &str = "[redacted]";
@@ -51,10 +68,112 @@ pub fn truncate_string(s: &str) -> String {
     }
 }
 
-/// A copy of `value` with both rules applied (see the module docs).
+/// `key: value` pairs in free text whose key holds a sensitive word (rule 3c).
+fn key_value_pattern() -> &'static Regex {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN.get_or_init(|| {
+        Regex::new(
+            r#"(?i)((?:token|secret|password|passwd|api[-_]?key|authorization|cookie)[a-z0-9_-]*\\*["']?(?:\s*:\s*|=))(\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\]|\\.)*"|'[^']*'|(?:(?:bearer|basic|token)\s+)?[^\s"'\\,;&(){}\[\]]+)"#,
+        )
+        .expect("valid pattern")
+    })
+}
+
+/// Whether `value` has a sensitive key at any depth, or a string holding one (rule 3).
+fn holds_secret(value: &Value) -> bool {
+    match value {
+        Value::String(s) => is_sensitive_key(s),
+        Value::Array(items) => items.iter().any(holds_secret),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| is_sensitive_key(k) || holds_secret(v)),
+        _ => false,
+    }
+}
+
+/// `json` parsed, redacted and written back when it is a JSON object or array holding a
+/// secret; `None` when it is not JSON or holds none.
+fn redact_json_text(json: &str) -> Option<String> {
+    let mut value: Value = serde_json::from_str(json).ok()?;
+    if !matches!(value, Value::Object(_) | Value::Array(_)) || !holds_secret(&value) {
+        return None;
+    }
+    let original = value.clone();
+    redact_in_place(&mut value);
+    if value == original {
+        return None;
+    }
+    serde_json::to_string(&value).ok()
+}
+
+/// Rule 3 on one string: `None` when it holds no secret as text (see the module docs).
+pub fn redact_text(text: &str) -> Option<String> {
+    if !is_sensitive_key(text) {
+        return None;
+    }
+    let trimmed = text.trim();
+    if trimmed.starts_with(['{', '[']) {
+        if let Some(whole) = redact_json_text(trimmed) {
+            return Some(whole);
+        }
+    }
+    // (b) JSON values embedded in prose.
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut tries = 0;
+    while let Some(start) = rest.find(['{', '[']) {
+        if tries == MAX_EMBEDDED_JSON {
+            break;
+        }
+        tries += 1;
+        let candidate = &rest[start..];
+        let mut stream = serde_json::Deserializer::from_str(candidate).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(_)) => {
+                let end = stream.byte_offset();
+                out.push_str(&rest[..start]);
+                match redact_json_text(&candidate[..end]) {
+                    Some(redacted) => out.push_str(&redacted),
+                    None => out.push_str(&candidate[..end]),
+                }
+                rest = &candidate[end..];
+            }
+            _ => {
+                out.push_str(&rest[..=start]);
+                rest = &candidate[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    // (c) `key: value` left in the text.
+    let redacted = key_value_pattern().replace_all(&out, |c: &Captures| {
+        let value = &c[2];
+        let replacement = if value.starts_with("\\\"") {
+            "\\\"[redacted]\\\""
+        } else if value.starts_with('"') {
+            "\"[redacted]\""
+        } else if value.starts_with('\'') {
+            "'[redacted]'"
+        } else {
+            REDACTED
+        };
+        format!("{}{replacement}", &c[1])
+    });
+    (redacted != text).then(|| redacted.into_owned())
+}
+
+/// Rules 3 and 2 on one string: its secrets redacted, then cut to [`MAX_STRING_CHARS`].
+pub fn redact_string(text: &str) -> String {
+    match redact_text(text) {
+        Some(redacted) => truncate_string(&redacted),
+        None => truncate_string(text),
+    }
+}
+
+/// A copy of `value` with the rules applied (see the module docs).
 pub fn redact_value(value: &Value) -> Value {
     match value {
-        Value::String(s) => Value::String(truncate_string(s)),
+        Value::String(s) => Value::String(redact_string(s)),
         Value::Array(items) => Value::Array(items.iter().map(redact_value).collect()),
         Value::Object(map) => {
             let mut out = Map::with_capacity(map.len());
@@ -75,8 +194,15 @@ pub fn redact_value(value: &Value) -> Value {
 /// [`redact_value`] in place, without copying what stays.
 pub fn redact_in_place(value: &mut Value) {
     match value {
-        // More bytes than the limit is necessary (not sufficient) for more characters.
-        Value::String(s) if s.len() > MAX_STRING_CHARS => *s = truncate_string(s),
+        Value::String(s) => {
+            if let Some(redacted) = redact_text(s) {
+                *s = redacted;
+            }
+            // More bytes than the limit is necessary (not sufficient) for more characters.
+            if s.len() > MAX_STRING_CHARS {
+                *s = truncate_string(s);
+            }
+        }
         Value::Array(items) => items.iter_mut().for_each(redact_in_place),
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
@@ -168,6 +294,71 @@ mod tests {
             truncate_string(&"b".repeat(4097)),
             format!("{}…(1 more)", "b".repeat(4096))
         );
+    }
+
+    #[test]
+    fn secrets_inside_text() {
+        let cases = [
+            // Whole-string JSON, compacted only when something was redacted.
+            (
+                r#"{"input": {"token": "s3cr3t", "n": 1}}"#,
+                r#"{"input":{"token":"[redacted]","n":1}}"#,
+            ),
+            (r#"[{"password": 1}]"#, r#"[{"password":"[redacted]"}]"#),
+            // JSON inside JSON text inside JSON text.
+            (
+                r#"{"text": "{\"apiKey\": \"k\"}"}"#,
+                r#"{"text":"{\"apiKey\":\"[redacted]\"}"}"#,
+            ),
+            // Embedded in prose.
+            (
+                r#"failed: {"auth": {"cookie": "c"}} (retry)"#,
+                r#"failed: {"auth":{"cookie":"[redacted]"}} (retry)"#,
+            ),
+            // Escaped JSON that does not parse, key-value text, header schemes.
+            (
+                r#"body={\"token\":\"s3 cr3t\"}"#,
+                r#"body={\"token\":\"[redacted]\"}"#,
+            ),
+            ("api_key=abc&x=1", "api_key=[redacted]&x=1"),
+            ("Authorization: Basic dXNlcjpw", "Authorization: [redacted]"),
+            ("SECRET_TOKEN: 'a b'", "SECRET_TOKEN: '[redacted]'"),
+            // A program's object literal.
+            (
+                r#"await tools.call("x", {auth: {token: "sk-1"}});"#,
+                r#"await tools.call("x", {auth: {token: "[redacted]"}});"#,
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(redact_text(text).as_deref(), Some(want), "{text}");
+            assert_eq!(redact_value(&json!(text)), json!(want), "{text}");
+            let mut v = json!([text]);
+            redact_in_place(&mut v);
+            assert_eq!(v, json!([want]), "{text}");
+        }
+        // Untouched, byte for byte: no sensitive word, or one that holds no value.
+        for text in [
+            r#"{"a":  1}"#,
+            "the token expired",
+            r#"{"note": "token expired"}"#,
+            "[[[[[[[[ token",
+            // An assignment in a program is not a `key=value` pair.
+            "const token = await getToken();",
+        ] {
+            assert_eq!(redact_text(text), None, "{text}");
+            assert_eq!(redact_value(&json!(text)), json!(text));
+        }
+        // Redacted before cut: a secret past the cut point of a long JSON text is still found,
+        // and one at its start is never left half-cut.
+        let long = format!(r#"{{"pad": "{}", "token": "s3cr3t"}}"#, "x".repeat(5000));
+        let got = redact_string(&long);
+        assert!(
+            !got.contains("s3cr3t") && got.starts_with(r#"{"pad":"xxx"#),
+            "{got}"
+        );
+        // A hostile text of brackets costs bounded work and stays as it was.
+        let brackets = format!("token {}", "[{".repeat(100_000));
+        assert_eq!(redact_text(&brackets), None);
     }
 
     #[test]

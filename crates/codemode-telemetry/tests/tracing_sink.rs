@@ -254,3 +254,60 @@ fn spans_nest_under_their_exec_and_wait() {
         .iter()
         .all(|(f, _)| !f["line"].contains("hunter2")));
 }
+
+/// Issue 25: the logs carry no secret repeated as text (a result's content text, a tool's error
+/// text, an abort reason), any more than the trajectory does.
+#[test]
+fn logs_carry_no_secret_inside_text() {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
+    tracing::subscriber::with_default(subscriber, || {
+        let t = Trajectory::new(Arc::new(TracingSink::new()), RunScope::default())
+            .with_clock(|| "T".into());
+        t.record(nested("n1", None));
+        t.record(EventKind::NestedToolResult(NestedToolResultEvent {
+            tool_call_id: "n1".into(),
+            parent_tool_call_id: Some("call_1".into()),
+            code_mode_run_id: None,
+            tool_id: "openclaw:core:t".into(),
+            tool_name: "t".into(),
+            method: NestedMethod::Call,
+            status: NestedStatus::Ok,
+            duration_ms: 1,
+            result: Some(
+                json!({"content": [{"type": "text", "text": "{\"password\":\"hunter2\"}"}]}),
+            ),
+            error: None,
+        }));
+        t.record(EventKind::NestedToolResult(NestedToolResultEvent {
+            tool_call_id: "n2".into(),
+            parent_tool_call_id: Some("call_1".into()),
+            code_mode_run_id: None,
+            tool_id: "openclaw:core:t".into(),
+            tool_name: "t".into(),
+            method: NestedMethod::Call,
+            status: NestedStatus::Error,
+            duration_ms: 1,
+            result: None,
+            error: Some("bad login {\"user\": \"ann\", \"password\": \"hunter2\"}".into()),
+        }));
+        t.record(EventKind::RunAborted(RunEndedEvent {
+            code_mode_run_id: Some("cm_1".into()),
+            parent_tool_call_id: Some("call_1".into()),
+            reason: Some("operator: password=hunter2".into()),
+        }));
+    });
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.events.len(), 4);
+    let logged: Vec<&String> = seen
+        .events
+        .iter()
+        .flat_map(|(fields, _)| fields.values())
+        .chain(seen.recorded.values().flat_map(|f| f.values()))
+        .collect();
+    assert!(
+        logged.iter().any(|v| v.contains("[redacted]")),
+        "{logged:?}"
+    );
+    assert!(!logged.iter().any(|v| v.contains("hunter2")), "{logged:?}");
+}

@@ -34,6 +34,7 @@ mod prepare;
 mod rejection;
 mod scan;
 mod shell;
+mod syntax;
 mod typescript;
 mod wrapper;
 
@@ -49,5 +50,6 @@ pub use rejection::{
     JAVASCRIPT_DISABLED, MAX_SOURCE_BYTES, MISSING_SOURCE, MODULE_ACCESS_DISABLED, SHELL_SOURCE,
     TYPESCRIPT_DISABLED, TYPESCRIPT_TRANSFORM_FAILED_PREFIX,
 };
+pub use syntax::{program_syntax_error, ProgramEnd, NO_TOOLS_DISPATCHED};
 pub use typescript::{strip_typescript, typescript_transform_count};
 pub use wrapper::{wrap_source, SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};

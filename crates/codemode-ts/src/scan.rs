@@ -63,20 +63,7 @@ pub(crate) fn is_line_terminator(c: char) -> bool {
     matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}')
 }
 
-/// JavaScript white space and line terminators (ECMAScript WhiteSpace ∪ LineTerminator), the
-/// characters `String.prototype.trim` removes.
-pub(crate) fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\u{b}' | '\u{c}' | ' ' | '\u{a0}' | '\u{feff}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
-    ) || is_line_terminator(c)
-}
-
-/// `String.prototype.trim` for Rust strings.
-pub(crate) fn js_trim(text: &str) -> &str {
-    text.trim_matches(is_js_whitespace)
-}
+pub(crate) use codemode_bridge::js::{is_js_whitespace, js_trim};
 
 fn is_ident_start(c: char) -> bool {
     c.is_ascii_alphabetic()

@@ -277,9 +277,12 @@ static CONTROL: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Step 5: one leading `NAME=value` assignment and the blanks after it; the value may be quoted,
-/// and a quoted value may span lines.
+/// and a quoted value may span lines. The blanks may hold line breaks: `NODE_ENV=test` on a
+/// line of its own, then `npm test`, is a shell session too (issue 25).
 static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r#"^[A-Za-z_](?-u:\w)*=(?:"(?:[^"\\]|\\[\s\S])*"|'[^']*'|[^\s"'`;&|<>]*)[ \t]+"#)
+    regex(
+        r#"^[A-Za-z_](?-u:\w)*=(?:"(?:[^"\\]|\\[\s\S])*"|'[^']*'|[^\s"'`;&|<>]*)[ \t\r\n\u{2028}\u{2029}]+"#,
+    )
 });
 
 /// Step 6: an optional `/bin/`, `/usr/bin/` or `/usr/local/bin/` prefix and a word.

@@ -29,6 +29,8 @@ pub enum ApiFileError {
     UnknownFile(String),
 }
 
+crate::error::guest_message!(ApiFileError);
+
 /// A virtual `API` file (docs/contract/mcp.md#s7-4). Serialises as `{path, description, bytes, content}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApiFile {

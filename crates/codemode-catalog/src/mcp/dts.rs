@@ -94,7 +94,7 @@ impl McpNamespace {
 const SERVER_PREAMBLE: &str =
     "type McpApiHeader = { header: string; tools?: unknown[]; schemas?: Record<string, unknown> };
 
-type McpToolResult = { content: unknown[]; structuredContent?: unknown; isError?: boolean };
+type McpToolResult = { content: unknown[]; structuredContent?: unknown; isError?: boolean; _meta?: Record<string, unknown>; [key: string]: unknown };
 type McpResourcesListResult = { resources: unknown[]; nextCursor?: string };
 type McpResourcesReadResult = { contents: unknown[] };
 type McpPromptsListResult = { prompts: unknown[]; nextCursor?: string };

@@ -40,9 +40,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::Entry;
-use crate::js::js_trim;
-use crate::spec::{McpOperation, ToolOrigin};
+use crate::spec::McpOperation;
 
 pub mod api;
 pub mod dts;
@@ -66,70 +64,8 @@ pub use ident::{
 pub use prompt::namespace_prompt;
 pub use route::{map_input, NamespaceError, MCP_NAMESPACE_ID, ONE_OBJECT_ARGUMENT};
 
-/// What an MCP server declared about one of its tools beyond the input schema: the
-/// `annotations` hints, the `outputSchema`, and whether `execution.taskSupport` is
-/// `"required"`. Untrusted: rendered as documentation in `mcp/<server>.d.ts` and `$api`
-/// (escaped and bounded like descriptions), never compiled, enforced or put in the quick index
-/// (docs/mcp.md, "Declarations").
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct McpToolDocs {
-    /// `annotations.readOnlyHint`: the tool does not modify its environment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_only_hint: Option<bool>,
-    /// `annotations.destructiveHint`: the tool may perform destructive updates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub destructive_hint: Option<bool>,
-    /// `annotations.idempotentHint`: calling it again with the same input has no further effect.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotent_hint: Option<bool>,
-    /// `annotations.openWorldHint`: the tool talks to an open world (the web, other people).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_world_hint: Option<bool>,
-    /// The declared `outputSchema` (a JSON Schema object of `structuredContent`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    /// `execution.taskSupport` is `"required"`: the tool can only run as an MCP task, which
-    /// codemode does not support, so it is left out of the namespace with a reason comment.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub task_required: bool,
-}
-
-impl McpToolDocs {
-    /// Reads the declarations of an MCP tool (`{annotations?, outputSchema?, execution?}`
-    /// JSON); `None` when it declares none of them. Non-boolean hints and a non-object
-    /// `outputSchema` are ignored.
-    pub fn from_tool(tool: &Value) -> Option<McpToolDocs> {
-        let hint = |key: &str| tool.get("annotations")?.get(key)?.as_bool();
-        let docs = McpToolDocs {
-            read_only_hint: hint("readOnlyHint"),
-            destructive_hint: hint("destructiveHint"),
-            idempotent_hint: hint("idempotentHint"),
-            open_world_hint: hint("openWorldHint"),
-            output_schema: tool.get("outputSchema").filter(|s| s.is_object()).cloned(),
-            task_required: tool
-                .get("execution")
-                .and_then(|e| e.get("taskSupport"))
-                .and_then(Value::as_str)
-                == Some("required"),
-        };
-        (docs != McpToolDocs::default()).then_some(docs)
-    }
-
-    /// The hints that are set, as `{readOnlyHint?, destructiveHint?, idempotentHint?,
-    /// openWorldHint?}` (empty when none is).
-    pub fn hints(&self) -> Map<String, Value> {
-        [
-            ("readOnlyHint", self.read_only_hint),
-            ("destructiveHint", self.destructive_hint),
-            ("idempotentHint", self.idempotent_hint),
-            ("openWorldHint", self.open_world_hint),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| Some((k.to_string(), Value::Bool(v?))))
-        .collect()
-    }
-}
+/// Defined with the tool spec that carries it; re-exported here, where the namespace renders it.
+pub use crate::spec::McpToolDocs;
 
 /// Why a tool whose `execution.taskSupport` is `"required"` is not in the namespace; the
 /// `.d.ts` comment and `$api`'s `leftOut` say it.
@@ -198,31 +134,6 @@ pub enum NamespaceAction {
     },
     /// Resolve with this `$api` answer without running a tool.
     Api(Value),
-}
-
-struct McpMeta<'a> {
-    server_name: &'a str,
-    safe_server_name: &'a str,
-    tool_name: &'a str,
-    operation: McpOperation,
-}
-
-fn mcp_meta(entry: &Entry) -> Option<McpMeta<'_>> {
-    match entry.origin() {
-        ToolOrigin::Mcp {
-            server_name,
-            safe_server_name,
-            tool_name: Some(tool_name),
-            operation,
-            ..
-        } => Some(McpMeta {
-            server_name,
-            safe_server_name: js_trim(safe_server_name),
-            tool_name,
-            operation: *operation,
-        }),
-        _ => None,
-    }
 }
 
 /// `parameters.properties` when it is an object.

@@ -2,7 +2,8 @@
 //! names, descriptions or schemas.
 
 use super::ident::server_identifiers;
-use super::{mcp_meta, McpNamespace};
+use super::route::mcp_meta;
+use super::McpNamespace;
 use crate::catalog::Catalog;
 use crate::js::cmp_utf16;
 

@@ -3,6 +3,7 @@
 //! exact catalog id or answer `$api`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -12,11 +13,12 @@ use super::ident::{
     RESERVED_SERVER_MEMBERS,
 };
 use super::{
-    mcp_meta, schema_properties, schema_required, Callable, McpMeta, McpMethod, McpNamespace,
-    McpServer, NamespaceAction, TASK_REQUIRED_REASON,
+    schema_properties, schema_required, Callable, McpMethod, McpNamespace, McpServer,
+    NamespaceAction, TASK_REQUIRED_REASON,
 };
 use crate::catalog::{Catalog, Entry};
-use crate::js::cmp_utf16;
+use crate::js::{cmp_utf16, js_trim};
+use crate::spec::{McpOperation, ToolOrigin};
 
 /// The namespace id of the `MCP` global in `namespace` bridge requests.
 pub const MCP_NAMESPACE_ID: &str = "mcp";
@@ -48,6 +50,35 @@ pub enum NamespaceError {
     MissingArguments(Vec<String>),
 }
 
+crate::error::guest_message!(NamespaceError);
+
+/// The MCP fields of a catalog entry's origin, the safe server name trimmed.
+pub(super) struct McpMeta<'a> {
+    pub(super) server_name: &'a str,
+    pub(super) safe_server_name: &'a str,
+    pub(super) tool_name: &'a str,
+    pub(super) operation: McpOperation,
+}
+
+/// The MCP fields of `entry`, `None` for entries that are not MCP tools.
+pub(super) fn mcp_meta(entry: &Entry) -> Option<McpMeta<'_>> {
+    match entry.origin() {
+        ToolOrigin::Mcp {
+            server_name,
+            safe_server_name,
+            tool_name: Some(tool_name),
+            operation,
+            ..
+        } => Some(McpMeta {
+            server_name,
+            safe_server_name: js_trim(safe_server_name),
+            tool_name,
+            operation: *operation,
+        }),
+        _ => None,
+    }
+}
+
 fn sorted_mcp_entries(catalog: &Catalog) -> Vec<(&Entry, McpMeta<'_>)> {
     let mut entries: Vec<_> = catalog
         .entries()
@@ -57,6 +88,15 @@ fn sorted_mcp_entries(catalog: &Catalog) -> Vec<(&Entry, McpMeta<'_>)> {
     entries.sort_by(|a, b| cmp_utf16(a.0.id(), b.0.id()));
     entries
 }
+impl Catalog {
+    /// The catalog's MCP namespace ([`McpNamespace::build`]), built once and shared.
+    pub fn mcp_namespace(&self) -> Arc<McpNamespace> {
+        self.namespace
+            .get_or_init(|| Arc::new(McpNamespace::build(self)))
+            .clone()
+    }
+}
+
 impl McpNamespace {
     /// Builds the namespace from the catalog's MCP entries that carry MCP metadata
     /// ([`ToolOrigin::Mcp`](crate::ToolOrigin::Mcp) with `tool_name: Some(_)`), in id order (docs/contract/mcp.md#s7-1, docs/contract/mcp.md#s7-2).

@@ -19,6 +19,48 @@ tools_call) program='return await MCP.conformance.addNumbers({a: 2, b: 3});' ;;
 sse-retry) program='return await MCP.conformance.testReconnection({});' ;;
 elicitation-*) program='return await MCP.conformance.testClientElicitationDefaults({});' ;;
 auth/*) program='return await MCP.conformance.testTool({});' ;;
+# The 2026-07-28 line (@modelcontextprotocol/conformance 0.2.0-alpha).
+# Connecting (server/discover, then tools/list) is what request-metadata checks.
+request-metadata | json-schema-ref-no-deref) program='return typeof MCP.conformance;' ;;
+sep-2322-client-request-state)
+	program='const s = MCP.conformance;
+return [await s.testMrtrEchoState({}), await s.testMrtrNoState({}),
+        await s.testMrtrUnrelated({}), await s.testMrtrNoResultType({})];'
+	;;
+http-standard-headers)
+	program='const s = MCP.conformance;
+await s.testHeaders({}); await s.myHyphenatedTool({});
+const listed = await s.resources.list();
+await s.resources.read({uri: listed.resources[0].uri});
+await s.prompts.list();
+return await s.prompts.get({name: "test_prompt"});'
+	;;
+# The scenario names the calls to make in MCP_CONFORMANCE_CONTEXT ({toolCalls: [{name, arguments}]}).
+http-custom-headers)
+	program="const context = ${MCP_CONFORMANCE_CONTEXT:-{\}};
+const camel = (name) => name.split(/[^A-Za-z0-9]+/).filter(Boolean)
+  .map((w, i) => (i ? w[0].toUpperCase() : w[0].toLowerCase()) + w.slice(1)).join('');
+const out = [];
+for (const call of context.toolCalls) out.push(await MCP.conformance[camel(call.name)](call.arguments));
+return out;"
+	;;
+# Calls every tool codemode kept: the scenario checks that the invalid ones were not kept.
+http-invalid-tool-headers)
+	program='const s = MCP.conformance; const called = [];
+for (const name of Object.keys(s)) {
+  if (typeof s[name] !== "function" || name.startsWith("$")) continue;
+  await s[name]({region: "us-west1"}); called.push(name);
+}
+return called;'
+	;;
+# Sends the focal tool's inputSchema, as codemode holds it, back through the echo tool.
+json-schema-2020-12-preservation)
+	program='const s = MCP.conformance;
+const api = await s.$api(undefined, {schema: true});
+const focal = api.tools.find((t) => t.mcpTool === "json_schema_2020_12_tool");
+const echo = api.tools.find((t) => t.mcpTool !== "json_schema_2020_12_tool");
+return await s[echo.method]({schema: api.schemas[focal.method]});'
+	;;
 *)
 	echo "client.sh: no program for scenario '${MCP_CONFORMANCE_SCENARIO:-}'" >&2
 	exit 2

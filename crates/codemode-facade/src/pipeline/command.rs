@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use codemode_config::{HookConfig, HookSpec};
 use codemode_runtime::ProcessGroup;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -94,45 +96,52 @@ impl ToolHook for CommandHook {
         if self.phase != HookPhase::Before {
             return Box::pin(async { Ok(HookDecision::allow()) });
         }
-        let spec = self.spec.clone();
-        let stdin = serde_json::to_vec(event);
-        Box::pin(async move {
-            let stdin = stdin.map_err(|e| format!("hook {:?} failed: {e}", spec.name()))?;
-            let stdout = run_hook_command(&spec, stdin).await?;
-            let invalid = || {
-                format!(
-                    "hook {:?} printed an invalid answer ({BEFORE_ANSWER_SHAPE})",
-                    spec.name()
-                )
-            };
-            let value = answer_object(&stdout).ok_or_else(invalid)?;
-            let answer: HookDecision = serde_json::from_value(value).map_err(|_| invalid())?;
-            if answer.input.as_ref().is_some_and(|i| !i.is_object()) {
-                return Err(invalid());
-            }
-            Ok(answer)
-        })
+        ask_command(
+            &self.spec,
+            event,
+            BEFORE_ANSWER_SHAPE,
+            |answer: &HookDecision| answer.input.as_ref().is_none_or(Value::is_object),
+        )
     }
 
     fn after(&self, event: &AfterToolCall) -> HookFuture<AfterDecision> {
         if self.phase != HookPhase::After {
             return Box::pin(async { Ok(AfterDecision::keep()) });
         }
-        let spec = self.spec.clone();
-        let stdin = serde_json::to_vec(event);
-        Box::pin(async move {
-            let stdin = stdin.map_err(|e| format!("hook {:?} failed: {e}", spec.name()))?;
-            let stdout = run_hook_command(&spec, stdin).await?;
-            let invalid = || {
-                format!(
-                    "hook {:?} printed an invalid answer ({AFTER_ANSWER_SHAPE})",
-                    spec.name()
-                )
-            };
-            let value = answer_object(&stdout).ok_or_else(invalid)?;
-            serde_json::from_value(value).map_err(|_| invalid())
-        })
+        ask_command(
+            &self.spec,
+            event,
+            AFTER_ANSWER_SHAPE,
+            |_: &AfterDecision| true,
+        )
     }
+}
+
+/// Runs the hook command `spec` with `event` as its stdin and reads its answer: a JSON object
+/// that deserialises to `T` and passes `valid`, else the block reason `hook "<name>" printed an
+/// invalid answer (<shape>)`.
+fn ask_command<T>(
+    spec: &HookSpec,
+    event: &impl Serialize,
+    shape: &'static str,
+    valid: fn(&T) -> bool,
+) -> HookFuture<T>
+where
+    T: DeserializeOwned + Send + 'static,
+{
+    let spec = spec.clone();
+    let stdin = serde_json::to_vec(event);
+    Box::pin(async move {
+        let stdin = stdin.map_err(|e| format!("hook {:?} failed: {e}", spec.name()))?;
+        let stdout = run_hook_command(&spec, stdin).await?;
+        let invalid = || format!("hook {:?} printed an invalid answer ({shape})", spec.name());
+        let value = answer_object(&stdout).ok_or_else(invalid)?;
+        let answer: T = serde_json::from_value(value).map_err(|_| invalid())?;
+        if !valid(&answer) {
+            return Err(invalid());
+        }
+        Ok(answer)
+    })
 }
 
 /// The hook's stdout as a JSON object (surrounding whitespace allowed), else `None`.

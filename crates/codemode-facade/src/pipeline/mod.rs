@@ -2,14 +2,14 @@
 //! approval → execute → `after_tool_call` hooks**. The facade's dispatcher checks the declared
 //! output contract after the executor returns, so the contract is checked on the final result.
 //!
-//! - [`ToolPipeline`] wraps any [`ToolExecutor`] and is one itself; the facade builds one per run
+//! - [`ToolPipeline`] wraps any [`ToolExecutor`](codemode_bridge::ToolExecutor) and is one itself; the facade builds one per run
 //!   from `RunEnv`'s policy, hooks, approvals and trajectory (`RunEnv::with_hooks`, …), and
 //!   [`ToolPipeline::call`] says how a call ended ([`CallError`], with its trajectory status).
 //! - [`ToolHook`] is the hook trait for Rust hosts; [`CommandHook`] runs a configured command
 //!   (`hooks.beforeToolCall` / `hooks.afterToolCall`) with the event JSON on stdin and reads its
 //!   answer from stdout; [`HookChain`] is an ordered list of hooks.
 //! - [`Approver`] answers approvals; [`ApprovalBroker`] records outstanding approvals so a host can
-//!   list them ([`PendingApproval`], the `pendingApprovals` entries) and answer them by id later.
+//!   list them ([`PendingApproval`](crate::result::PendingApproval), the `pendingApprovals` entries) and answer them by id later.
 //! - [`before_outer_call`] / [`after_outer_call`] run the hooks for the model-visible `exec` and
 //!   `wait` calls.
 //!

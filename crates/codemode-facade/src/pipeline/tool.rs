@@ -80,7 +80,7 @@ impl ToolPipeline {
         self
     }
 
-    /// The same pipeline with `approver` (e.g. an [`ApprovalBroker`]).
+    /// The same pipeline with `approver` (e.g. an [`ApprovalBroker`](super::ApprovalBroker)).
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = Some(approver);
         self

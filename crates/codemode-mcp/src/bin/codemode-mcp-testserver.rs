@@ -16,9 +16,22 @@
 //! - `env` `{}`: one text content, the server's whole environment as a JSON object (sorted by
 //!   name; variables that are not UTF-8 are left out).
 //! - `client_info` `{}`: one text content, the client's `initialize` params as JSON
-//!   (`{protocolVersion, capabilities, clientInfo}`).
+//!   (`{protocolVersion, capabilities, clientInfo}`); on 2026-07-28 the same three taken from
+//!   the request's `_meta`.
 //! - `big` `{bytes: integer}`: one text content of `bytes` `x` characters (a reply over a
 //!   client's line limit).
+//! - `ask` `{}` (MRTR, protocol 2026-07-28 only): the first call answers `resultType:
+//!   "input_required"` with one input request, `confirm` (an `elicitation/create` form asking
+//!   `Proceed?` with a boolean `ok`), and `requestState` `"ask-state-1"`; a retry carrying
+//!   `inputResponses.confirm` and that `requestState` answers one text content `answered <the
+//!   confirm response as JSON>`; a retry with another or no `requestState` is an invalid-params
+//!   error `requestState was not echoed`.
+//! - `task_slow` `{ms: integer}` (Tasks extension, when the client declared
+//!   `io.modelcontextprotocol/tasks`; otherwise like `slow`): answers a task (`resultType:
+//!   "task"`, `pollIntervalMs` 100) that `tasks/get` reports `working` until `ms` milliseconds
+//!   have passed, then `completed` with the result `slept <ms> in a task`; `tasks/cancel` makes
+//!   it `cancelled` and (with `--cancel-log`) appends `task-cancelled <taskId>`.
+//! - `task_polls` `{}`: one text content, how many `tasks/get` requests this process answered.
 //!
 //! Also one resource, `memo://one` (name `one`, `text/plain`, text `first memo`), and one
 //! prompt, `brief` (argument `topic`, required), returning one user message
@@ -48,6 +61,13 @@
 //! - `--cancel-log PATH`: every `notifications/cancelled` appends the line
 //!   `cancelled <requestId> <tool> <reason>` to `PATH` (`<tool>` is the name of the
 //!   `tools/call` it cancels, `-` if unknown; `<reason>` is `-` when none was given).
+//! - `--legacy-only`: `server/discover` is answered with `-32601` (method not found), as by
+//!   servers of revisions before 2026-07-28; only `initialize` works.
+//! - `--old-versions`: the protocol versions it supports end at 2025-11-25, so `server/discover`
+//!   offering 2026-07-28 is answered with `-32022` (unsupported protocol version) listing them,
+//!   as by an SDK that knows the current revision but was configured without it.
+//! - `--modern-only`: `initialize` is refused with `-32022` (unsupported protocol version,
+//!   `data.supported: ["2026-07-28"]`); only `server/discover` and per-request `_meta` work.
 //! - `--http`: serves streamable HTTP on `127.0.0.1` (a free port) instead of stdio and prints
 //!   its URL (`http://127.0.0.1:<port>/mcp`) as the first line of stdout; every session gets a
 //!   fresh server state.
@@ -64,11 +84,13 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::CancelledNotificationParam;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams,
+    GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, InputRequest,
+    InputRequests, InputRequiredResult, JsonObject, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -87,6 +109,9 @@ struct Flags {
     rotating_tools: bool,
     flood_list_changed: bool,
     exit_after_init: bool,
+    legacy_only: bool,
+    old_versions: bool,
+    modern_only: bool,
 }
 
 fn parse_flags() -> Result<Flags, String> {
@@ -118,6 +143,9 @@ fn parse_flags() -> Result<Flags, String> {
                 flags.cancel_log = Some(args.next().ok_or("--cancel-log needs a path")?.into())
             }
             "--http" => flags.http = true,
+            "--legacy-only" => flags.legacy_only = true,
+            "--modern-only" => flags.modern_only = true,
+            "--old-versions" => flags.old_versions = true,
             other => return Err(format!("unknown argument: {other}")),
         }
     }
@@ -208,7 +236,7 @@ impl TestServer {
             ),
             Tool::new(
                 "client_info",
-                "Returns the client's initialize params as JSON.",
+                "Returns the client's initialize params (or per-request _meta) as JSON.",
                 no_args(),
             ),
             Tool::new(
@@ -219,6 +247,25 @@ impl TestServer {
                     "properties": {"bytes": {"type": "integer"}},
                     "required": ["bytes"]
                 })),
+            ),
+            Tool::new(
+                "ask",
+                "Asks the client to confirm (MRTR input_required), then answers.",
+                no_args(),
+            ),
+            Tool::new(
+                "task_slow",
+                "Runs ms milliseconds as a task (Tasks extension), then answers.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"ms": {"type": "integer"}},
+                    "required": ["ms"]
+                })),
+            ),
+            Tool::new(
+                "task_polls",
+                "Returns how many tasks/get requests this server answered.",
+                no_args(),
             ),
         ];
         let added = self.added.lock().expect("added tools lock");
@@ -292,7 +339,13 @@ impl TestServer {
                 return Err(McpError::invalid_params("bad params from testserver", None))
             }
             "hang" => std::future::pending().await,
-            "slow" => {
+            "ask" => return ask(&request),
+            "task_slow" if client_has_tasks(&context) => {
+                let ms = u64_arg(&request.arguments, "ms")?;
+                return Ok(CallToolResponse::Task(tasks::start(ms)));
+            }
+            "task_polls" => text_result(tasks::polls().to_string()),
+            "slow" | "task_slow" => {
                 let ms = request
                     .arguments
                     .as_ref()
@@ -312,8 +365,17 @@ impl TestServer {
                 text_result(serde_json::to_string(&env).expect("env is JSON"))
             }
             "client_info" => {
-                let info = context.peer.peer_info();
-                text_result(serde_json::to_string(&info).expect("params are JSON"))
+                // On 2026-07-28 there is no initialize: the same three facts come in every
+                // request's `_meta`.
+                let info = match (context.meta.protocol_version(), context.peer.peer_info()) {
+                    (Some(version), _) => json!({
+                        "protocolVersion": version,
+                        "capabilities": context.meta.client_capabilities(),
+                        "clientInfo": context.meta.client_info(),
+                    }),
+                    (None, info) => serde_json::to_value(info).expect("params are JSON"),
+                };
+                text_result(info.to_string())
             }
             "big" => {
                 let bytes = request
@@ -355,6 +417,7 @@ impl ServerHandler for TestServer {
                 .enable_resources()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         );
         info.server_info =
@@ -417,6 +480,70 @@ impl ServerHandler for TestServer {
         result
     }
 
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        if self.flags.old_versions {
+            std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(
+                &ProtocolVersion::LATEST_WITH_INITIALIZE,
+            ))
+        } else if self.flags.modern_only {
+            std::borrow::Cow::Owned(vec![ProtocolVersion::V_2026_07_28])
+        } else {
+            std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if self.flags.modern_only {
+            return Err(McpError::unsupported_protocol_version(
+                request.protocol_version,
+                &[ProtocolVersion::V_2026_07_28],
+            ));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        if self.flags.legacy_only {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found",
+                None,
+            ));
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        tasks::get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        tasks::cancel(&request.task_id)?;
+        if let Some(path) = &self.flags.cancel_log {
+            append_line(path, &format!("task-cancelled {}\n", request.task_id));
+        }
+        Ok(())
+    }
+
     async fn on_cancelled(
         &self,
         notification: CancelledNotificationParam,
@@ -436,14 +563,7 @@ impl ServerHandler for TestServer {
             .cloned()
             .unwrap_or_else(|| "-".into());
         let reason = notification.reason.unwrap_or_else(|| "-".into());
-        let line = format!("cancelled {id} {tool} {reason}\n");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path);
-        if let Ok(mut file) = file {
-            let _ = file.write_all(line.as_bytes());
-        }
+        append_line(path, &format!("cancelled {id} {tool} {reason}\n"));
     }
 
     async fn list_resources(
@@ -503,6 +623,163 @@ impl ServerHandler for TestServer {
         let topic = text_arg(&request.arguments, "topic")?;
         let message = PromptMessage::new_text(Role::User, format!("Brief about {topic}"));
         Ok(GetPromptResult::new(vec![message]).into())
+    }
+}
+
+fn append_line(path: &std::path::Path, line: &str) {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
+fn u64_arg(args: &Option<JsonObject>, key: &str) -> Result<u64, McpError> {
+    args.as_ref()
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_u64)
+        .ok_or_else(|| McpError::invalid_params(format!("missing integer argument {key:?}"), None))
+}
+
+/// The `requestState` of the `ask` tool's input request.
+const ASK_STATE: &str = "ask-state-1";
+
+/// The `ask` tool: an MRTR round trip (see the module documentation).
+fn ask(request: &CallToolRequestParams) -> Result<CallToolResponse, McpError> {
+    let Some(responses) = &request.input_responses else {
+        let elicit: InputRequest = serde_json::from_value(json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": "Proceed?",
+                "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+            }
+        }))
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let mut requests = InputRequests::new();
+        requests.insert("confirm".to_string(), elicit);
+        return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(ASK_STATE.to_string()),
+        )));
+    };
+    if request.request_state.as_deref() != Some(ASK_STATE) {
+        return Err(McpError::invalid_params(
+            "requestState was not echoed",
+            None,
+        ));
+    }
+    let confirm = serde_json::to_value(responses)
+        .ok()
+        .and_then(|r| r.get("confirm").cloned())
+        .unwrap_or(Value::Null);
+    Ok(text_result(format!("answered {confirm}")).into())
+}
+
+/// Whether the client of this request declared the Tasks extension (per-request `_meta` on
+/// 2026-07-28, else its `initialize` capabilities).
+fn client_has_tasks(context: &RequestContext<RoleServer>) -> bool {
+    let declared = |capabilities: &rmcp::model::ClientCapabilities| {
+        capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
+    };
+    context
+        .meta
+        .client_capabilities()
+        .is_some_and(|c| declared(&c))
+        || context
+            .peer
+            .peer_info()
+            .is_some_and(|info| declared(&info.capabilities))
+}
+
+/// The tasks of `task_slow`, shared by every session of the process (stateless HTTP requests
+/// each get a fresh server).
+mod tasks {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use rmcp::model::{
+        CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult, Task,
+        TaskPayload, TaskStatus,
+    };
+    use rmcp::ErrorData as McpError;
+
+    struct Entry {
+        ms: u64,
+        done_at: Instant,
+        cancelled: bool,
+    }
+
+    static TASKS: Mutex<Option<HashMap<String, Entry>>> = Mutex::new(None);
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    static POLLS: AtomicU64 = AtomicU64::new(0);
+    const STAMP: &str = "2026-01-01T00:00:00Z";
+
+    fn task(id: &str, status: TaskStatus) -> Task {
+        Task::new(id, status, STAMP, STAMP).with_poll_interval_ms(100)
+    }
+
+    pub(super) fn start(ms: u64) -> CreateTaskResult {
+        let id = format!("task-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let entry = Entry {
+            ms,
+            done_at: Instant::now() + Duration::from_millis(ms),
+            cancelled: false,
+        };
+        TASKS
+            .lock()
+            .expect("tasks lock")
+            .get_or_insert_with(HashMap::new)
+            .insert(id.clone(), entry);
+        CreateTaskResult::new(task(&id, TaskStatus::Working))
+    }
+
+    pub(super) fn polls() -> u64 {
+        POLLS.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn get(id: &str) -> Result<GetTaskResult, McpError> {
+        POLLS.fetch_add(1, Ordering::Relaxed);
+        let tasks = TASKS.lock().expect("tasks lock");
+        let entry = tasks
+            .as_ref()
+            .and_then(|t| t.get(id))
+            .ok_or_else(|| McpError::invalid_params(format!("unknown task {id}"), None))?;
+        let payload = if entry.cancelled {
+            TaskPayload::Cancelled
+        } else if Instant::now() >= entry.done_at {
+            let result = CallToolResult::success(vec![ContentBlock::text(format!(
+                "slept {} in a task",
+                entry.ms
+            ))]);
+            let Ok(serde_json::Value::Object(result)) = serde_json::to_value(result) else {
+                return Err(McpError::internal_error("result is not an object", None));
+            };
+            TaskPayload::Completed { result }
+        } else {
+            TaskPayload::Working
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(
+            task(id, TaskStatus::Working),
+            payload,
+        )))
+    }
+
+    pub(super) fn cancel(id: &str) -> Result<(), McpError> {
+        let mut tasks = TASKS.lock().expect("tasks lock");
+        let entry = tasks
+            .as_mut()
+            .and_then(|t| t.get_mut(id))
+            .ok_or_else(|| McpError::invalid_params(format!("unknown task {id}"), None))?;
+        entry.cancelled = true;
+        Ok(())
     }
 }
 

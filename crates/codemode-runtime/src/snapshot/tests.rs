@@ -417,10 +417,9 @@ fn an_unsupported_page_size_is_a_protocol_error() {
     )
     .unwrap_err();
     assert_eq!(
-        err,
-        VmError::Protocol(
-            "unsupported snapshot page size 5000 (a power of two from 4096 to 65536 bytes)".into()
-        )
+        err.to_string(),
+        "code mode guest protocol violation: unsupported snapshot page size 5000 (a power of two \
+         from 4096 to 65536 bytes)"
     );
 }
 

@@ -1,0 +1,52 @@
+//! What the integration tests of `codemode-cli` and `codemode-mcp` share: where the real MCP
+//! servers and the Python MCP SDK that `cargo xtask setup` installs live (xtask/src/main.rs,
+//! xtask/src/python.rs). A dev-dependency only, never published; it depends on std alone.
+//!
+//! Each location is the environment variable `cargo xtask test` sets, else the default under the
+//! workspace's `target/`.
+
+use std::path::PathBuf;
+
+/// The workspace root (two levels above this crate's manifest).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The npm MCP server binary `name` (`mcp-server-everything`, `mcp-server-memory`, …) from
+/// `$CODEMODE_MCP_SERVERS`, else `<workspace>/target/mcp-servers/node_modules/.bin`.
+///
+/// Panics (failing the test) with `MCP test server <name> is not installed; run `cargo xtask
+/// setup`` when the binary is missing: these tests run real servers, never a stand-in.
+pub fn npm_server(name: &str) -> PathBuf {
+    let dir = std::env::var_os("CODEMODE_MCP_SERVERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/mcp-servers/node_modules/.bin"));
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "MCP test server {name} is not installed; run `cargo xtask setup`"
+    );
+    path
+}
+
+/// The Python interpreter of a venv with the `mcp` SDK: `$CODEMODE_PYTHON_MCP`, else
+/// `<workspace>/target/python-mcp/bin/python` (made by `cargo xtask setup`, xtask/src/python.rs);
+/// `None` when neither exists.
+pub fn python_with_mcp() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
+        return Some(path.into());
+    }
+    let path = workspace_root().join("target/python-mcp/bin/python");
+    path.exists().then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_root_holds_the_workspace_manifest() {
+        let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+        assert!(manifest.contains("[workspace]"), "{manifest}");
+    }
+}
