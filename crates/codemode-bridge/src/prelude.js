@@ -48,12 +48,49 @@
   const stringStartsWith = String.prototype.startsWith;
   const arrayJoin = Array.prototype.join;
   const getPrototypeOf = Object.getPrototypeOf;
-  const setPrototypeOf = Object.setPrototypeOf;
   const numberParse = Number.parseInt;
   const safeName = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
   const reserved = create(null);
   reserved.search = reserved.describe = reserved.call = reserved.callValue = true;
   const PRELUDE_FILE = "codemode:prelude.js";
+  const hasOwn = Object.hasOwn;
+  const isExtensible = Object.isExtensible;
+
+  // A data property descriptor for `defineProperty`. Null-prototype: the engine reads `get`,
+  // `set`, `value`, `writable`, `enumerable` and `configurable` of a descriptor with HasProperty,
+  // so a descriptor written as an ordinary literal would inherit a program's
+  // `Object.prototype.get = undefined` and become an invalid accessor-plus-value descriptor
+  // (docs/guest-abi.md, "Threat model: the guest layer").
+  function data(value, writable, enumerable, configurable) {
+    return { __proto__: null, value, writable, enumerable, configurable };
+  }
+
+  // Settles a promise through its `resolve` function with `value` as it is. A resolve function
+  // reads `value.then` and calls it when it is a function, so a program's
+  // `Object.prototype.then` would otherwise receive, and could replace, every object the bridge
+  // hands out. An object with no own `then` gets an own `then: undefined` for the duration of
+  // the call (it runs no user code: the data property is read, not called) and loses it right
+  // after. A non-extensible object is settled as it is, so the bridge freezes its own values
+  // after settling them (`request`'s `seal`).
+  const THEN_SHADOW = data(undefined, true, false, true);
+  function settle(resolve, value) {
+    if (value === null || typeof value !== "object" || hasOwn(value, "then") || !isExtensible(value)) {
+      resolve(value);
+      return;
+    }
+    defineProperty(value, "then", THEN_SHADOW);
+    try {
+      resolve(value);
+    } finally {
+      delete value.then;
+    }
+  }
+
+  // `object[key]` when it is an own property, else undefined: host values read this way never
+  // pick up a key a program put on Object.prototype.
+  function own(object, key) {
+    return object !== null && typeof object === "object" && hasOwn(object, key) ? object[key] : undefined;
+  }
 
   // Stack walking never hands out a bridge function (docs/contract/guest.md#s4-2): with
   // `Error.prepareStackTrace` set, QuickJS passes CallSite objects whose `getFunction()`
@@ -82,7 +119,7 @@
         return apply(getFunction, this, []);
       },
     }.getFunction;
-    defineProperty(proto, "getFunction", { value: guarded, writable: false, enumerable: false, configurable: false });
+    defineProperty(proto, "getFunction", data(guarded, false, false, false));
   })();
 
   // Pending bridge requests: id -> {resolve, reject}. A null-prototype object, not a Map, so that
@@ -93,7 +130,7 @@
   // Appends `value` to the prelude's own array `list` with defineProperty, so setters a user put on
   // Array.prototype (or a replaced `push`) never see or change bridge data.
   function append(list, value) {
-    defineProperty(list, list.length, { value, writable: true, enumerable: true, configurable: true });
+    defineProperty(list, list.length, data(value, true, true, true));
   }
 
   // D14 (docs/contract/decisions.md#d14): what an unawaited Promise becomes inside a value.
@@ -103,7 +140,8 @@
   // {name, message} plus the Error's own enumerable properties (D14). Getters that throw give the
   // defaults; the object is built with defineProperty so Object.prototype setters are not called.
   function errorObject(e) {
-    const out = {};
+    // Null-prototype: only JSON.stringify reads it (after the replacer, so no inherited toJSON).
+    const out = create(null);
     let name = "Error";
     let message = "";
     try {
@@ -112,8 +150,8 @@
     try {
       message = StringCtor(e.message);
     } catch (_) {}
-    defineProperty(out, "name", { value: name, writable: true, enumerable: true, configurable: true });
-    defineProperty(out, "message", { value: message, writable: true, enumerable: true, configurable: true });
+    defineProperty(out, "name", data(name, true, true, true));
+    defineProperty(out, "message", data(message, true, true, true));
     let ks = [];
     try {
       ks = keys(e);
@@ -127,7 +165,7 @@
       } catch (_) {
         continue;
       }
-      defineProperty(out, k, { value: v, writable: true, enumerable: true, configurable: true });
+      defineProperty(out, k, data(v, true, true, true));
     }
     return out;
   }
@@ -285,8 +323,9 @@
   let refusedDuringSerialising = false;
 
   // Issues one bridge request; the promise settles with the host's value, passed through `map`
-  // first when given (so no `then` of a user-patchable Promise.prototype is involved).
-  function request(method, fields, map) {
+  // first when given (so no `then` of a user-patchable Promise.prototype is involved) and then
+  // through `seal` once settled (`settle` needs the value extensible while it resolves).
+  function request(method, fields, map, seal) {
     if (serialising) {
       refusedDuringSerialising = true;
       throw new ErrorCtor(SERIALISING);
@@ -294,16 +333,16 @@
     const payload = envelope(fields);
     const id = requestNative(method, payload);
     return new PromiseCtor((resolve, rej) => {
-      pending[id] = { resolve, reject: rej, map };
+      pending[id] = { __proto__: null, resolve, reject: rej, map, seal };
       outstanding++;
     });
   }
 
   // `request` as every bridge function uses it: failures (a refused method, a value too deep,
   // out of memory, SERIALISING) reject the returned promise instead of throwing.
-  function requestOrReject(method, fields, map) {
+  function requestOrReject(method, fields, map, seal) {
     try {
-      return request(method, fields, map);
+      return request(method, fields, map, seal);
     } catch (e) {
       return reject(e);
     }
@@ -325,7 +364,13 @@
         entry.reject(e);
         return true;
       }
-      entry.resolve(value);
+      try {
+        settle(entry.resolve, value);
+        if (entry.seal !== undefined) entry.seal(value);
+      } catch (e) {
+        // Out of memory while settling: a promise already resolved ignores this.
+        entry.reject(e);
+      }
     } else {
       entry.reject(new ErrorCtor(StringCtor(payload)));
     }
@@ -375,7 +420,7 @@
     ];
     for (let i = 0; i < methods.length; i++) {
       const m = methods[i];
-      defineProperty(c, m[0], { value: consoleMethod(m[0], m[1]), writable: false, enumerable: true, configurable: false });
+      defineProperty(c, m[0], data(consoleMethod(m[0], m[1]), false, true, false));
     }
     return freeze(c);
   }
@@ -490,7 +535,7 @@
   }
 
   function define(name, value) {
-    defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
+    defineProperty(globalThis, name, data(value, false, false, false));
   }
 
   // Math.random for this run: xoshiro128** seeded with four host-random 32-bit words, 53 bits
@@ -517,7 +562,7 @@
         return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
       },
     }.random;
-    defineProperty(Math, "random", { value: random, writable: true, enumerable: false, configurable: true });
+    defineProperty(Math, "random", data(random, true, false, true));
   }
 
   // The read-only `API` virtual files (docs/contract/mcp.md#s7-4): [{path, description, bytes, content}].
@@ -542,7 +587,7 @@
         }
         const answer = create(null);
         answer.files = out;
-        resolve(toPlain(answer));
+        settle(resolve, toPlain(answer));
       });
     };
     const read = function read(path) {
@@ -562,7 +607,7 @@
             entry.content = f.content;
             entry.description = f.description;
             entry.bytes = f.bytes;
-            resolve(toPlain(entry));
+            settle(resolve, toPlain(entry));
             return;
           }
         }
@@ -592,7 +637,7 @@
     const out = {};
     const ks = keys(record);
     for (let i = 0; i < ks.length; i++) {
-      defineProperty(out, ks[i], { value: record[ks[i]], writable: true, enumerable: true, configurable: true });
+      defineProperty(out, ks[i], data(record[ks[i]], true, true, true));
     }
     return out;
   }
@@ -647,10 +692,10 @@
     const names = object && isArray(mcp.serverNames) ? mcp.serverNames : [];
     for (let i = 0; i < names.length; i++) {
       const scope = create(null);
-      defineProperty(scope, "$serverName", { value: names[i][1], enumerable: true });
+      defineProperty(scope, "$serverName", data(names[i][1], false, true, false));
       // Configurable until freezeDeep below, so a lazy fill an out-of-memory error cut short
       // can run again (the frozen result is the same either way).
-      defineProperty(root, names[i][0], { value: scope, enumerable: true, configurable: true });
+      defineProperty(root, names[i][0], data(scope, false, true, true));
     }
     for (let i = 0; i < paths.length; i++) {
       const path = paths[i];
@@ -659,11 +704,11 @@
         let next = target[path[j]];
         if (next === undefined) {
           next = create(null);
-          defineProperty(target, path[j], { value: next, enumerable: true, configurable: true });
+          defineProperty(target, path[j], data(next, false, true, true));
         }
         target = next;
       }
-      defineProperty(target, path[path.length - 1], { value: namespaceCall(path), enumerable: true, configurable: true });
+      defineProperty(target, path[path.length - 1], data(namespaceCall(path), false, true, true));
     }
     return freezeDeep(root);
   }
@@ -685,7 +730,8 @@
       ["command", command === undefined ? null : command],
     ];
     try {
-      append(fields, ["paramsJson", jsonText(params === undefined || params === null ? {} : params)]);
+      // `{}` as text: an object literal would inherit a program's Object.prototype.toJSON.
+      append(fields, ["paramsJson", params === undefined || params === null ? "{}" : jsonText(params)]);
     } catch (e) {
       return reject(e);
     }
@@ -695,22 +741,23 @@
   // The frozen handle of one paired node: {id, name, invoke} and, when the host reports that the
   // node advertises `fs.listDir`, `listDir(path)`. Never `exec`.
   function nodeHandle(value) {
-    const id = value !== null && typeof value === "object" ? value.id : undefined;
-    const name = value !== null && typeof value === "object" ? value.name : undefined;
+    const id = own(value, "id");
+    const name = own(value, "name");
     const handle = {};
     const invoke = function invoke(command, params) {
       return nodesInvoke(id, command, params);
     };
-    defineProperty(handle, "id", { value: id, enumerable: true });
-    defineProperty(handle, "name", { value: name, enumerable: true });
-    defineProperty(handle, "invoke", { value: invoke, enumerable: true });
-    if (value !== null && typeof value === "object" && value.listDir === true) {
+    defineProperty(handle, "id", data(id, false, true, false));
+    defineProperty(handle, "name", data(name, false, true, false));
+    defineProperty(handle, "invoke", data(invoke, false, true, false));
+    if (own(value, "listDir") === true) {
       const listDir = function listDir(path) {
-        return nodesInvoke(id, "fs.listDir", { path });
+        return nodesInvoke(id, "fs.listDir", { __proto__: null, path });
       };
-      defineProperty(handle, "listDir", { value: listDir, enumerable: true });
+      defineProperty(handle, "listDir", data(listDir, false, true, false));
     }
-    return freeze(handle);
+    // Frozen by `request`'s `seal` once settled.
+    return handle;
   }
 
   function makeNodes() {
@@ -718,12 +765,23 @@
       return requestOrReject("nodes", [["action", "list"]]);
     };
     const get = function get(idOrName) {
-      return requestOrReject("nodes", [["action", "get"], ["idOrName", idOrName === undefined ? null : idOrName]], nodeHandle);
+      return requestOrReject(
+        "nodes",
+        [["action", "get"], ["idOrName", idOrName === undefined ? null : idOrName]],
+        nodeHandle,
+        freeze,
+      );
     };
     const n = {};
-    defineProperty(n, "list", { value: list, enumerable: true });
-    defineProperty(n, "get", { value: get, enumerable: true });
+    defineProperty(n, "list", data(list, false, true, false));
+    defineProperty(n, "get", data(get, false, true, false));
     return freeze(n);
+  }
+
+  // The `input` field of a call: `{}` when the input is undefined, as text (an object literal
+  // would inherit a program's Object.prototype.toJSON).
+  function inputField(input) {
+    return input === undefined ? ["input", "{}", true] : ["input", input];
   }
 
   // The `tools` functions every catalog has (the bridge methods), on a null-prototype object in
@@ -745,7 +803,7 @@
     };
     api.call = function call(id, input) {
       try {
-        return requestOrReject("call", [["id", entryId(id, "call")], ["input", input === undefined ? {} : input]]);
+        return requestOrReject("call", [["id", entryId(id, "call")], inputField(input)]);
       } catch (e) {
         return reject(e);
       }
@@ -754,7 +812,7 @@
       try {
         return requestOrReject("callValue", [
           ["id", entryId(id, "callValue")],
-          ["input", input === undefined ? {} : input],
+          inputField(input),
         ]);
       } catch (e) {
         return reject(e);
@@ -773,7 +831,7 @@
   // Defines `value` as `name` on `target` the way `freeze` leaves it (defineProperty, not
   // assignment: a tool named "__proto__" must not replace the prototype).
   function defineFrozen(target, name, value) {
-    defineProperty(target, name, { value, writable: false, enumerable: true, configurable: false });
+    defineProperty(target, name, data(value, false, true, false));
   }
 
   // The eager install (a run context holding the whole catalog, docs/guest-abi.md "Run
@@ -820,7 +878,7 @@
   // or `defineProperty`, which fill first, so it fails the way it does on a frozen object.
   function lazyObject(target, fill, lookups) {
     const handler = create(null);
-    const state = { filled: false };
+    const state = { __proto__: null, filled: false };
     function ensure() {
       if (state.filled) return;
       fill(target);
@@ -834,18 +892,6 @@
         return forward(a, b, c);
       };
     }
-    // Through Object's own functions, which throw the frozen object's own TypeError when the
-    // change is refused (`Reflect`'s false would become the proxy's "proxy: ..." error).
-    handler.defineProperty = function (t, key, descriptor) {
-      ensure();
-      defineProperty(t, key, descriptor);
-      return true;
-    };
-    handler.setPrototypeOf = function (t, proto) {
-      ensure();
-      setPrototypeOf(t, proto);
-      return true;
-    };
     if (lookups !== undefined) {
       handler.get = function (t, key, receiver) {
         if (!state.filled) {
@@ -907,7 +953,7 @@
         let f = made[name];
         if (f === undefined) f = convenience(api, pairs[i][1]);
         made[name] = f;
-        defineProperty(target, name, { value: f, writable: true, enumerable: true, configurable: true });
+        defineProperty(target, name, data(f, true, true, true));
       }
       freeze(target);
     }
@@ -915,7 +961,7 @@
       const parsed = contextSection(SECTION_TOOLS);
       const entries = isArray(parsed) ? parsed : [];
       for (let i = 0; i < entries.length; i++) {
-        defineProperty(target, i, { value: deepFreeze(entries[i]), writable: true, enumerable: true, configurable: true });
+        defineProperty(target, i, data(deepFreeze(entries[i]), true, true, true));
       }
       freeze(target);
     }

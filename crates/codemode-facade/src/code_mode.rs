@@ -127,7 +127,7 @@ impl CodeMode {
         }
         // Preparation counts against the cell's deadline (docs/contract/guest.md#s4-4).
         if Instant::now() >= deadline {
-            return failure::vm_failure(&env, &VmError::Timeout);
+            return failure::preparation_timeout(&env, prepared.javascript.len());
         }
         let restart_safe = env.force_restart_safe || prepared.restart_safe;
         let mut run = Run::new(env, restart_safe, self.runs.clone());

@@ -44,6 +44,13 @@ pub(crate) fn refusal(env: &RunEnv, message: String) -> CodeModeResult {
     failure(env, ErrorCode::InvalidInput, &message, false)
 }
 
+/// The `timeout` failure of a run whose budget ran out while its source of `source_bytes`
+/// bytes was being prepared ([`LimitExceeded::preparation_timeout`]).
+pub(crate) fn preparation_timeout(env: &RunEnv, source_bytes: usize) -> CodeModeResult {
+    let message = LimitExceeded::preparation_timeout(source_bytes, env.config.timeout_ms());
+    failure(env, ErrorCode::Timeout, &message.to_string(), false)
+}
+
 /// A failure for a VM error (its code and `Display`) with the env's telemetry and no run.
 pub(crate) fn vm_failure(env: &RunEnv, e: &VmError) -> CodeModeResult {
     let (code, message) = map_vm_error(e, &env.config);

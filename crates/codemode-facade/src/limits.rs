@@ -111,7 +111,8 @@ pub struct LimitExceeded {
     /// What was measured against it, in the same unit: the result's bytes (`JSON.stringify` of
     /// the output entries plus the value), the compressed snapshot's bytes, or the pending
     /// calls. `None` when the guest stopped counting once it passed the limit (the exact size is
-    /// then unknown), and always for `timeoutMs`.
+    /// then unknown). For `timeoutMs`, the source's bytes when the budget ran out before the
+    /// program started ([`LimitExceeded::preparation_timeout`]), else `None`.
     pub size: Option<u64>,
     /// The setting exceeded.
     pub setting: LimitSetting,
@@ -156,6 +157,18 @@ impl LimitExceeded {
         }
     }
 
+    /// The timeout error for a call whose budget of `timeout_ms` ran out while the host was
+    /// still preparing its source of `source_bytes` bytes (the checks and transforms of
+    /// docs/contract/guest.md#s4-4 and the scans before the first leg): the program did not
+    /// run, so the message does not blame it (docs/threat-model.md, "Deadlines").
+    pub fn preparation_timeout(source_bytes: usize, timeout_ms: u64) -> Self {
+        LimitExceeded {
+            limit: timeout_ms,
+            size: Some(source_bytes as u64),
+            setting: LimitSetting::TimeoutMs,
+        }
+    }
+
     /// The result's error code ([`LimitSetting::error_code`]).
     pub fn error_code(&self) -> ErrorCode {
         self.setting.error_code()
@@ -196,7 +209,14 @@ impl fmt::Display for LimitExceeded {
                 "The program started more tool calls at once than the limit".to_string(),
                 " Start them in batches and await each batch before the next.",
             ),
-            (LimitSetting::TimeoutMs, _) => (
+            (LimitSetting::TimeoutMs, Some(source_bytes)) => (
+                format!(
+                    "The host was still preparing the program's source ({} bytes) when the call's budget ran out; none of the program ran",
+                    format_count(source_bytes)
+                ),
+                "",
+            ),
+            (LimitSetting::TimeoutMs, None) => (
                 "The program computed without waiting on a tool until the call's budget ran out"
                     .to_string(),
                 "",

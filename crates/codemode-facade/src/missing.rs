@@ -10,8 +10,6 @@
 //! suggestions (docs/contract/catalog.md#s3-4-suggestions). A program that catches the
 //! `TypeError` itself still sees the engine's text.
 
-use std::collections::HashMap;
-
 use codemode_catalog::Catalog;
 
 /// The engine's message for calling a value that is not a function.
@@ -30,41 +28,21 @@ pub(crate) struct MissingConveniences(Vec<(usize, usize, String)>);
 
 impl MissingConveniences {
     /// Scans `javascript` (the prepared body, line-for-line the user's program) for
-    /// `tools.<identifier>(` (spaces allowed before the parenthesis) whose identifier is neither
-    /// a bridge member nor one of `catalog`'s conveniences.
+    /// `tools.<identifier>(` ([`codemode_ts::tools_calls`]: one linear pass, whatever the
+    /// program's shape) whose identifier is neither a bridge member nor a convenience
+    /// (`is_convenience`: the run context's hash lookup, docs/guest-abi.md "Run context").
     ///
-    /// The cost follows the program, not the catalog: a program without `tools.` returns at
-    /// once, and each distinct called name that is not a bridge member costs one
-    /// [`Catalog::lookup`] (a hash lookup; a name the catalog lacks also computes its
-    /// suggestions, which the failing call needs anyway). No set of the catalog's names is
-    /// built per exec (docs/benchmarks.md, "Lean JavaScript path"). A convenience is a name
-    /// carried by exactly one guest-visible entry ([`Catalog::conveniences`]); ids are
-    /// `<source>:<owner>:<name>` and never an identifier, so `lookup` of an identifier answers
-    /// by name, and `Ok` with that name means exactly one such entry.
-    pub(crate) fn scan(javascript: &str, catalog: &Catalog) -> MissingConveniences {
-        if !javascript.contains("tools.") {
-            return MissingConveniences::default();
-        }
-        let mut found = Vec::new();
-        for (index, line) in javascript.lines().enumerate() {
-            for (column, name) in calls(line) {
-                if !BRIDGE_MEMBERS.contains(&name) {
-                    found.push((index + 1, column, name));
-                }
-            }
-        }
-        let mut missing: HashMap<&str, bool> = HashMap::new();
-        found.retain(|(_, _, name)| {
-            *missing.entry(*name).or_insert_with(|| {
-                !catalog
-                    .lookup(name)
-                    .is_ok_and(|entry| entry.name() == *name)
-            })
-        });
+    /// Each call costs one hash lookup and nothing is computed per catalog entry: the "Did you
+    /// mean" suggestions are asked for by [`MissingConveniences::explain`] when a call fails
+    /// (docs/threat-model.md, "Deadlines"). Usually nothing is kept.
+    pub(crate) fn scan(
+        javascript: &str,
+        is_convenience: impl Fn(&str) -> bool,
+    ) -> MissingConveniences {
         MissingConveniences(
-            found
-                .into_iter()
-                .map(|(line, column, name)| (line, column, name.to_string()))
+            codemode_ts::tools_calls(javascript)
+                .filter(|call| !BRIDGE_MEMBERS.contains(&call.name) && !is_convenience(call.name))
+                .map(|call| (call.line, call.column, call.name.to_string()))
                 .collect(),
         )
     }
@@ -97,55 +75,32 @@ impl MissingConveniences {
     }
 }
 
-/// Every `tools.<identifier>(` on `line`, with the identifier's column (characters, from 1).
-fn calls(line: &str) -> Vec<(usize, &str)> {
-    let mut found = Vec::new();
-    let mut at = 0;
-    while let Some(offset) = line[at..].find("tools.") {
-        let start = at + offset;
-        at = start + "tools.".len();
-        let preceded_by_ident = line[..start]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == '.');
-        if preceded_by_ident {
-            continue;
-        }
-        let ident_len = line[at..]
-            .char_indices()
-            .find(|&(i, c)| {
-                !(c == '_' || c == '$' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
-            })
-            .map_or(line.len() - at, |(i, _)| i);
-        if ident_len == 0 {
-            continue;
-        }
-        let ident = &line[at..at + ident_len];
-        if line[at + ident_len..].trim_start().starts_with('(') {
-            found.push((line[..at].chars().count() + 1, ident));
-        }
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
 
     fn known() -> HashSet<&'static str> {
-        ["read", "search", "describe", "call", "callValue"]
+        ["read"].into_iter().collect()
+    }
+
+    /// `(column, name)` of the missing calls on one line, with `read` the only convenience.
+    fn names(line: &str) -> Vec<(usize, String)> {
+        let known = known();
+        MissingConveniences::scan(line, |name| known.contains(name))
+            .0
             .into_iter()
+            .map(|(l, column, name)| {
+                assert_eq!(l, 1);
+                (column, name)
+            })
             .collect()
     }
 
-    fn names(line: &str) -> Vec<(usize, String)> {
-        let known = known();
-        calls(line)
-            .into_iter()
-            .filter(|(_, name)| !known.contains(name))
-            .map(|(column, name)| (column, name.to_string()))
-            .collect()
+    /// What the run asks: the catalog's run context (docs/guest-abi.md, "Run context").
+    fn scan(program: &str, catalog: &Catalog) -> Vec<(usize, usize, String)> {
+        let context = catalog.run_context(crate::prepare::lazy_run_context);
+        MissingConveniences::scan(program, |name| context.convenience(name).is_some()).0
     }
 
     #[test]
@@ -154,11 +109,7 @@ mod tests {
             names("await tools.read({}); tools.nope ({}); tools.b(1)"),
             [(29, "nope".to_string()), (46, "b".to_string())]
         );
-        assert!(names("const t = mytools.nope({})").is_empty());
-        assert!(names("x.tools.nope({})").is_empty());
         assert!(names("tools.read({}); tools.callValue('a')").is_empty());
-        assert!(names("tools.nope; tools.").is_empty());
-        assert_eq!(names("tools.$a_1(1)"), [(7, "$a_1".to_string())]);
     }
 
     #[test]
@@ -176,24 +127,16 @@ mod tests {
                        await tools.search('x'); tools.file_write({}); tools.write({})\n\
                        tools.file_write(1); tools.nope ()";
         assert_eq!(
-            MissingConveniences::scan(program, &catalog).0,
+            scan(program, &catalog),
             [
                 (2, 32, "file_write".to_string()),
                 (3, 7, "file_write".to_string()),
                 (3, 28, "nope".to_string()),
             ]
         );
-        assert!(MissingConveniences::scan("return tools.read({})", &catalog)
-            .0
-            .is_empty());
-        assert!(MissingConveniences::scan("return 1 + 2", &catalog)
-            .0
-            .is_empty());
-        assert!(
-            MissingConveniences::scan("tools.search('a'); tools.call('b', {})", &catalog)
-                .0
-                .is_empty()
-        );
+        assert!(scan("return tools.read({})", &catalog).is_empty());
+        assert!(scan("return 1 + 2", &catalog).is_empty());
+        assert!(scan("tools.search('a'); tools.call('b', {})", &catalog).is_empty());
     }
 
     #[test]
@@ -223,7 +166,7 @@ mod tests {
             "read", "write", "deploy_1", "search", "hidden", "nope", "files",
         ] {
             let program = format!("await tools.{name}({{}})");
-            let missing = MissingConveniences::scan(&program, &catalog).0;
+            let missing = scan(&program, &catalog);
             let expected = !conveniences.contains(&name) && !BRIDGE_MEMBERS.contains(&name);
             assert_eq!(missing.len(), usize::from(expected), "{name}: {missing:?}");
         }

@@ -9,7 +9,7 @@ use codemode_runtime::VmError;
 use serde_json::{json, Value};
 
 use crate::env::RunEnv;
-use crate::failure::{failure, refusal, vm_failure};
+use crate::failure::{failure, preparation_timeout, refusal};
 use crate::result::{CodeModeResult, ErrorCode};
 
 /// Sources longer than this many bytes are prepared on a blocking thread under the deadline;
@@ -50,7 +50,7 @@ pub(crate) async fn prepare(
                         false,
                     )))
                 }
-                Err(_) => return Err(Box::new(vm_failure(env, &VmError::Timeout))),
+                Err(_) => return Err(Box::new(preparation_timeout(env, source_bytes))),
             }
         };
     prepared.map_err(|rejection| Box::new(refusal(env, rejection.message())))

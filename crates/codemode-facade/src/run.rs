@@ -212,13 +212,24 @@ impl Run {
         deadline: Instant,
         abort: &AbortHandle,
     ) {
-        self.missing = MissingConveniences::scan(javascript, &self.env.catalog);
+        // The lazy context (built once per catalog) answers "is this a convenience" by hash.
+        let lazy = self.env.catalog.run_context(lazy_run_context);
+        self.missing =
+            MissingConveniences::scan(javascript, |name| lazy.convenience(name).is_some());
         self.program_end = codemode_ts::ProgramEnd::of(javascript);
+        // The scans are linear, but they and preparation still count against the deadline
+        // (docs/threat-model.md, "Deadlines"): past it no leg starts.
+        if Instant::now() >= deadline {
+            let message =
+                LimitExceeded::preparation_timeout(javascript.len(), self.env.config.timeout_ms());
+            self.error = Some((ErrorCode::Timeout, message.to_string()));
+            return;
+        }
         let limits = limits(&self.env);
         let context = if self.env.install_catalog_eagerly {
             eager_run_context(&self.env.catalog)
         } else {
-            self.env.catalog.run_context(lazy_run_context)
+            lazy
         };
         let budget = LegBudget {
             soft_deadline: deadline,

@@ -428,6 +428,43 @@ async fn tool_calls_from_result_getters_are_refused_clearly() {
     assert_eq!(value(&r), json!({"a": {"input": {"k": 1}}}));
 }
 
+// ---- issue 27 item 7: an uncaught out-of-memory is never `Uncaught null` ----
+
+/// `Map` and `Set` swallow a failed hash-table resize (QuickJS's `map_hash_resize`) and retry
+/// it on every insertion, so the program runs on inside the heap's reserve until QuickJS cannot
+/// build its error object and throws `null`: uncaught, that is still reported as
+/// `InternalError: out of memory` (it was `Uncaught null`), and the next run is unaffected. A
+/// program's own `throw null` stays `Uncaught null`.
+#[tokio::test]
+async fn heap_exhaustion_through_a_map_or_set_is_reported_as_out_of_memory() {
+    let h = harness_with(json!({"memoryLimitBytes": 8 * 1024 * 1024}));
+    for code in [
+        "const m = new Map(); let i = 0; while (true) m.set(i++, { i });",
+        "const s = new Set(); while (true) s.add({});",
+        "await null; const m = new Map(); let i = 0; while (true) m.set(i++, { i });",
+    ] {
+        let r = h.exec(code).await;
+        match &r {
+            CodeModeResult::Failed { error, code: c, .. } => {
+                assert_eq!(
+                    (
+                        error.lines().next().unwrap(),
+                        serde_json::to_value(c).unwrap()
+                    ),
+                    ("InternalError: out of memory", json!("internal_error")),
+                    "{code}"
+                );
+            }
+            other => panic!("{code}: {}", summary(other)),
+        }
+    }
+    assert_eq!(
+        summary(&h.exec("throw null;").await),
+        json!({"status": "failed", "error": "Uncaught null", "code": "internal_error", "output": []})
+    );
+    assert_eq!(value(&h.exec("return 'alive'").await), json!("alive"));
+}
+
 // ---- item 9: out of memory while adapting fails the call ----
 
 #[tokio::test]

@@ -261,11 +261,35 @@ async fn changing_the_globals_fails_the_same_way() {
                "eager": {"status": "completed", "value": ["TypeError", "object is not extensible"], "output": []},
                "lazy": {"status": "completed", "value": ["TypeError", "'length' is read-only"], "output": []}})
     };
+    // And, as the very first touch, `Object.defineProperty` / `Object.setPrototypeOf` throw
+    // QuickJS's proxy wording: the traps forward to `Reflect` so that `Reflect.defineProperty` /
+    // `Reflect.setPrototypeOf` answer `false` as on the frozen object (issue 27 item 8), and a
+    // trap cannot tell which of the two functions called it. Still a `TypeError`.
+    let worded = |probe: &str, eager: &str, lazy: &str| {
+        json!({"probe": probe,
+               "eager": {"status": "completed", "value": ["TypeError", eager], "output": []},
+               "lazy": {"status": "completed", "value": ["TypeError", lazy], "output": []}})
+    };
     assert_eq!(
         differ,
         vec![
             added("return (function () { 'use strict'; try { ALL_TOOLS.push(1); } catch (e) { return [e.name, e.message]; } })()"),
+            worded(
+                "try { Object.defineProperty(tools, 'echo', {value: 1}); } catch (e) { return [e.name, e.message]; }",
+                "property is not configurable",
+                "proxy: defineProperty exception"
+            ),
+            worded(
+                "try { Object.defineProperty(ALL_TOOLS, 'x', {value: 1}); } catch (e) { return [e.name, e.message]; }",
+                "object is not extensible",
+                "proxy: defineProperty exception"
+            ),
             added("try { ALL_TOOLS.unshift(1); } catch (e) { return [e.name, e.message]; }"),
+            worded(
+                "try { Object.setPrototypeOf(tools, null); } catch (e) { return [e.name, e.message]; }",
+                "object is not extensible",
+                "proxy: bad prototype"
+            ),
         ]
     );
 }

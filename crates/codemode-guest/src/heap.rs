@@ -30,6 +30,26 @@ thread_local! {
     /// Allocations refused so far (never reset): the JSON adapter compares it before and after
     /// stringifying, so an out-of-memory failure is never mistaken for an unstringifiable value.
     static REFUSED: Cell<u64> = const { Cell::new(0) };
+    /// [`REFUSED`] when the current step started ([`start_step`]).
+    static REFUSED_AT_STEP: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Starts a step (`cm_start`, `cm_deliver`) for [`refused_this_step`].
+pub(crate) fn start_step() {
+    REFUSED_AT_STEP.with(|r| r.set(refused_allocations()));
+}
+
+/// Whether the limit (or linear memory) refused an allocation since the last [`start_step`].
+///
+/// When QuickJS cannot allocate its `InternalError: out of memory` object it throws `null`
+/// instead (`JS_ThrowError2`), and the reserve does not always prevent that: `Map` and `Set`
+/// swallow a failed hash-table resize (`map_hash_resize`, "no reporting of memory allocation
+/// failure") and retry it on every insertion, so `while (true) m.set(i++, {i})` runs on inside
+/// the reserve, and a collection during the error's construction can close the reserve under
+/// it. The guest reports an uncaught `null` in a step with a refusal as that error
+/// (docs/guest-abi.md, "Threat model: the guest layer").
+pub(crate) fn refused_this_step() -> bool {
+    refused_allocations() != REFUSED_AT_STEP.with(Cell::get)
 }
 
 /// How many allocations the limit has refused since the guest started (see [`REFUSED`]).

@@ -465,6 +465,7 @@ pub unsafe extern "C" fn cm_start(ptr: *mut u8, len: u32) -> i32 {
             return protocol_error("already started");
         }
         heap::set_limit(input.memory_limit_bytes as usize);
+        heap::start_step();
         OUTBOX.with(|o| {
             let mut o = o.borrow_mut();
             o.max_output_bytes = input.max_output_bytes;
@@ -594,6 +595,7 @@ pub unsafe extern "C" fn cm_deliver(ptr: *mut u8, len: u32) -> i32 {
         if guest.main.is_none() {
             return protocol_error("not started");
         }
+        heap::start_step();
         let internals = guest.internals.clone();
         let delivered = guest.ctx.with(|ctx| -> Result<bool, String> {
             let internals = internals.restore(&ctx).map_err(|e| e.to_string())?;
@@ -720,7 +722,18 @@ fn take_outbox(report: &mut Report) {
     })
 }
 
+/// The text of QuickJS's out-of-memory error, as an uncaught error is reported
+/// (docs/contract/lifecycle.md#s5-7).
+const OUT_OF_MEMORY: &str = "InternalError: out of memory";
+
+/// The error text of an uncaught exception `ex` (the prelude's `formatError`). A `null` thrown
+/// in a step where the heap refused an allocation is QuickJS's own out-of-memory error that it
+/// could not build ([`heap::refused_this_step`]), reported as that error (without a backtrace,
+/// which could not be built either).
 fn format_error<'js>(ctx: &Ctx<'js>, internals: &Object<'js>, ex: Value<'js>) -> String {
+    if ex.is_null() && heap::refused_this_step() {
+        return OUT_OF_MEMORY.to_string();
+    }
     let formatted = internals
         .get::<_, Function>("formatError")
         .and_then(|f| f.call::<_, String>((ex,)));

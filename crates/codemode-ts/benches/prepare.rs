@@ -4,14 +4,22 @@
 //! program, and the 10-call program with a `require` in a comment (the lean path's fallback
 //! cost: its text checks, then the full parse). The JavaScript path must not touch swc's
 //! TypeScript transform; the benchmark checks that with `typescript_transform_count`.
+//!
+//! `scale/<cell>/<size>`: everything a cell costs before its first leg (issue 27 item 5;
+//! docs/threat-model.md, "Deadlines"), `prepare_source` plus the `tools.<name>(` scan
+//! (`tools_calls`), on cells of 10 KB, 100 KB and 1 MB, each of three shapes: `one_line_calls`
+//! (`tools.nope(1);` repeated on one line, the quadratic case of the old scan), `string_literal`
+//! (one string literal holding `tools.a(` repeated) and `parsed_program` (the 5 KB program's
+//! blocks with a `require` in a comment, so swc parses the whole cell). Linear means each
+//! size costs ~10× the one before.
 // `criterion_group!` generates undocumented public functions.
 #![allow(missing_docs)]
 
 use codemode_ts::{
-    javascript_needs_parse, prepare_source, prepare_source_with, typescript_transform_count,
-    CheckPath, Language,
+    javascript_needs_parse, prepare_source, prepare_source_with, tools_calls,
+    typescript_transform_count, CheckPath, Language,
 };
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 
 const LANGUAGES: &[Language] = &[Language::JavaScript, Language::TypeScript];
 
@@ -122,5 +130,58 @@ fn lean_vs_full(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, prepare, lean_vs_full);
+/// `unit` repeated to `bytes` bytes (at least one), between `head` and `tail`.
+fn cell(head: &str, unit: &str, tail: &str, bytes: usize) -> String {
+    let mut cell = String::with_capacity(bytes + unit.len() + head.len() + tail.len());
+    cell.push_str(head);
+    while cell.len() + unit.len() + tail.len() <= bytes || cell.len() == head.len() {
+        cell.push_str(unit);
+    }
+    cell.push_str(tail);
+    cell
+}
+
+fn scale(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scale");
+    group.sample_size(10);
+    for (label, bytes) in [("10KB", 10_000), ("100KB", 100_000), ("1MB", 1_000_000)] {
+        let cells = [
+            (
+                "one_line_calls",
+                cell("", "tools.nope(1);", "", bytes),
+                false,
+            ),
+            (
+                "string_literal",
+                cell("const s = \"", "tools.a(", "\";\nreturn s.length;", bytes),
+                false,
+            ),
+            (
+                "parsed_program",
+                cell(
+                    "// require\nconst summary = [];\n",
+                    BLOCK,
+                    "return summary;",
+                    bytes,
+                ),
+                true,
+            ),
+        ];
+        for (name, program, needs_parse) in cells {
+            assert_eq!(javascript_needs_parse(&program), needs_parse, "{name}");
+            group.throughput(Throughput::Bytes(program.len() as u64));
+            group.bench_function(format!("{name}/{label}"), |b| {
+                b.iter(|| {
+                    let prepared =
+                        prepare_source(black_box(&program), Language::JavaScript, LANGUAGES)
+                            .unwrap();
+                    tools_calls(&prepared).count()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, prepare, lean_vs_full, scale);
 criterion_main!(benches);

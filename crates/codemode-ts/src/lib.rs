@@ -23,6 +23,7 @@
 
 #![deny(missing_docs)]
 
+mod calls;
 mod checks;
 mod depth;
 mod input;
@@ -37,6 +38,7 @@ mod syntax;
 mod typescript;
 mod wrapper;
 
+pub use calls::{tools_calls, ToolsCall};
 pub use checks::{javascript_check_parse_count, CheckPath};
 pub use input::{parse_exec_input, ExecInput, Language};
 pub use module_access::is_module_access_reference_error;
