@@ -1,6 +1,10 @@
 //! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
+mod portable;
+
+pub(crate) use portable::{catalog_fingerprint, hex};
+
 use crate::missing::MissingConveniences;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -83,6 +87,9 @@ pub(crate) struct Run {
     stored: bool,
     /// Calls of convenience names this catalog lacks, by line, for the failure text.
     missing: MissingConveniences,
+    /// The SHA-256 of the sealed record last written to a durable run store for this run
+    /// (docs/snapshot-store.md, "What is portable").
+    stored_digest: Option<[u8; 32]>,
 }
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
@@ -314,6 +321,7 @@ impl Run {
             error: None,
             run_id: None,
             missing: MissingConveniences::default(),
+            stored_digest: None,
         }
     }
 
