@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use codemode_facade::CodeMode;
 use codemode_mcp::{CodeModeServer, EnvSource};
 
 use crate::host::{self, HostArgs};
@@ -22,6 +21,8 @@ pub(crate) struct ServeArgs {
     pub(crate) http: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub(crate) host: HostArgs,
+    #[command(flatten)]
+    pub(crate) state: crate::state::StateArgs,
 }
 
 /// `codemode serve`: one MCP session over stdin/stdout until the client closes it, or, with
@@ -41,6 +42,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             "codemode: serving an empty catalog (exec runs programs, but they have no tools to call); add tools with --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE"
         );
     }
+    let state = args.state.check()?;
     let runtime = host::async_runtime()?;
     // Registered before any child starts, so a signal during startup is not lost either.
     let stop = {
@@ -49,11 +51,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     };
     // MCP servers connect in the background: `initialize` is answered at once, and each `exec`
     // waits for servers still connecting inside its own budget (docs/mcp.md).
+    // The store opens (a directory checked, Redis reached) before any MCP server starts.
+    let code_mode = Arc::new(crate::state::code_mode(state, &runtime)?);
     let host = host::host_with(&args.host, &runtime, false, true)?.map(Arc::new);
-    let code_mode = runtime
-        .block_on(async { CodeMode::with_global_runtime() })
-        .map_err(|e| Failure::Run(e.to_string()))?;
-    let code_mode = Arc::new(code_mode);
     let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
     let mut server = CodeModeServer::new(code_mode.clone(), source);
     if let Some(host) = &host {

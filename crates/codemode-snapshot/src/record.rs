@@ -1,6 +1,6 @@
 //! A parked run as a durable backend stores it ([`StoredRun`]): a clear header
 //! ([`RecordMeta`]: run id, owner scope, expiry) and a sealed body (docs/snapshot-store.md,
-//! "Records"). The header is what a backend needs for scope checks, expiry, caps and listing; the
+//! "Backends"). The header is what a backend needs for scope checks, expiry, caps and listing; the
 //! sealing binds it, so a changed header makes the body impossible to open
 //! ([`crate::seal::Binding`]).
 

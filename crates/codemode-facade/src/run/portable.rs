@@ -4,22 +4,25 @@
 //!
 //! Written: the VM snapshot (with the pending bridge requests), settled results not yet
 //! delivered, output not yet delivered, the main promise's settlement, refused requests, the
-//! effective `restartSafe` and the parent tool-call id of the `exec`. Not written: the executor,
+//! effective `restartSafe`, the parent tool-call id of the `exec` and the telemetry counts. Not written: the executor,
 //! in-flight tasks, approvals waiting in this process's broker, the trajectory sink; a restored
 //! run takes those from the `wait`'s `RunEnv`. A request that was in flight in the process that
 //! wrote the record is re-dispatched when it has no effect (`yield_control`, `search`,
 //! `describe`) and otherwise settles with [`lost_call_message`] inside the program.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use codemode_bridge::{BridgeMethod, Delivery, OutputItem, RunScope};
 use codemode_runtime::Snapshot;
 use codemode_snapshot::SnapshotStore;
+use codemode_telemetry::{AtomicBridgeCounters, BridgeCounters};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Run;
+use crate::dispatch::Counters;
 use crate::RunEnv;
 
 /// The first bytes of a portable run (format 1): then the header's JSON length (u32 little
@@ -68,6 +71,10 @@ struct Header {
     /// Settled requests not yet delivered, in settlement order (bridge id, settlement).
     arrived: Vec<(String, Settlement)>,
     refused: HashMap<String, String>,
+    /// The telemetry counts so far (`searchCount`, `describeCount`, `callCount`).
+    counters: BridgeCounters,
+    /// Nested tool calls started so far (the `<seq>` of nested call ids continues from it).
+    nested: u64,
 }
 
 impl Run {
@@ -89,6 +96,8 @@ impl Run {
                 .map(|d| (d.id.clone(), Settlement::from(&d.outcome)))
                 .collect(),
             refused: self.refused.clone(),
+            counters: self.dispatcher.counters.bridge.snapshot(),
+            nested: self.dispatcher.counters.nested.load(Ordering::SeqCst),
         };
         let header = serde_json::to_vec(&header).ok()?;
         let mut out = Vec::with_capacity(MAGIC.len() + 4 + header.len() + snapshot.len());
@@ -139,6 +148,10 @@ impl Run {
         run.output = header.output;
         run.main = header.main.map(Into::into);
         run.refused = header.refused;
+        run.dispatcher.counters = Arc::new(Counters {
+            bridge: AtomicBridgeCounters::new(header.counters),
+            nested: AtomicU64::new(header.nested),
+        });
         run.arrived = header
             .arrived
             .into_iter()
