@@ -30,9 +30,11 @@ pub(crate) struct StateArgs {
 
 impl StateArgs {
     fn url(&self) -> Result<StateUrl, Failure> {
-        self.state.parse().map_err(|e: codemode_snapshot::backend::url::StateUrlError| {
-            Failure::Usage(e.to_string())
-        })
+        self.state
+            .parse()
+            .map_err(|e: codemode_snapshot::backend::url::StateUrlError| {
+                Failure::Usage(e.to_string())
+            })
     }
 }
 
@@ -65,8 +67,7 @@ pub(crate) fn code_mode(
             .await
             .map_err(|e| Failure::Run(e.to_string()))?;
         let runtime = Runtime::global().map_err(|e| Failure::Run(e.to_string()))?;
-        CodeMode::with_store(runtime, store, state.keys)
-            .map_err(|e| Failure::Usage(e.to_string()))
+        CodeMode::with_store(runtime, store, state.keys).map_err(|e| Failure::Usage(e.to_string()))
     })
 }
 

@@ -158,7 +158,10 @@ catch (e) { text("handled"); return e.message; }"#;
         resumed["value"],
         "tool call \"bridge:callValue:1\" was lost: the codemode process running it stopped"
     );
-    assert_eq!(resumed["output"], json!([{"type": "text", "text": "handled"}]));
+    assert_eq!(
+        resumed["output"],
+        json!([{"type": "text", "text": "handled"}])
+    );
     second.kill();
 }
 
