@@ -54,9 +54,9 @@ const HELP: &str = "\
 usage: cargo xtask <task> [options]     (--help anywhere prints this and changes nothing)
 
   setup      install what building and testing need: the wasm32-wasip1 target; clang-16, llvm-16,
-             wasi-libc and redis-server through apt-get when run as root on Debian (else it prints the commands;
-             with CODEMODE_GUEST=prebuilt none of these: the checked-in guest is used); the npm MCP
-             servers into target/mcp-servers, the MCP conformance suite (and Node 22 when the
+             wasi-libc and redis-server through apt-get when run as root on Debian (else it prints
+             the commands; with CODEMODE_GUEST=prebuilt no guest toolchain: the checked-in guest is
+             used); the npm MCP servers into target/mcp-servers, the MCP conformance suite (and Node 22 when the
              system Node is older) into target/conformance, a Python venv with the mcp SDK into
              target/python-mcp (needs Node 20+, npm, python3)
   demo       setup, build, then run every program in examples/ and the two-server MCP example

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::Run;
 use crate::dispatch::Counters;
-use crate::RunEnv;
+use crate::env::RunEnv;
 
 /// The first bytes of a portable run (format 1): then the header's JSON length (u32 little
 /// endian), the header, the snapshot bytes (`Snapshot::to_bytes`).

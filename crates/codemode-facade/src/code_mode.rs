@@ -1,0 +1,681 @@
+//! [`CodeMode`], the per-process front: `exec`, `wait` and the store of parked runs
+//! (docs/contract/lifecycle.md#s5-2, docs/contract/lifecycle.md#s5-3).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_bridge::RunScope;
+use codemode_runtime::{AbortHandle, Runtime, RuntimeError, VmError};
+use codemode_snapshot::backend::RunStore;
+use codemode_snapshot::live::ResumeGuard;
+use codemode_snapshot::record::{expiry_ms_after, now_ms, RecordMeta, StoredRun};
+use codemode_snapshot::seal::{Binding, KeyError, StateKeys};
+use codemode_snapshot::{Claim, RunStoreError, SnapshotStore, StoreError, MAX_SUSPENDED_RUNS};
+use serde_json::Value;
+use sha2::Digest;
+
+use crate::env::RunEnv;
+use crate::messages::RUN_ID_REQUIRED;
+use crate::pipeline::{
+    after_outer, before_outer_call, generated_call_id, record_call, record_refused, record_result,
+    replay_safe_of, unless_aborted, OuterKind,
+};
+use crate::result::{CodeModeResult, ErrorCode};
+use crate::run::{self, Run};
+
+/// The per-process code-mode front: runtime plus the live table of parked runs
+/// (`codemode-snapshot`), and optionally a durable run store every parked run is also written
+/// to, sealed, so that another process (or this one after a restart) can resume it
+/// (docs/snapshot-store.md, "What is portable").
+pub struct CodeMode {
+    runtime: Arc<Runtime>,
+    runs: SnapshotStore<Run>,
+    durable: Option<Durable>,
+}
+
+/// A durable run store, the keys that seal its records, and this process's guest image hash.
+struct Durable {
+    store: Arc<dyn RunStore>,
+    keys: StateKeys,
+    guest_sha256: String,
+}
+
+/// How long a `wait` holds a stored run's lease beyond the wait's own `timeoutMs`: a process
+/// that dies mid-`wait` frees the run this long after the wait would have ended.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+impl CodeMode {
+    /// A front over `runtime` with the spec's cap of [`MAX_SUSPENDED_RUNS`] parked runs, kept in
+    /// this process only (`--state memory`).
+    pub fn new(runtime: Arc<Runtime>) -> Self {
+        CodeMode {
+            runtime,
+            runs: SnapshotStore::new(MAX_SUSPENDED_RUNS),
+            durable: None,
+        }
+    }
+
+    /// A front over `runtime` whose parked runs are also written to `store`, sealed with `keys`
+    /// (docs/snapshot-store.md). A store that is not durable (`memory`) changes nothing.
+    ///
+    /// # Errors
+    /// [`KeyError::Missing`] (naming the store) when `store` is durable and `keys` is `None`.
+    pub fn with_store(
+        runtime: Arc<Runtime>,
+        store: Arc<dyn RunStore>,
+        keys: Option<StateKeys>,
+    ) -> Result<Self, KeyError> {
+        let mut code_mode = CodeMode::new(runtime);
+        if store.is_durable() {
+            let keys = keys.ok_or_else(|| KeyError::Missing {
+                url: store.describe(),
+            })?;
+            let guest_sha256 = run::hex(&code_mode.runtime.image_sha256());
+            code_mode.durable = Some(Durable {
+                store,
+                keys,
+                guest_sha256,
+            });
+        }
+        Ok(code_mode)
+    }
+
+    /// The durable run store parked runs are written to, if any.
+    pub fn run_store(&self) -> Option<&Arc<dyn RunStore>> {
+        self.durable.as_ref().map(|d| &d.store)
+    }
+
+    /// A front over the process-wide runtime ([`Runtime::global`]). Fails closed when the
+    /// runtime cannot load (docs/contract/config.md#configuration: no silent fallback to direct tools).
+    pub fn with_global_runtime() -> Result<Self, RuntimeError> {
+        Ok(CodeMode::new(Runtime::global()?))
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// Number of parked runs (including one being resumed).
+    pub fn parked_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Suspended-run slots held by running cells that may park (docs/contract/lifecycle.md#s5-4).
+    pub fn reserved_slots(&self) -> usize {
+        self.runs.reserved()
+    }
+
+    /// Drops every parked run and cancels its pending tool calls (host shutdown or session end).
+    /// Records in a durable run store stay: another process (or this one restarted) resumes
+    /// them.
+    pub fn clear(&self) {
+        run::dropping_because(run::RUNS_CLEARED, || self.runs.clear());
+    }
+
+    /// Ends the session `session`: drops every parked run it owns and cancels its pending tool
+    /// calls (docs/contract/lifecycle.md#runs: snapshots are dropped on session end;
+    /// docs/contract/lifecycle.md#s5-3). A run belongs to the session when `session` sets `session_id` or
+    /// `session_key` and every one of the two it sets equals the run owner's; other runs are
+    /// untouched, and a scope that sets neither ends nothing. A run being resumed by a `wait`
+    /// that is still in flight is detached: that `wait` finishes, but the run is not parked
+    /// again. Returns how many runs were dropped.
+    pub fn end_session(&self, session: &RunScope) -> usize {
+        if session.session_id.is_none() && session.session_key.is_none() {
+            return 0;
+        }
+        fn same(wanted: &Option<String>, owned: &Option<String>) -> bool {
+            wanted.is_none() || wanted.as_deref() == owned.as_deref()
+        }
+        if let (Some(durable), Ok(handle)) = (&self.durable, tokio::runtime::Handle::try_current())
+        {
+            // The session's stored records go too (in the background: this call is not async).
+            let store = durable.store.clone();
+            let session = session.clone();
+            handle.spawn(async move {
+                let Ok(metas) = store.list().await else {
+                    return;
+                };
+                for meta in metas {
+                    let owned = &meta.owner;
+                    if same(&session.session_id, &owned.session_id)
+                        && same(&session.session_key, &owned.session_key)
+                    {
+                        let _ = store.remove(&meta.run_id).await;
+                    }
+                }
+            });
+        }
+        run::dropping_because(run::SESSION_ENDED, || {
+            self.runs.remove_where(|owner| {
+                same(&session.session_id, &owner.session_id)
+                    && same(&session.session_key, &owner.session_key)
+            })
+        })
+    }
+
+    /// Runs one `exec` (docs/contract/lifecycle.md#s5-2). `input` is the model's argument object
+    /// (`{code | command, language?, restartSafe?}`); `abort` cancels the call.
+    ///
+    /// With host wiring on `env` ([`RunEnv::with_hooks`], [`RunEnv::with_trajectory`], …) the
+    /// call is the model-visible `exec` of docs/contract/host.md#h2: the `before_tool_call`
+    /// hooks see it first (`toolKind: "code_mode_exec"`); a block (or a denied `ask`) is a
+    /// `failed` result with code `invalid_input` and the block text as `error`; a rewritten
+    /// input goes through the usual argument checks (docs/contract/surface.md#s2-2); the
+    /// `after_tool_call` hooks see the result JSON and may replace it. `tool_call` /
+    /// `tool_result` frame the call in the trajectory. The tool-call id is
+    /// `env.parent_tool_call_id`, or a fresh `exec_<uuid>` when unset.
+    ///
+    /// `abort` also ends the wait for the outer hooks and an outer approval: the call then
+    /// returns the aborted result at once (`failed`, `code mode execution aborted`, code
+    /// `aborted`). A run that parked but whose `waiting` result the model never gets (an after
+    /// hook withheld or replaced it, or the call was aborted during the after hooks) is removed
+    /// from the store at once, cancelling its pending calls (`run_expired` with reason
+    /// `result withheld` / `aborted`), instead of holding a suspended-run slot until its TTL.
+    pub async fn exec(&self, env: &RunEnv, input: &Value, abort: &AbortHandle) -> CodeModeResult {
+        self.outer_call(env, OuterKind::Exec, input, abort).await
+    }
+
+    /// `exec` without the outer hooks and events: checks, the first leg, the settle loop, park.
+    async fn exec_inner(
+        &self,
+        env: RunEnv,
+        input: &Value,
+        abort: &AbortHandle,
+        call_id: &str,
+    ) -> CodeModeResult {
+        let started = Instant::now();
+        self.runs.purge_expired();
+        let env = Arc::new(env);
+        let deadline = started + Duration::from_millis(env.config.timeout_ms());
+        let prepared = match run::prepare(&env, input, deadline).await {
+            Ok(p) => p,
+            Err(result) => return *result,
+        };
+        if abort.is_aborted() {
+            return run::vm_failure(&env, &VmError::Aborted);
+        }
+        // Preparation counts against the cell's deadline (docs/contract/guest.md#s4-4).
+        if Instant::now() >= deadline {
+            return run::vm_failure(&env, &VmError::Timeout);
+        }
+        let restart_safe = env.force_restart_safe || prepared.restart_safe;
+        let mut run = Run::new(env, restart_safe, self.runs.clone());
+        run.start(&self.runtime, &prepared.javascript, deadline, abort)
+            .await;
+        match run.settle(deadline, abort).await {
+            run::Outcome::Done(result) => result,
+            run::Outcome::Park => {
+                // The cap is checked first (a slot reserved before auto-draining is reused).
+                let slot = match run.take_reservation() {
+                    Some(slot) => slot,
+                    None => match self.runs.reserve() {
+                        Ok(slot) => slot,
+                        Err(e) => return run.fail(ErrorCode::InvalidInput, &e.to_string()),
+                    },
+                };
+                let id = format!("cm_{}", uuid::Uuid::new_v4());
+                let result = match run.park(&id) {
+                    run::Parking::Parked(result) => result,
+                    run::Parking::Failed(result) => return result,
+                };
+                let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds());
+                let scope = run.env.scope.clone();
+                if let Err(failure) = self.save(&mut run, &id, &scope, ttl).await {
+                    return failure;
+                }
+                let parked = run.parked_event(call_id, &result);
+                let trajectory = run.trajectory().clone();
+                run.set_stored(true);
+                match slot.park(id, scope, ttl, run) {
+                    Ok(()) => {
+                        if let Some(event) = parked {
+                            trajectory.record(event);
+                        }
+                        result
+                    }
+                    Err(rejected) => {
+                        self.forget(&rejected.value.run_id_or_empty()).await;
+                        let mut run = rejected.value;
+                        run.fail(ErrorCode::InternalError, &rejected.error.to_string())
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs one `wait` (docs/contract/lifecycle.md#s5-3). `caller` is the scope of the agent run calling it;
+    /// `input` is `{runId}` (or `{run_id}`).
+    ///
+    /// No outer hooks or `tool_call` / `tool_result` events run here (see
+    /// [`CodeMode::wait_with`]); the run's own events (`run_resumed`, nested calls, …) are still
+    /// recorded into the trajectory of the `exec` that started it, with a fresh `wait_<uuid>` as
+    /// this call's id.
+    pub async fn wait(
+        &self,
+        caller: &RunScope,
+        input: &Value,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
+        let call_id = generated_call_id(OuterKind::Wait);
+        self.wait_inner(caller, None, input, abort, &call_id).await
+    }
+
+    /// Runs one `wait` as the model-visible call of docs/contract/host.md#h2: `env.scope` is the
+    /// caller, `env.parent_tool_call_id` this `wait`'s tool-call id (a fresh `wait_<uuid>` when
+    /// unset), and
+    /// `env`'s hooks, approvals and trajectory apply to the outer call exactly as for
+    /// [`CodeMode::exec`] (`toolKind: "code_mode_wait"`; a block is a `failed` /
+    /// `invalid_input` result). The run itself keeps the config, catalog, executor and wiring of
+    /// the `exec` that started it; `env`'s are not used for it. `abort` ends the outer hooks
+    /// and approval too, as for [`CodeMode::exec`] (an abort during the after hooks ends the
+    /// run); a `waiting` result an after hook withholds leaves the run parked, since the model
+    /// knows its `runId` from the `exec` and may `wait` again.
+    pub async fn wait_with(
+        &self,
+        env: &RunEnv,
+        input: &Value,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
+        self.outer_call(env, OuterKind::Wait, input, abort).await
+    }
+
+    /// The envelope of a model-visible `exec` or `wait` (docs/contract/host.md#h2), shared by
+    /// [`CodeMode::exec`] and [`CodeMode::wait_with`]: the call id (`env.parent_tool_call_id`,
+    /// or a fresh `<kind>_<uuid>`), the before hooks raced against `abort`, the two refusals
+    /// (aborted before the call ran, or blocked / not approved by a hook), `tool_call`, the call
+    /// itself, the after hooks raced against `abort`, and `tool_result`.
+    async fn outer_call(
+        &self,
+        env: &RunEnv,
+        kind: OuterKind,
+        input: &Value,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
+        let call_id = env
+            .parent_tool_call_id
+            .clone()
+            .unwrap_or_else(|| generated_call_id(kind));
+        let call_id = call_id.as_str();
+        let started = Instant::now();
+        let trajectory = env.scoped_trajectory();
+        let before = unless_aborted(
+            abort,
+            before_outer_call(
+                &env.hooks,
+                env.outer_approver(),
+                kind,
+                call_id,
+                input,
+                &env.scope,
+            ),
+        )
+        .await;
+        let input = match before {
+            Some(Ok(input)) => input,
+            Some(Err(message)) => {
+                let result = match kind {
+                    OuterKind::Exec => run::failure(env, ErrorCode::InvalidInput, &message, false),
+                    OuterKind::Wait => run::bare_refusal(&message),
+                };
+                return record_refused(&trajectory, kind, call_id, input, result, started);
+            }
+            None => {
+                let result = match kind {
+                    OuterKind::Exec => run::vm_failure(env, &VmError::Aborted),
+                    OuterKind::Wait => {
+                        // An aborted `wait` disposes of its run (docs/contract/lifecycle.md#s5-9),
+                        // also when the abort came before or during the outer hooks:
+                        // `wait_inner` sees the fired signal, applies the scope checks (a
+                        // foreign run stays parked) and drops the run without resuming it. The
+                        // answer is the abort result either way.
+                        let disposed = self
+                            .wait_inner(&env.scope, Some(env), input, abort, call_id)
+                            .await;
+                        match disposed {
+                            CodeModeResult::Failed {
+                                code: Some(ErrorCode::Aborted),
+                                ..
+                            } => disposed,
+                            _ => {
+                                run::bare_failure(ErrorCode::Aborted, &VmError::Aborted.to_string())
+                            }
+                        }
+                    }
+                };
+                return record_refused(&trajectory, kind, call_id, input, result, started);
+            }
+        };
+        record_call(&trajectory, kind, call_id, &input);
+        let result = match kind {
+            OuterKind::Exec => {
+                // The run is named after this call's id, generated or not.
+                let mut run_env = env.clone();
+                run_env.parent_tool_call_id = Some(call_id.to_string());
+                self.exec_inner(run_env, &input, abort, call_id).await
+            }
+            OuterKind::Wait => {
+                self.wait_inner(&env.scope, Some(env), &input, abort, call_id)
+                    .await
+            }
+        };
+        let result = self
+            .after_outer_or_abort(env, kind, call_id, &input, result, started, abort)
+            .await;
+        record_result(&trajectory, kind, call_id, &input, &result, started);
+        result
+    }
+
+    /// The after hooks of an outer call ([`after_outer`]) raced against `abort` (then the
+    /// aborted result). When an `exec`'s `waiting` result does not reach the model unchanged (a
+    /// hook withheld or replaced it, or the call was aborted), its run is removed from the store
+    /// at once: the model never learnt its `runId`, and it would hold a suspended-run slot until
+    /// its TTL. After a `wait` the model knows the `runId` already, so a withheld result leaves
+    /// the run parked (it can `wait` again); an abort ends it, as an abort during the `wait`
+    /// itself does.
+    #[allow(clippy::too_many_arguments)]
+    async fn after_outer_or_abort(
+        &self,
+        env: &RunEnv,
+        kind: OuterKind,
+        call_id: &str,
+        input: &Value,
+        result: CodeModeResult,
+        started: Instant,
+        abort: &AbortHandle,
+    ) -> CodeModeResult {
+        let parked = match &result {
+            CodeModeResult::Waiting { run_id, .. } => Some(run_id.clone()),
+            _ => None,
+        };
+        let telemetry = result.telemetry().clone();
+        let replay_safe = replay_safe_of(&result);
+        let after = unless_aborted(
+            abort,
+            after_outer(
+                &env.hooks, kind, call_id, input, &env.scope, result, started,
+            ),
+        )
+        .await;
+        let (result, reason) = match after {
+            Some(result) if kind == OuterKind::Exec => (result, Some(run::RESULT_WITHHELD)),
+            Some(result) => (result, None),
+            None => {
+                let result = CodeModeResult::Failed {
+                    error: VmError::Aborted.to_string(),
+                    code: Some(ErrorCode::Aborted),
+                    output: Vec::new(),
+                    replay_safe,
+                    telemetry,
+                };
+                (result, Some(run::OUTER_ABORTED))
+            }
+        };
+        if let (Some(parked), Some(reason)) = (parked, reason) {
+            if result.run_id() != Some(parked.as_str()) {
+                run::dropping_because(reason, || self.runs.remove(&parked));
+                self.forget(&parked).await;
+            }
+        }
+        result
+    }
+
+    /// Writes the parked `run` to the durable run store (nothing without one), sealed to its id,
+    /// owner, this guest, its catalog and its expiry (`now + ttl`). A new run counts against
+    /// its owner's cap in the store.
+    ///
+    /// # Errors
+    /// The failure result that ends the run: the store's refusal (`invalid_input`, e.g. `too many
+    /// suspended code mode runs.`) or failure, or an expiry or seal error (`internal_error`).
+    async fn save(
+        &self,
+        run: &mut Run,
+        run_id: &str,
+        owner: &RunScope,
+        ttl: Duration,
+    ) -> Result<(), CodeModeResult> {
+        let Some(durable) = &self.durable else {
+            return Ok(());
+        };
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let expires_at_ms = match expiry_ms_after(now_ms(), ttl_ms) {
+            Ok(at) => at,
+            Err(e) => return Err(run.fail(ErrorCode::InternalError, &e.to_string())),
+        };
+        let Some(plain) = run.portable_bytes() else {
+            return Err(run.fail(ErrorCode::InternalError, "code mode snapshot is missing"));
+        };
+        let fingerprint = run::catalog_fingerprint(&run.env.catalog);
+        let binding = Binding {
+            run_id,
+            owner,
+            guest_sha256: &durable.guest_sha256,
+            catalog_fingerprint: &fingerprint,
+            expires_at_ms,
+        };
+        let body = match durable.keys.seal(&binding, &plain) {
+            Ok(body) => body,
+            Err(e) => return Err(run.fail(ErrorCode::InternalError, &e.to_string())),
+        };
+        let digest: [u8; 32] = sha2::Sha256::digest(&body).into();
+        let record = StoredRun {
+            meta: RecordMeta {
+                run_id: run_id.to_string(),
+                owner: owner.clone(),
+                expires_at_ms,
+            },
+            body,
+        };
+        match durable.store.put(record, MAX_SUSPENDED_RUNS).await {
+            Ok(()) => {
+                run.set_stored_digest(digest);
+                Ok(())
+            }
+            Err(RunStoreError::Refused(e)) => {
+                Err(run.fail(ErrorCode::InvalidInput, &e.to_string()))
+            }
+            Err(e) => Err(run.fail(ErrorCode::InternalError, &e.to_string())),
+        }
+    }
+
+    /// Removes `run_id`'s record from the durable run store (the run ended here). A store that
+    /// fails leaves the record to expire.
+    async fn forget(&self, run_id: &str) {
+        if let Some(durable) = &self.durable {
+            let _ = durable.store.remove(run_id).await;
+        }
+    }
+
+    /// Ends a stored run's lease without changing it (`wait` answered `waiting`).
+    async fn release(&self, claim: Option<&Claim>) {
+        if let (Some(durable), Some(claim)) = (&self.durable, claim) {
+            let _ = durable.store.release(claim).await;
+        }
+    }
+
+    /// Takes `run_id` for `caller`: from the live table, checked against the durable run store
+    /// when there is one (a run that ended elsewhere is dropped here; one that another process
+    /// parked again since is replaced by the stored one), or restored from the store when this
+    /// process does not hold it and `env` is given. Returns the guard and the store's claim.
+    ///
+    /// # Errors
+    /// The refusal result (the store's texts, or the seal's when a record cannot be opened).
+    async fn resume(
+        &self,
+        run_id: &str,
+        caller: &RunScope,
+        env: Option<&RunEnv>,
+    ) -> Result<(ResumeGuard<Run>, Option<Claim>), Box<CodeModeResult>> {
+        let refusal = |message: String| Box::new(run::bare_refusal(&message));
+        let live = self.runs.resume(run_id, caller);
+        let Some(durable) = &self.durable else {
+            return live
+                .map(|guard| (guard, None))
+                .map_err(|e| refusal(e.to_string()));
+        };
+        let guard = match live {
+            Ok(guard) => Some(guard),
+            Err(StoreError::Unavailable) => None,
+            Err(e) => return Err(refusal(e.to_string())),
+        };
+        let lease_env = guard.as_ref().map(|g| &*g.env).or(env);
+        let Some(lease_env) = lease_env else {
+            return Err(refusal(StoreError::Unavailable.to_string()));
+        };
+        let lease = Duration::from_millis(lease_env.config.timeout_ms()) + LEASE_MARGIN;
+        let claim = match durable.store.claim(run_id, caller, lease).await {
+            Ok(claim) => claim,
+            Err(RunStoreError::Refused(StoreError::Unavailable)) => {
+                // Ended, expired or purged elsewhere: the live copy is stale.
+                if let Some(guard) = guard {
+                    run::dropping_because(run::SNAPSHOT_TTL, || drop(guard.finish()));
+                }
+                return Err(refusal(StoreError::Unavailable.to_string()));
+            }
+            Err(e) => return Err(refusal(e.to_string())),
+        };
+        let digest: [u8; 32] = sha2::Sha256::digest(&claim.run.body).into();
+        if let Some(guard) = guard {
+            if guard.stored_digest() == Some(digest) {
+                return Ok((guard, Some(claim)));
+            }
+            // Parked again by another process since: the stored run is the current one.
+            run::dropping_because(run::SNAPSHOT_TTL, || drop(guard.finish()));
+        }
+        let Some(env) = env else {
+            durable.store.release(&claim).await.ok();
+            return Err(refusal(StoreError::Unavailable.to_string()));
+        };
+        match self.restore_stored(durable, &claim, digest, caller, env) {
+            Ok(guard) => Ok((guard, Some(claim))),
+            Err(message) => {
+                durable.store.release(&claim).await.ok();
+                Err(refusal(message))
+            }
+        }
+    }
+
+    /// Opens a claimed record, rebuilds its run with `env` and parks it in the live table under
+    /// its id with the expiry it had; returns the live guard.
+    fn restore_stored(
+        &self,
+        durable: &Durable,
+        claim: &Claim,
+        digest: [u8; 32],
+        caller: &RunScope,
+        env: &RunEnv,
+    ) -> Result<ResumeGuard<Run>, String> {
+        let meta = &claim.run.meta;
+        let fingerprint = run::catalog_fingerprint(&env.catalog);
+        let binding = Binding {
+            run_id: &meta.run_id,
+            owner: &meta.owner,
+            guest_sha256: &durable.guest_sha256,
+            catalog_fingerprint: &fingerprint,
+            expires_at_ms: meta.expires_at_ms,
+        };
+        let plain = durable
+            .keys
+            .open(&binding, &claim.run.body)
+            .map_err(|e| e.to_string())?;
+        let mut restored =
+            Run::from_portable(env, &meta.owner, self.runs.clone(), &meta.run_id, &plain)?;
+        restored.set_stored_digest(digest);
+        restored.set_stored(true);
+        let slot = self.runs.reserve().map_err(|e| e.to_string())?;
+        let ttl = Duration::from_millis(meta.expires_at_ms.saturating_sub(now_ms()));
+        slot.park(meta.run_id.clone(), meta.owner.clone(), ttl, restored)
+            .map_err(|rejected| rejected.error.to_string())?;
+        self.runs
+            .resume(&meta.run_id, caller)
+            .map_err(|e| e.to_string())
+    }
+
+    /// `wait` without the outer hooks and events. With a durable run store and the `wait`'s
+    /// `env`, a run this process does not hold is restored from the store, and a run it holds is
+    /// checked against the store first (docs/snapshot-store.md, "What is portable").
+    async fn wait_inner(
+        &self,
+        caller: &RunScope,
+        env: Option<&RunEnv>,
+        input: &Value,
+        abort: &AbortHandle,
+        call_id: &str,
+    ) -> CodeModeResult {
+        self.runs.purge_expired();
+        let run_id = input
+            .get("runId")
+            .or_else(|| input.get("run_id"))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .unwrap_or("");
+        if run_id.is_empty() {
+            return run::bare_refusal(RUN_ID_REQUIRED);
+        }
+        // Scope checks and the in-flight guard, in the spec's order; refusals leave the run as is.
+        let (mut guard, claim) = match self.resume(run_id, caller, env).await {
+            Ok(resumed) => resumed,
+            Err(refusal) => return *refusal,
+        };
+        let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms());
+        match guard.wait_ready(deadline, abort).await {
+            run::Readiness::Aborted => {
+                self.forget(run_id).await;
+                return guard.finish().fail_vm(&VmError::Aborted);
+            }
+            // Dropping the guard keeps the run parked with its expiry unchanged.
+            run::Readiness::NotReady => {
+                self.release(claim.as_ref()).await;
+                return guard.waiting_result(run_id.to_string());
+            }
+            run::Readiness::Ready => {}
+        }
+        if let Err(result) = guard.restore(&self.runtime).await {
+            self.forget(run_id).await;
+            guard.finish();
+            return *result;
+        }
+        guard.record_resumed(call_id);
+        // Resume: deliver what settled (in settlement order), then continue the settle loop.
+        guard.deliver_arrived(deadline, abort).await;
+        match guard.settle(deadline, abort).await {
+            run::Outcome::Done(result) => {
+                self.forget(run_id).await;
+                guard.finish();
+                result
+            }
+            run::Outcome::Park => {
+                let result = match guard.park(run_id) {
+                    run::Parking::Parked(result) => result,
+                    run::Parking::Failed(result) => {
+                        self.forget(run_id).await;
+                        guard.finish();
+                        return result;
+                    }
+                };
+                let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds());
+                let owner = guard.env.scope.clone();
+                if let Err(failure) = self.save(&mut guard, run_id, &owner, ttl).await {
+                    self.forget(run_id).await;
+                    guard.finish();
+                    return failure;
+                }
+                let parked = guard.parked_event(call_id, &result);
+                let trajectory = guard.trajectory().clone();
+                guard.set_stored(true);
+                match guard.repark(ttl) {
+                    Ok(()) => {
+                        if let Some(event) = parked {
+                            trajectory.record(event);
+                        }
+                        result
+                    }
+                    Err(rejected) => rejected
+                        .value
+                        .finish()
+                        .fail(ErrorCode::InternalError, &rejected.error.to_string()),
+                }
+            }
+        }
+    }
+}
