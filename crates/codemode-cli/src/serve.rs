@@ -30,6 +30,8 @@ pub(crate) struct ServeArgs {
 /// until SIGINT or SIGTERM. Then parked runs are dropped and every MCP server child is stopped
 /// (stdin closed, 3 s, then SIGKILL to its process group), so none outlives `serve`.
 pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
+    // A bad --state or a durable one without a key refuses to start before anything else.
+    let state = args.state.check()?;
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() {
             return Err(Failure::Usage(format!(
@@ -42,7 +44,6 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             "codemode: serving an empty catalog (exec runs programs, but they have no tools to call); add tools with --mcp-config FILE (MCP servers), --root DIR (workspace tools) or --tools FILE"
         );
     }
-    let state = args.state.check()?;
     let runtime = host::async_runtime()?;
     // Registered before any child starts, so a signal during startup is not lost either.
     let stop = {
