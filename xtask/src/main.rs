@@ -61,10 +61,10 @@ mod python;
 const HELP: &str = "\
 usage: cargo xtask <task> [options]     (--help anywhere prints this and changes nothing)
 
-  setup      install what building and testing need: the wasm32-wasip1 target; clang-16, llvm-16
-             and wasi-libc through apt-get when run as root on Debian (else it prints the commands;
-             with CODEMODE_GUEST=prebuilt none of these: the checked-in guest is used); the npm MCP
-             servers into target/mcp-servers, the MCP conformance suite (and Node 22 when the
+  setup      install what building and testing need: the wasm32-wasip1 target; clang-16, llvm-16,
+             wasi-libc and redis-server through apt-get when run as root on Debian (else it prints
+             the commands; with CODEMODE_GUEST=prebuilt no guest toolchain: the checked-in guest is
+             used); the npm MCP servers into target/mcp-servers, the MCP conformance suite (and Node 22 when the
              system Node is older) into target/conformance, a Python venv with the mcp SDK into
              target/python-mcp (needs Node 20+, npm, python3)
   demo       setup, build, then run every program in examples/ and the two-server MCP example
@@ -120,9 +120,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// Everything the tests need: the guest toolchain and the npm MCP servers.
+/// Everything the tests need: the guest toolchain, redis-server and the npm MCP servers.
 fn setup() -> Result<(), String> {
     setup_guest()?;
+    setup_redis()?;
     setup_mcp_servers()?;
     conformance::setup(&root(), run)?;
     python::setup(&root(), run)
@@ -195,6 +196,38 @@ fn prebuilt_guest() -> bool {
         || std::env::var_os("CODEMODE_GUEST").is_some_and(|v| v == "prebuilt")
 }
 
+/// `true` when running as root on Debian (where setup may `apt-get install`).
+fn root_on_debian() -> bool {
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    is_root && Path::new("/etc/debian_version").exists()
+}
+
+/// Makes sure `redis-server` (Debian's package) is there for the `redis://` run-store tests
+/// (docs/snapshot-store.md, "Backends"); they print a skip reason without it unless `CI` is set.
+fn setup_redis() -> Result<(), String> {
+    if have("redis-server", "--version") {
+        return Ok(());
+    }
+    if root_on_debian() {
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+        run(Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "-qq",
+                "--no-install-recommends",
+                "redis-server",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive"))
+    } else {
+        Err("the redis:// run-store tests need redis-server. On Debian run:\n    sudo apt-get install -y redis-server\nthen run this command again.".to_string())
+    }
+}
+
 /// Makes sure the guest can be built: wasm32-wasip1, clang-16, llvm-ar-16, wasi-libc headers.
 fn setup_guest() -> Result<(), String> {
     if prebuilt_guest() {
@@ -219,12 +252,7 @@ fn setup_guest() -> Result<(), String> {
         || !Path::new("/usr/include/wasm32-wasi/stdlib.h").exists();
     if missing_c {
         let packages = ["clang-16", "llvm-16", "wasi-libc"];
-        let is_root = Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-            .unwrap_or(false);
-        if is_root && Path::new("/etc/debian_version").exists() {
+        if root_on_debian() {
             run(Command::new("apt-get").args(["update", "-qq"]))?;
             run(Command::new("apt-get")
                 .args(["install", "-y", "-qq", "--no-install-recommends"])

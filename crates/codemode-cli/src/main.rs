@@ -49,6 +49,7 @@ mod output;
 mod progress;
 mod serve;
 mod session;
+mod state;
 mod static_tools;
 mod tools;
 
@@ -94,6 +95,8 @@ enum Command {
     Catalog(CatalogArgs),
     /// Run one agent turn with a scripted model and print its JSON envelope.
     Agent(agent::AgentArgs),
+    /// List or purge the parked runs stored in a run store (--state dir:PATH or redis://…).
+    State(state::StateCommandArgs),
     /// Print a shell completion script (e.g. `codemode completions bash > ~/.local/share/bash-completion/completions/codemode`).
     Completions(CompletionsArgs),
 }
@@ -139,6 +142,8 @@ struct ExecArgs {
 struct SessionArgs {
     #[command(flatten)]
     host: HostArgs,
+    #[command(flatten)]
+    state: state::StateArgs,
 }
 
 #[derive(Args)]
@@ -226,12 +231,13 @@ fn main() -> ExitCode {
     }
     let outcome = match cli.command {
         Command::Exec(args) => exec(args),
-        Command::Session(args) => session::run(&args.host),
+        Command::Session(args) => session::run(&args.host, &args.state),
         Command::Serve(args) => serve::serve(args),
         Command::Config(args) => config(args),
         Command::Catalog(args) => catalog(args),
         Command::Agent(args) => agent::run(args),
         Command::Completions(args) => completions(args),
+        Command::State(args) => state::command(args),
     };
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return ExitCode::from(EXIT_STDOUT_CLOSED);

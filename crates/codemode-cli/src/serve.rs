@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use codemode_facade::CodeMode;
 use codemode_mcp::{CodeModeServer, EnvSource};
 
 use crate::host::{self, HostArgs};
@@ -22,6 +21,8 @@ pub(crate) struct ServeArgs {
     pub(crate) http: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub(crate) host: HostArgs,
+    #[command(flatten)]
+    pub(crate) state: crate::state::StateArgs,
 }
 
 /// `codemode serve`: one MCP session over stdin/stdout until the client closes it, or, with
@@ -29,6 +30,8 @@ pub(crate) struct ServeArgs {
 /// until SIGINT or SIGTERM. Then parked runs are dropped and every MCP server child is stopped
 /// (stdin closed, 3 s, then SIGKILL to its process group), so none outlives `serve`.
 pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
+    // A bad --state or a durable one without a key refuses to start before anything else.
+    let state = args.state.check()?;
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() {
             return Err(Failure::Usage(format!(
@@ -49,11 +52,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     };
     // MCP servers connect in the background: `initialize`, `tools/list` and `exec` are answered
     // at once, and a server that joins later is announced by `list_changed` (docs/mcp.md).
+    // The store opens (a directory checked, Redis reached) before any MCP server starts.
+    let code_mode = Arc::new(crate::state::code_mode(state, &runtime)?);
     let host = host::host_with(&args.host, &runtime, false, true)?.map(Arc::new);
-    let code_mode = runtime
-        .block_on(async { CodeMode::with_global_runtime() })
-        .map_err(|e| Failure::Run(e.to_string()))?;
-    let code_mode = Arc::new(code_mode);
     let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
     let mut server = CodeModeServer::new(code_mode.clone(), source);
     if let Some(host) = &host {

@@ -230,7 +230,8 @@ impl Session {
 }
 
 /// Runs the session on stdin/stdout until end of input.
-pub(crate) fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
+pub(crate) fn run(args: &HostArgs, state: &crate::state::StateArgs) -> Result<ExitCode, Failure> {
+    let state = state.check()?;
     let runtime = host::async_runtime()?;
     let mut approvals = None;
     let front = match host::host(args, &runtime, true)? {
@@ -238,9 +239,13 @@ pub(crate) fn run(args: &HostArgs) -> Result<ExitCode, Failure> {
             let broker = Arc::new(ApprovalBroker::new(host.config().snapshot_ttl()));
             host.set_approvals(broker.clone());
             approvals = Some(broker);
-            let code_mode = runtime
-                .block_on(async { CodeMode::with_global_runtime() })
-                .map_err(|e| Failure::Run(e.to_string()))?;
+            let code_mode = match crate::state::code_mode(state, &runtime) {
+                Ok(code_mode) => code_mode,
+                Err(failure) => {
+                    host.shutdown(&runtime);
+                    return Err(failure);
+                }
+            };
             Some((code_mode, host))
         }
         None => None,

@@ -6,8 +6,13 @@ use std::time::{Duration, Instant};
 
 use codemode_bridge::RunScope;
 use codemode_runtime::{AbortHandle, Runtime, RuntimeError, VmError};
-use codemode_snapshot::{SnapshotStore, MAX_SUSPENDED_RUNS};
+use codemode_snapshot::backend::RunStore;
+use codemode_snapshot::live::ResumeGuard;
+use codemode_snapshot::record::{expiry_ms_after, now_ms, RecordMeta, StoredRun};
+use codemode_snapshot::seal::{Binding, KeyError, StateKeys};
+use codemode_snapshot::{Claim, RunStoreError, SnapshotStore, StoreError, MAX_SUSPENDED_RUNS};
 use serde_json::Value;
+use sha2::Digest;
 
 use crate::env::RunEnv;
 use crate::failure;
@@ -20,20 +25,66 @@ use crate::prepare;
 use crate::result::{CodeModeResult, ErrorCode};
 use crate::run::{self, Run};
 
-/// The per-process code-mode front: runtime plus the store of parked runs (in memory only,
-/// never persisted; `codemode-snapshot`).
+/// The per-process code-mode front: runtime plus the live table of parked runs
+/// (`codemode-snapshot`), and optionally a durable run store every parked run is also written
+/// to, sealed, so that another process (or this one after a restart) can resume it
+/// (docs/snapshot-store.md, "What is portable").
 pub struct CodeMode {
     runtime: Arc<Runtime>,
     runs: SnapshotStore<Run>,
+    durable: Option<Durable>,
 }
 
+/// A durable run store, the keys that seal its records, and this process's guest image hash.
+struct Durable {
+    store: Arc<dyn RunStore>,
+    keys: StateKeys,
+    guest_sha256: String,
+}
+
+/// How long a `wait` holds a stored run's lease beyond the wait's own `timeoutMs`: a process
+/// that dies mid-`wait` frees the run this long after the wait would have ended.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
 impl CodeMode {
-    /// A front over `runtime` with the spec's cap of [`MAX_SUSPENDED_RUNS`] parked runs.
+    /// A front over `runtime` with the spec's cap of [`MAX_SUSPENDED_RUNS`] parked runs, kept in
+    /// this process only (`--state memory`).
     pub fn new(runtime: Arc<Runtime>) -> Self {
         CodeMode {
             runtime,
             runs: SnapshotStore::new(MAX_SUSPENDED_RUNS),
+            durable: None,
         }
+    }
+
+    /// A front over `runtime` whose parked runs are also written to `store`, sealed with `keys`
+    /// (docs/snapshot-store.md). A store that is not durable (`memory`) changes nothing.
+    ///
+    /// # Errors
+    /// [`KeyError::Missing`] (naming the store) when `store` is durable and `keys` is `None`.
+    pub fn with_store(
+        runtime: Arc<Runtime>,
+        store: Arc<dyn RunStore>,
+        keys: Option<StateKeys>,
+    ) -> Result<Self, KeyError> {
+        let mut code_mode = CodeMode::new(runtime);
+        if store.is_durable() {
+            let keys = keys.ok_or_else(|| KeyError::Missing {
+                url: store.describe(),
+            })?;
+            let guest_sha256 = run::hex(&code_mode.runtime.image_sha256());
+            code_mode.durable = Some(Durable {
+                store,
+                keys,
+                guest_sha256,
+            });
+        }
+        Ok(code_mode)
+    }
+
+    /// The durable run store parked runs are written to, if any.
+    pub fn run_store(&self) -> Option<&Arc<dyn RunStore>> {
+        self.durable.as_ref().map(|d| &d.store)
     }
 
     /// A front over the process-wide runtime ([`Runtime::global`]). Fails closed when the
@@ -58,6 +109,8 @@ impl CodeMode {
     }
 
     /// Drops every parked run and cancels its pending tool calls (host shutdown or session end).
+    /// Records in a durable run store stay: another process (or this one restarted) resumes
+    /// them.
     pub fn clear(&self) {
         run::dropping_because(run::RUNS_CLEARED, || self.runs.clear());
     }
@@ -73,9 +126,28 @@ impl CodeMode {
         if session.session_id.is_none() && session.session_key.is_none() {
             return 0;
         }
-        let same = |wanted: &Option<String>, owned: &Option<String>| {
+        fn same(wanted: &Option<String>, owned: &Option<String>) -> bool {
             wanted.is_none() || wanted.as_deref() == owned.as_deref()
-        };
+        }
+        if let (Some(durable), Ok(handle)) = (&self.durable, tokio::runtime::Handle::try_current())
+        {
+            // The session's stored records go too (in the background: this call is not async).
+            let store = durable.store.clone();
+            let session = session.clone();
+            handle.spawn(async move {
+                let Ok(metas) = store.list().await else {
+                    return;
+                };
+                for meta in metas {
+                    let owned = &meta.owner;
+                    if same(&session.session_id, &owned.session_id)
+                        && same(&session.session_key, &owned.session_key)
+                    {
+                        let _ = store.remove(&meta.run_id).await;
+                    }
+                }
+            });
+        }
         run::dropping_because(run::SESSION_ENDED, || {
             self.runs.remove_where(|owner| {
                 same(&session.session_id, &owner.session_id)
@@ -151,6 +223,9 @@ impl CodeMode {
                 };
                 let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds());
                 let scope = run.env.scope.clone();
+                if let Err(failure) = self.save(&mut run, &id, &scope, ttl).await {
+                    return failure;
+                }
                 let parked = run.parked_event(call_id, &result);
                 let trajectory = run.trajectory().clone();
                 run.set_stored(true);
@@ -162,6 +237,7 @@ impl CodeMode {
                         result
                     }
                     Err(rejected) => {
+                        self.forget(&rejected.value.run_id_or_empty()).await;
                         let mut run = rejected.value;
                         run.fail(ErrorCode::InternalError, &rejected.error.to_string())
                     }
@@ -184,7 +260,7 @@ impl CodeMode {
         abort: &AbortHandle,
     ) -> CodeModeResult {
         let call_id = generated_call_id(OuterKind::Wait);
-        self.wait_inner(caller, input, abort, &call_id).await
+        self.wait_inner(caller, None, input, abort, &call_id).await
     }
 
     /// Runs one `wait` as the model-visible call of docs/contract/host.md#h2: `env.scope` is the
@@ -257,7 +333,9 @@ impl CodeMode {
                         // `wait_inner` sees the fired signal, applies the scope checks (a
                         // foreign run stays parked) and drops the run without resuming it. The
                         // answer is the abort result either way.
-                        let disposed = self.wait_inner(&env.scope, input, abort, call_id).await;
+                        let disposed = self
+                            .wait_inner(&env.scope, Some(env), input, abort, call_id)
+                            .await;
                         match disposed {
                             CodeModeResult::Failed {
                                 code: Some(ErrorCode::Aborted),
@@ -281,7 +359,10 @@ impl CodeMode {
                 run_env.parent_tool_call_id = Some(call_id.to_string());
                 self.exec_inner(run_env, &input, abort, call_id).await
             }
-            OuterKind::Wait => self.wait_inner(&env.scope, &input, abort, call_id).await,
+            OuterKind::Wait => {
+                self.wait_inner(&env.scope, Some(env), &input, abort, call_id)
+                    .await
+            }
         };
         let result = self
             .after_outer_or_abort(env, kind, call_id, &input, result, started, abort)
@@ -338,15 +419,190 @@ impl CodeMode {
         if let (Some(parked), Some(reason)) = (parked, reason) {
             if result.run_id() != Some(parked.as_str()) {
                 run::dropping_because(reason, || self.runs.remove(&parked));
+                self.forget(&parked).await;
             }
         }
         result
     }
 
-    /// `wait` without the outer hooks and events.
+    /// Writes the parked `run` to the durable run store (nothing without one), sealed to its id,
+    /// owner, this guest, its catalog and its expiry (`now + ttl`). A new run counts against
+    /// its owner's cap in the store.
+    ///
+    /// # Errors
+    /// The failure result that ends the run: the store's refusal (`invalid_input`, e.g. `too many
+    /// suspended code mode runs.`) or failure, or an expiry or seal error (`internal_error`).
+    async fn save(
+        &self,
+        run: &mut Run,
+        run_id: &str,
+        owner: &RunScope,
+        ttl: Duration,
+    ) -> Result<(), CodeModeResult> {
+        let Some(durable) = &self.durable else {
+            return Ok(());
+        };
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let expires_at_ms = match expiry_ms_after(now_ms(), ttl_ms) {
+            Ok(at) => at,
+            Err(e) => return Err(run.fail(ErrorCode::InternalError, &e.to_string())),
+        };
+        let Some(plain) = run.portable_bytes() else {
+            return Err(run.fail(ErrorCode::InternalError, "code mode snapshot is missing"));
+        };
+        let fingerprint = run::catalog_fingerprint(&run.env.catalog);
+        let binding = Binding {
+            run_id,
+            owner,
+            guest_sha256: &durable.guest_sha256,
+            catalog_fingerprint: &fingerprint,
+            expires_at_ms,
+        };
+        let body = match durable.keys.seal(&binding, &plain) {
+            Ok(body) => body,
+            Err(e) => return Err(run.fail(ErrorCode::InternalError, &e.to_string())),
+        };
+        let digest: [u8; 32] = sha2::Sha256::digest(&body).into();
+        let record = StoredRun {
+            meta: RecordMeta {
+                run_id: run_id.to_string(),
+                owner: owner.clone(),
+                expires_at_ms,
+            },
+            body,
+        };
+        match durable.store.put(record, MAX_SUSPENDED_RUNS).await {
+            Ok(()) => {
+                run.set_stored_digest(digest);
+                Ok(())
+            }
+            Err(RunStoreError::Refused(e)) => {
+                Err(run.fail(ErrorCode::InvalidInput, &e.to_string()))
+            }
+            Err(e) => Err(run.fail(ErrorCode::InternalError, &e.to_string())),
+        }
+    }
+
+    /// Removes `run_id`'s record from the durable run store (the run ended here). A store that
+    /// fails leaves the record to expire.
+    async fn forget(&self, run_id: &str) {
+        if let Some(durable) = &self.durable {
+            let _ = durable.store.remove(run_id).await;
+        }
+    }
+
+    /// Ends a stored run's lease without changing it (`wait` answered `waiting`).
+    async fn release(&self, claim: Option<&Claim>) {
+        if let (Some(durable), Some(claim)) = (&self.durable, claim) {
+            let _ = durable.store.release(claim).await;
+        }
+    }
+
+    /// Takes `run_id` for `caller`: from the live table, checked against the durable run store
+    /// when there is one (a run that ended elsewhere is dropped here; one that another process
+    /// parked again since is replaced by the stored one), or restored from the store when this
+    /// process does not hold it and `env` is given. Returns the guard and the store's claim.
+    ///
+    /// # Errors
+    /// The refusal result (the store's texts, or the seal's when a record cannot be opened).
+    async fn resume(
+        &self,
+        run_id: &str,
+        caller: &RunScope,
+        env: Option<&RunEnv>,
+    ) -> Result<(ResumeGuard<Run>, Option<Claim>), Box<CodeModeResult>> {
+        let refusal = |message: String| Box::new(failure::bare_refusal(&message));
+        let live = self.runs.resume(run_id, caller);
+        let Some(durable) = &self.durable else {
+            return live
+                .map(|guard| (guard, None))
+                .map_err(|e| refusal(e.to_string()));
+        };
+        let guard = match live {
+            Ok(guard) => Some(guard),
+            Err(StoreError::Unavailable) => None,
+            Err(e) => return Err(refusal(e.to_string())),
+        };
+        let lease_env = guard.as_ref().map(|g| &*g.env).or(env);
+        let Some(lease_env) = lease_env else {
+            return Err(refusal(StoreError::Unavailable.to_string()));
+        };
+        let lease = Duration::from_millis(lease_env.config.timeout_ms()) + LEASE_MARGIN;
+        let claim = match durable.store.claim(run_id, caller, lease).await {
+            Ok(claim) => claim,
+            Err(RunStoreError::Refused(StoreError::Unavailable)) => {
+                // Ended, expired or purged elsewhere: the live copy is stale.
+                if let Some(guard) = guard {
+                    run::dropping_because(run::SNAPSHOT_TTL, || drop(guard.finish()));
+                }
+                return Err(refusal(StoreError::Unavailable.to_string()));
+            }
+            Err(e) => return Err(refusal(e.to_string())),
+        };
+        let digest: [u8; 32] = sha2::Sha256::digest(&claim.run.body).into();
+        if let Some(guard) = guard {
+            if guard.stored_digest() == Some(digest) {
+                return Ok((guard, Some(claim)));
+            }
+            // Parked again by another process since: the stored run is the current one.
+            run::dropping_because(run::SNAPSHOT_TTL, || drop(guard.finish()));
+        }
+        let Some(env) = env else {
+            durable.store.release(&claim).await.ok();
+            return Err(refusal(StoreError::Unavailable.to_string()));
+        };
+        match self.restore_stored(durable, &claim, digest, caller, env) {
+            Ok(guard) => Ok((guard, Some(claim))),
+            Err(message) => {
+                durable.store.release(&claim).await.ok();
+                Err(refusal(message))
+            }
+        }
+    }
+
+    /// Opens a claimed record, rebuilds its run with `env` and parks it in the live table under
+    /// its id with the expiry it had; returns the live guard.
+    fn restore_stored(
+        &self,
+        durable: &Durable,
+        claim: &Claim,
+        digest: [u8; 32],
+        caller: &RunScope,
+        env: &RunEnv,
+    ) -> Result<ResumeGuard<Run>, String> {
+        let meta = &claim.run.meta;
+        let fingerprint = run::catalog_fingerprint(&env.catalog);
+        let binding = Binding {
+            run_id: &meta.run_id,
+            owner: &meta.owner,
+            guest_sha256: &durable.guest_sha256,
+            catalog_fingerprint: &fingerprint,
+            expires_at_ms: meta.expires_at_ms,
+        };
+        let plain = durable
+            .keys
+            .open(&binding, &claim.run.body)
+            .map_err(|e| e.to_string())?;
+        let mut restored =
+            Run::from_portable(env, &meta.owner, self.runs.clone(), &meta.run_id, &plain)?;
+        restored.set_stored_digest(digest);
+        restored.set_stored(true);
+        let slot = self.runs.reserve().map_err(|e| e.to_string())?;
+        let ttl = Duration::from_millis(meta.expires_at_ms.saturating_sub(now_ms()));
+        slot.park(meta.run_id.clone(), meta.owner.clone(), ttl, restored)
+            .map_err(|rejected| rejected.error.to_string())?;
+        self.runs
+            .resume(&meta.run_id, caller)
+            .map_err(|e| e.to_string())
+    }
+
+    /// `wait` without the outer hooks and events. With a durable run store and the `wait`'s
+    /// `env`, a run this process does not hold is restored from the store, and a run it holds is
+    /// checked against the store first (docs/snapshot-store.md, "What is portable").
     async fn wait_inner(
         &self,
         caller: &RunScope,
+        env: Option<&RunEnv>,
         input: &Value,
         abort: &AbortHandle,
         call_id: &str,
@@ -362,20 +618,25 @@ impl CodeMode {
             return failure::bare_refusal(RUN_ID_REQUIRED);
         }
         // Scope checks and the in-flight guard, in the spec's order; refusals leave the run as is.
-        let mut guard = match self.runs.resume(run_id, caller) {
-            Ok(guard) => guard,
-            Err(e) => return failure::bare_refusal(&e.to_string()),
+        let (mut guard, claim) = match self.resume(run_id, caller, env).await {
+            Ok(resumed) => resumed,
+            Err(refusal) => return *refusal,
         };
         let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms());
         match guard.wait_ready(deadline, abort).await {
             run::Readiness::Aborted => {
+                self.forget(run_id).await;
                 return guard.finish().fail_vm(&VmError::Aborted);
             }
             // Dropping the guard keeps the run parked with its expiry unchanged.
-            run::Readiness::NotReady => return guard.waiting_result(run_id.to_string()),
+            run::Readiness::NotReady => {
+                self.release(claim.as_ref()).await;
+                return guard.waiting_result(run_id.to_string());
+            }
             run::Readiness::Ready => {}
         }
         if let Err(result) = guard.restore(&self.runtime).await {
+            self.forget(run_id).await;
             guard.finish();
             return *result;
         }
@@ -384,6 +645,7 @@ impl CodeMode {
         guard.deliver_arrived(deadline, abort).await;
         match guard.settle(deadline, abort).await {
             run::Outcome::Done(result) => {
+                self.forget(run_id).await;
                 guard.finish();
                 result
             }
@@ -391,11 +653,18 @@ impl CodeMode {
                 let result = match guard.park(run_id) {
                     run::Parking::Parked(result) => result,
                     run::Parking::Failed(result) => {
+                        self.forget(run_id).await;
                         guard.finish();
                         return result;
                     }
                 };
                 let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds());
+                let owner = guard.env.scope.clone();
+                if let Err(failure) = self.save(&mut guard, run_id, &owner, ttl).await {
+                    self.forget(run_id).await;
+                    guard.finish();
+                    return failure;
+                }
                 let parked = guard.parked_event(call_id, &result);
                 let trajectory = guard.trajectory().clone();
                 guard.set_stored(true);

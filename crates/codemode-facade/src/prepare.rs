@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use codemode_bridge::RunContext;
 use codemode_catalog::Catalog;
-use codemode_runtime::VmError;
 use serde_json::{json, Value};
 
 use crate::env::RunEnv;

@@ -1,6 +1,10 @@
 //! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
+mod portable;
+
+pub(crate) use portable::{catalog_fingerprint, hex};
+
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -88,6 +92,9 @@ pub(crate) struct Run {
     missing: MissingConveniences,
     /// Where the program ends, to place a syntax error inside it (docs/contract/decisions.md#d16).
     program_end: codemode_ts::ProgramEnd,
+    /// The SHA-256 of the sealed record last written to a durable run store for this run
+    /// (docs/snapshot-store.md, "What is portable").
+    stored_digest: Option<[u8; 32]>,
 }
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
@@ -200,6 +207,7 @@ impl Run {
             run_id: None,
             missing: MissingConveniences::default(),
             program_end: codemode_ts::ProgramEnd::default(),
+            stored_digest: None,
         }
     }
 

@@ -235,6 +235,14 @@ impl Runtime {
         self.setup_time
     }
 
+    /// SHA-256 of the post-initialisation image every snapshot is a delta against: two
+    /// processes can restore each other's snapshots exactly when this is equal (the same guest
+    /// and the same pre-initialised module, e.g. from a shared module cache). A stored run is
+    /// sealed to it (docs/snapshot-store.md, "Sealing").
+    pub fn image_sha256(&self) -> [u8; 32] {
+        self.template.image.sha256
+    }
+
     /// Bytes of linear memory in the post-initialisation image.
     pub fn image_bytes(&self) -> usize {
         self.template.image.data.len()

@@ -1,0 +1,219 @@
+//! Portable parked runs (docs/snapshot-store.md, "What is portable"): the part of a parked
+//! [`Run`] that can be written to a durable run store and restored by another process, and the
+//! restore itself.
+//!
+//! Written: the VM snapshot (with the pending bridge requests), settled results not yet
+//! delivered, output not yet delivered, the main promise's settlement, refused requests, the
+//! effective `restartSafe`, the parent tool-call id of the `exec` and the telemetry counts. Not written: the executor,
+//! in-flight tasks, approvals waiting in this process's broker, the trajectory sink; a restored
+//! run takes those from the `wait`'s `RunEnv`. A request that was in flight in the process that
+//! wrote the record is re-dispatched when it has no effect (`yield_control`, `search`,
+//! `describe`) and otherwise settles with [`lost_call_message`] inside the program.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use codemode_bridge::{BridgeMethod, Delivery, OutputItem, RunScope};
+use codemode_runtime::Snapshot;
+use codemode_snapshot::SnapshotStore;
+use codemode_telemetry::{AtomicBridgeCounters, BridgeCounters};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Run;
+use crate::dispatch::Counters;
+use crate::env::RunEnv;
+
+/// The first bytes of a portable run (format 1): then the header's JSON length (u32 little
+/// endian), the header, the snapshot bytes (`Snapshot::to_bytes`).
+const MAGIC: &[u8] = b"CMPORT1";
+
+/// The error a tool call in flight in a process that stopped settles with, inside the program.
+pub(crate) fn lost_call_message(id: &str) -> String {
+    format!("tool call \"{id}\" was lost: the codemode process running it stopped")
+}
+
+/// A settlement: the value or the error message.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Settlement {
+    Value(Value),
+    Error(String),
+}
+
+impl From<&Result<Value, String>> for Settlement {
+    fn from(outcome: &Result<Value, String>) -> Self {
+        match outcome {
+            Ok(value) => Settlement::Value(value.clone()),
+            Err(error) => Settlement::Error(error.clone()),
+        }
+    }
+}
+
+impl From<Settlement> for Result<Value, String> {
+    fn from(settlement: Settlement) -> Self {
+        match settlement {
+            Settlement::Value(value) => Ok(value),
+            Settlement::Error(error) => Err(error),
+        }
+    }
+}
+
+/// The header of a portable run.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Header {
+    restart_safe: bool,
+    parent_tool_call_id: Option<String>,
+    output: Vec<OutputItem>,
+    main: Option<Settlement>,
+    /// Settled requests not yet delivered, in settlement order (bridge id, settlement).
+    arrived: Vec<(String, Settlement)>,
+    refused: HashMap<String, String>,
+    /// The telemetry counts so far (`searchCount`, `describeCount`, `callCount`).
+    counters: BridgeCounters,
+    /// Nested tool calls started so far (the `<seq>` of nested call ids continues from it).
+    nested: u64,
+}
+
+impl Run {
+    /// The portable part of this parked run (see the module docs); `None` when it holds no
+    /// snapshot (it is not parked). Settlements waiting in the channel are taken in first.
+    pub(crate) fn portable_bytes(&mut self) -> Option<Vec<u8>> {
+        while let Ok(settled) = self.rx.try_recv() {
+            self.accept(settled);
+        }
+        let snapshot = self.snapshot.as_ref()?.to_bytes();
+        let header = Header {
+            restart_safe: self.restart_safe,
+            parent_tool_call_id: self.env.parent_tool_call_id.clone(),
+            output: self.output.clone(),
+            main: self.main.as_ref().map(Settlement::from),
+            arrived: self
+                .arrived
+                .iter()
+                .map(|d| (d.id.clone(), Settlement::from(&d.outcome)))
+                .collect(),
+            refused: self.refused.clone(),
+            counters: self.dispatcher.counters.bridge.snapshot(),
+            nested: self.dispatcher.counters.nested.load(Ordering::SeqCst),
+        };
+        let header = serde_json::to_vec(&header).ok()?;
+        let mut out = Vec::with_capacity(MAGIC.len() + 4 + header.len() + snapshot.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&u32::try_from(header.len()).ok()?.to_le_bytes());
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&snapshot);
+        Some(out)
+    }
+
+    /// Rebuilds a parked run from [`Run::portable_bytes`] under `run_id` for `owner`, with
+    /// `env`'s config, catalog, executor and wiring (its scope replaced by `owner` and its parent
+    /// tool-call id by the one stored), and
+    /// starts its pending work: requests with no effect are dispatched again, tool calls that
+    /// were in flight settle with [`lost_call_message`]. The caller parks it in `store`.
+    ///
+    /// # Errors
+    /// A message when the bytes are not a portable run or the snapshot does not parse.
+    pub(crate) fn from_portable(
+        env: &RunEnv,
+        owner: &RunScope,
+        store: SnapshotStore<Run>,
+        run_id: &str,
+        bytes: &[u8],
+    ) -> Result<Run, String> {
+        let malformed = |why: &str| format!("stored code mode run {run_id} is unreadable: {why}");
+        let rest = bytes
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| malformed("not a portable run"))?;
+        let (len, rest) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| malformed("truncated"))?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if rest.len() < len {
+            return Err(malformed("truncated"));
+        }
+        let (header, snapshot) = rest.split_at(len);
+        let header: Header =
+            serde_json::from_slice(header).map_err(|e| malformed(&format!("header: {e}")))?;
+        let snapshot = Snapshot::from_bytes(snapshot).map_err(|e| malformed(&e.to_string()))?;
+        let mut env = env.clone();
+        env.parent_tool_call_id = header.parent_tool_call_id;
+        env.scope = owner.clone();
+        let mut run = Run::new(Arc::new(env), header.restart_safe, store);
+        run.run_id = Some(run_id.to_string());
+        run.pending = snapshot.pending().to_vec();
+        run.snapshot = Some(snapshot);
+        run.output = header.output;
+        run.main = header.main.map(Into::into);
+        run.refused = header.refused;
+        run.dispatcher.counters = Arc::new(Counters {
+            bridge: AtomicBridgeCounters::new(header.counters),
+            nested: AtomicU64::new(header.nested),
+        });
+        run.arrived = header
+            .arrived
+            .into_iter()
+            .map(|(id, settlement)| Delivery {
+                id,
+                outcome: settlement.into(),
+            })
+            .collect();
+        let lost: Vec<Delivery> = run
+            .pending
+            .iter()
+            .filter(|p| {
+                !run.arrived.iter().any(|d| d.id == p.id) && !run.refused.contains_key(&p.id)
+            })
+            .filter(|p| {
+                !matches!(
+                    p.method,
+                    BridgeMethod::Yield | BridgeMethod::Search | BridgeMethod::Describe
+                )
+            })
+            .map(|p| Delivery {
+                id: p.id.clone(),
+                outcome: Err(lost_call_message(&p.id)),
+            })
+            .collect();
+        run.arrived.extend(lost);
+        run.dispatch_new();
+        Ok(run)
+    }
+}
+
+/// The catalog's fingerprint a stored run is sealed to: the hex SHA-256 of its tool ids, one per
+/// line, in catalog order. A run restored against a catalog with other tools is refused.
+pub(crate) fn catalog_fingerprint(catalog: &codemode_catalog::Catalog) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for entry in catalog.entries() {
+        hasher.update(entry.id().as_bytes());
+        hasher.update(b"\n");
+    }
+    hex(&hasher.finalize())
+}
+
+/// Lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Run {
+    /// The SHA-256 of the sealed record this process last wrote for the run (`None` when it
+    /// wrote none): a record that differs was written by another process since.
+    pub(crate) fn stored_digest(&self) -> Option<[u8; 32]> {
+        self.stored_digest
+    }
+
+    /// The run's id once parked, else `""`.
+    pub(crate) fn run_id_or_empty(&self) -> String {
+        self.run_id.clone().unwrap_or_default()
+    }
+
+    /// Remembers the SHA-256 of the sealed record just written for the run.
+    pub(crate) fn set_stored_digest(&mut self, digest: [u8; 32]) {
+        self.stored_digest = Some(digest);
+    }
+}

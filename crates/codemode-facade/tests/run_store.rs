@@ -1,0 +1,174 @@
+//! Parked runs in a durable run store (docs/snapshot-store.md, "What is portable"): two
+//! `CodeMode` fronts on one store stand for two processes (they share the runtime's guest image,
+//! as processes sharing a module cache do). A run parked by one is resumed by the other; a live
+//! copy the store says ended or moved on is never resumed; a record opened against another
+//! catalog or by another scope is refused.
+
+#[path = "../../codemode-snapshot/tests/support/redis_server.rs"]
+mod redis_server;
+
+use std::sync::Arc;
+
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
+use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
+use codemode_runtime::{AbortHandle, Runtime};
+use codemode_snapshot::{open, RunStore, StateKeys, StateUrl};
+use serde_json::{json, Value};
+
+struct Echo;
+
+impl ToolExecutor for Echo {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        Box::pin(async move {
+            let details = json!({"name": call.tool_name, "input": call.input});
+            Ok(
+                json!({"content": [{"type": "text", "text": details.to_string()}], "details": details}),
+            )
+        })
+    }
+}
+
+fn scope() -> RunScope {
+    RunScope {
+        session_id: Some("s1".into()),
+        ..RunScope::default()
+    }
+}
+
+fn env(tools: &[&str]) -> RunEnv {
+    let config = codemode_config::resolve(&json!(true)).config;
+    let limits = SearchLimits {
+        max_search_limit: config.max_search_limit() as u32,
+        search_default_limit: config.search_default_limit() as u32,
+    };
+    let specs = tools
+        .iter()
+        .map(|t| ToolSpec::core(*t, "A tool."))
+        .collect();
+    let catalog = Arc::new(Catalog::build(specs, &limits).unwrap());
+    RunEnv::new(config, catalog, Arc::new(Echo), scope())
+}
+
+fn front(store: &Arc<dyn RunStore>) -> CodeMode {
+    let keys = StateKeys::new(vec![[5; 32]]);
+    CodeMode::with_store(Runtime::global().unwrap(), store.clone(), keys).unwrap()
+}
+
+async fn exec(cm: &CodeMode, env: &RunEnv, code: &str) -> CodeModeResult {
+    cm.exec(env, &json!({"code": code}), &AbortHandle::new())
+        .await
+}
+
+async fn wait(cm: &CodeMode, env: &RunEnv, run_id: &str) -> Value {
+    cm.wait_with(env, &json!({"runId": run_id}), &AbortHandle::new())
+        .await
+        .to_json()
+}
+
+const TWICE: &str = r#"text("1"); await yield_control("a"); text("2");
+const e = await tools.echo({n: 2}); await yield_control("b"); text("3"); return e;"#;
+
+/// The behaviour both durable backends share.
+async fn two_fronts_share_runs(store: Arc<dyn RunStore>) {
+    let a = front(&store);
+    let b = front(&store);
+    let env = env(&["echo"]);
+
+    // Parked on A, resumed on B (which never saw it), finished there.
+    let parked = exec(&a, &env, TWICE).await;
+    let run_id = parked.run_id().unwrap().to_string();
+    assert_eq!(a.parked_runs(), 1);
+    let again = wait(&b, &env, &run_id).await;
+    assert_eq!(again["status"], "waiting", "{again}");
+    assert_eq!(again["runId"], json!(run_id));
+    assert_eq!(again["output"], json!([{"type": "text", "text": "2"}]));
+    assert_eq!(again["telemetry"]["callCount"], 1);
+    // A's live copy is stale (B parked the run again): A continues from the stored run.
+    let done = wait(&a, &env, &run_id).await;
+    assert_eq!(
+        done,
+        json!({
+            "status": "completed",
+            "value": {"name": "echo", "input": {"n": 2}},
+            "output": [{"type": "text", "text": "3"}],
+            "replaySafe": false,
+            "telemetry": {
+                "catalogSize": 1,
+                "sources": {"openclaw": 1, "mcp": 0, "client": 0},
+                "searchCount": 0, "describeCount": 0, "callCount": 1,
+                "visibleTools": ["exec", "wait"]
+            }
+        })
+    );
+    // Finished on A: B's copy (parked there after its wait) is dropped, never resumed.
+    assert_eq!(b.parked_runs(), 1);
+    let gone = wait(&b, &env, &run_id).await;
+    assert_eq!(gone["error"], "code mode run is unavailable or expired.");
+    assert_eq!(b.parked_runs(), 0);
+    assert_eq!(a.parked_runs(), 0);
+    assert!(store.list().await.unwrap().is_empty());
+
+    // Another scope is refused with the in-process text; another catalog by the seal.
+    let parked = exec(&a, &env, TWICE).await;
+    let run_id = parked.run_id().unwrap().to_string();
+    let mut stranger = env.clone();
+    stranger.scope = RunScope {
+        session_id: Some("s2".into()),
+        ..RunScope::default()
+    };
+    let refused = wait(&b, &stranger, &run_id).await;
+    assert_eq!(
+        refused["error"],
+        "code mode run belongs to a different session."
+    );
+    let other_catalog = self::env(&["echo", "extra"]);
+    let refused = wait(&b, &other_catalog, &run_id).await;
+    assert_eq!(
+        refused["error"],
+        format!("stored code mode run {run_id} failed authentication: it was altered, or moved to another run, scope, guest build, catalog or expiry; it is not restored")
+    );
+    // The refused record is still there for the right caller.
+    let resumed = wait(&b, &env, &run_id).await;
+    assert_eq!(resumed["status"], "waiting", "{resumed}");
+    assert_eq!(store.purge_all().await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn dir_store_shares_runs_between_fronts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&StateUrl::Dir(dir.path().join("runs"))).await.unwrap();
+    two_fronts_share_runs(store).await;
+}
+
+#[tokio::test]
+async fn redis_store_shares_runs_between_fronts() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let store = open(&server.url(0).parse().unwrap()).await.unwrap();
+    two_fronts_share_runs(store).await;
+}
+
+#[tokio::test]
+async fn a_durable_store_needs_keys_and_memory_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&StateUrl::Dir(dir.path().join("runs"))).await.unwrap();
+    let refused = CodeMode::with_store(Runtime::global().unwrap(), store, None)
+        .err()
+        .unwrap();
+    assert_eq!(
+        refused.to_string(),
+        format!("--state dir:{} keeps parked runs outside the process and needs a sealing key: set CODEMODE_STATE_KEY (32 bytes, standard base64) or pass --state-key-file FILE", dir.path().join("runs").display())
+    );
+    let memory = open(&StateUrl::Memory).await.unwrap();
+    let cm = CodeMode::with_store(Runtime::global().unwrap(), memory.clone(), None).unwrap();
+    assert!(cm.run_store().is_none());
+    let env = env(&["echo"]);
+    let parked = exec(&cm, &env, TWICE).await;
+    assert_eq!(parked.status(), "waiting");
+    assert!(
+        memory.list().await.unwrap().is_empty(),
+        "memory writes no records"
+    );
+}

@@ -1,0 +1,380 @@
+//! `--state dir:PATH`: one file per parked run in a directory only this user can write, so one
+//! process survives its own restart (docs/snapshot-store.md, "Backends").
+//!
+//! The directory is created with mode 0700 when missing; an existing one must be a real
+//! directory (not a symlink) owned by the effective user and writable by no one else. Each run is
+//! `PATH/<runId>.cmrun`, written to a temporary file created 0600 with `O_EXCL | O_NOFOLLOW` and
+//! renamed over the old one (a reader sees the old or the new record, never half of one). Files
+//! are opened with `O_NOFOLLOW | O_NONBLOCK` and must be regular files owned by this user with no
+//! group or other permissions: a symlink, FIFO, device or foreign file is refused, never read.
+//! Records are not `fsync`ed: they survive the process (a crash, `SIGKILL`), not a power loss.
+//!
+//! Leases live in this process: one process per directory (a second one would not see the
+//! first's claims).
+
+use std::collections::HashMap;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use codemode_bridge::RunScope;
+use rustix::fs::OFlags;
+
+use super::{admit, lease_token, owner_key, Claim, RunStore, StoreFuture};
+use crate::error::{RunStoreError, StoreError};
+use crate::record::{now_ms, valid_run_id, RecordMeta, StoredRun};
+
+/// The first bytes of every record file (format version 1).
+const MAGIC: &[u8] = b"CMRUN1\n";
+/// Record files end with this.
+const SUFFIX: &str = ".cmrun";
+
+/// Records in files under one directory (see the module docs).
+#[derive(Debug)]
+pub struct DirRunStore {
+    dir: PathBuf,
+    /// Lease token and end (ms since the epoch) by run id; the lock also serialises claims.
+    leases: Mutex<HashMap<String, (String, u64)>>,
+}
+
+fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+impl DirRunStore {
+    /// Opens (creating it with mode 0700 if missing, not its parents) the directory `dir`.
+    ///
+    /// # Errors
+    /// [`RunStoreError::Backend`] when it cannot be created, is a symlink or not a directory, is
+    /// owned by another user, or is writable by group or others.
+    pub fn open(dir: &Path) -> Result<Self, RunStoreError> {
+        let name = format!("dir:{}", dir.display());
+        let fail = |message: String| RunStoreError::Backend {
+            backend: name.clone(),
+            message,
+        };
+        match DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(fail(format!("cannot create the directory: {e}"))),
+        }
+        let meta = fs::symlink_metadata(dir)
+            .map_err(|e| fail(format!("cannot inspect the directory: {e}")))?;
+        if meta.file_type().is_symlink() {
+            return Err(fail("is a symlink; give the real directory".into()));
+        }
+        if !meta.is_dir() {
+            return Err(fail("is not a directory".into()));
+        }
+        if meta.uid() != euid() {
+            return Err(fail(format!(
+                "is owned by uid {}, not this user (uid {}); it must be a directory only this user can write",
+                meta.uid(),
+                euid()
+            )));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(fail(format!(
+                "has mode {:o}: group or others can write it; it must be a directory only this user can write (chmod 700)",
+                meta.mode() & 0o7777
+            )));
+        }
+        Ok(DirRunStore {
+            dir: dir.to_path_buf(),
+            leases: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("dir:{}", self.dir.display())
+    }
+
+    fn io_error(&self, what: &str, e: &std::io::Error) -> RunStoreError {
+        RunStoreError::Backend {
+            backend: self.name(),
+            message: format!("{what}: {e}"),
+        }
+    }
+
+    fn leases(&self) -> MutexGuard<'_, HashMap<String, (String, u64)>> {
+        self.leases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn path(&self, run_id: &str) -> PathBuf {
+        self.dir.join(format!("{run_id}{SUFFIX}"))
+    }
+
+    /// Reads `run_id`'s record (only its header, with an empty body, when `header_only`);
+    /// `None` when there is none (or the id cannot name one).
+    fn read(&self, run_id: &str, header_only: bool) -> Result<Option<StoredRun>, RunStoreError> {
+        if !valid_run_id(run_id) {
+            return Ok(None);
+        }
+        let corrupt = |reason: &str| RunStoreError::Corrupt {
+            run_id: run_id.to_string(),
+            reason: reason.to_string(),
+        };
+        let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK;
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(flags.bits() as i32)
+            .open(self.path(run_id))
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                return Err(corrupt("the record is a symlink; refused"))
+            }
+            Err(e) => return Err(self.io_error("cannot open a record", &e)),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| self.io_error("cannot inspect a record", &e))?;
+        if !meta.is_file() {
+            return Err(corrupt("the record is not a regular file; refused"));
+        }
+        if meta.uid() != euid() || meta.mode() & 0o077 != 0 {
+            return Err(corrupt(
+                "the record is not a file of this user with mode 0600; refused",
+            ));
+        }
+        let mut bytes = Vec::new();
+        let read = if header_only {
+            let mut head = [0u8; MAGIC.len() + 4];
+            file.read_exact(&mut head).and_then(|()| {
+                let len = u32::from_le_bytes([head[7], head[8], head[9], head[10]]);
+                bytes.extend_from_slice(&head);
+                (&mut file).take(u64::from(len)).read_to_end(&mut bytes)
+            })
+        } else {
+            bytes.reserve(usize::try_from(meta.len()).unwrap_or(0));
+            file.read_to_end(&mut bytes)
+        };
+        match read {
+            Ok(_) => decode(run_id, &bytes).map(Some),
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => Err(corrupt("bad header")),
+            Err(e) => Err(self.io_error("cannot read a record", &e)),
+        }
+    }
+
+    fn write(&self, run: &StoredRun) -> Result<(), RunStoreError> {
+        let id = &run.meta.run_id;
+        let token = lease_token(&self.name())?;
+        let temp = self.dir.join(format!(".{id}.{token}.tmp"));
+        let bytes = encode(run);
+        let written = (|| -> std::io::Result<()> {
+            let mut file: File = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+                .open(&temp)?;
+            file.write_all(&bytes)?;
+            fs::rename(&temp, self.path(id))
+        })();
+        written.map_err(|e| {
+            let _ = fs::remove_file(&temp);
+            self.io_error("cannot write a record", &e)
+        })
+    }
+
+    /// Every record's header (expired or not) by reading the directory; unreadable entries are
+    /// skipped.
+    fn all(&self) -> Result<Vec<RecordMeta>, RunStoreError> {
+        let entries =
+            fs::read_dir(&self.dir).map_err(|e| self.io_error("cannot list the directory", &e))?;
+        let mut metas = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(SUFFIX)) else {
+                continue;
+            };
+            if let Ok(Some(run)) = self.read(id, true) {
+                metas.push(run.meta);
+            }
+        }
+        metas.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        Ok(metas)
+    }
+
+    fn delete(&self, run_id: &str) -> Result<bool, RunStoreError> {
+        self.leases().remove(run_id);
+        if !valid_run_id(run_id) {
+            return Ok(false);
+        }
+        match fs::remove_file(self.path(run_id)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.io_error("cannot remove a record", &e)),
+        }
+    }
+
+    fn put_now(&self, run: &StoredRun, cap: usize) -> Result<(), RunStoreError> {
+        if !valid_run_id(&run.meta.run_id) {
+            return Err(StoreError::Unavailable.into());
+        }
+        if !self.path(&run.meta.run_id).exists() {
+            self.purge_expired_now()?;
+            let key = owner_key(&run.meta.owner);
+            let owned = self
+                .all()?
+                .iter()
+                .filter(|m| owner_key(&m.owner) == key)
+                .count();
+            if owned >= cap {
+                return Err(StoreError::TooManySuspended.into());
+            }
+        }
+        self.write(run)?;
+        self.leases().remove(&run.meta.run_id);
+        Ok(())
+    }
+
+    fn claim_now(
+        &self,
+        run_id: &str,
+        caller: &RunScope,
+        lease: Duration,
+    ) -> Result<Claim, RunStoreError> {
+        let token = lease_token(&self.name())?;
+        let Some(run) = self.read(run_id, false)? else {
+            return Err(StoreError::Unavailable.into());
+        };
+        let now = now_ms();
+        if let Err(refused) = admit(&run.meta, caller, now) {
+            if refused == StoreError::Unavailable {
+                self.delete(run_id)?;
+            }
+            return Err(refused.into());
+        }
+        let mut leases = self.leases();
+        if leases.get(run_id).is_some_and(|(_, until)| *until > now) {
+            return Err(StoreError::AlreadyResuming.into());
+        }
+        let until = now.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX));
+        leases.insert(run_id.to_string(), (token.clone(), until));
+        Ok(Claim { run, lease: token })
+    }
+
+    fn purge_expired_now(&self) -> Result<usize, RunStoreError> {
+        let now = now_ms();
+        let mut purged = 0;
+        for meta in self.all()? {
+            if meta.expired(now) && self.delete(&meta.run_id)? {
+                purged += 1;
+            }
+        }
+        Ok(purged)
+    }
+}
+
+/// `MAGIC`, the header's JSON length (u32 little endian), the header, the body.
+fn encode(run: &StoredRun) -> Vec<u8> {
+    let meta = serde_json::to_vec(&run.meta).unwrap_or_default();
+    let mut out = Vec::with_capacity(MAGIC.len() + 4 + meta.len() + run.body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&u32::try_from(meta.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(&meta);
+    out.extend_from_slice(&run.body);
+    out
+}
+
+fn decode(run_id: &str, bytes: &[u8]) -> Result<StoredRun, RunStoreError> {
+    let corrupt = |reason: String| RunStoreError::Corrupt {
+        run_id: run_id.to_string(),
+        reason,
+    };
+    let rest = bytes
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| corrupt("bad header".into()))?;
+    let (len, rest) = rest
+        .split_first_chunk::<4>()
+        .ok_or_else(|| corrupt("bad header".into()))?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if rest.len() < len {
+        return Err(corrupt("truncated header".into()));
+    }
+    let (meta, body) = rest.split_at(len);
+    let meta: RecordMeta =
+        serde_json::from_slice(meta).map_err(|e| corrupt(format!("header: {e}")))?;
+    if meta.run_id != run_id {
+        return Err(corrupt(format!(
+            "the file holds run {:?}; refused",
+            meta.run_id
+        )));
+    }
+    Ok(StoredRun {
+        meta,
+        body: body.to_vec(),
+    })
+}
+
+impl RunStore for DirRunStore {
+    fn describe(&self) -> String {
+        self.name()
+    }
+
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    fn put(&self, run: StoredRun, cap: usize) -> StoreFuture<'_, ()> {
+        let result = self.put_now(&run, cap);
+        Box::pin(async move { result })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        run_id: &'a str,
+        caller: &'a RunScope,
+        lease: Duration,
+    ) -> StoreFuture<'a, Claim> {
+        let result = self.claim_now(run_id, caller, lease);
+        Box::pin(async move { result })
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, ()> {
+        let mut leases = self.leases();
+        if leases
+            .get(&claim.run.meta.run_id)
+            .is_some_and(|(token, _)| *token == claim.lease)
+        {
+            leases.remove(&claim.run.meta.run_id);
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn remove<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, bool> {
+        let result = self.delete(run_id);
+        Box::pin(async move { result })
+    }
+
+    fn list(&self) -> StoreFuture<'_, Vec<RecordMeta>> {
+        let now = now_ms();
+        let result = self
+            .all()
+            .map(|metas| metas.into_iter().filter(|m| !m.expired(now)).collect());
+        Box::pin(async move { result })
+    }
+
+    fn purge_expired(&self) -> StoreFuture<'_, usize> {
+        let result = self.purge_expired_now();
+        Box::pin(async move { result })
+    }
+
+    fn purge_all(&self) -> StoreFuture<'_, usize> {
+        let result = self.all().and_then(|metas| {
+            let mut purged = 0;
+            for meta in metas {
+                if self.delete(&meta.run_id)? {
+                    purged += 1;
+                }
+            }
+            Ok(purged)
+        });
+        Box::pin(async move { result })
+    }
+}

@@ -1,0 +1,129 @@
+//! Durable run stores: the [`RunStore`] trait and its backends, chosen by one `--state URL`
+//! ([`StateUrl`]): `memory` ([`memory::MemoryRunStore`], the default: nothing leaves the
+//! process), `dir:PATH` ([`dir::DirRunStore`]: one process survives its own restart) and
+//! `redis://HOST:PORT[/DB]` ([`redis::RedisRunStore`]: any number of processes share runs).
+//!
+//! Every backend applies the in-process store's rules with the same texts
+//! (docs/snapshot-store.md, "Backends"): an unknown or expired run is
+//! [`StoreError::Unavailable`] (an expired record is removed when found), then the scope checks of
+//! [`crate::admits`] in order, then [`StoreError::AlreadyResuming`] while another `wait` holds the
+//! run's lease; parking a new run past the cap of its owner is
+//! [`StoreError::TooManySuspended`]. Bodies are sealed by the caller ([`crate::seal`]); a backend
+//! never looks inside them.
+
+pub mod dir;
+pub mod memory;
+pub mod redis;
+pub mod url;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_bridge::RunScope;
+
+use crate::error::{RunStoreError, StoreError};
+use crate::record::{RecordMeta, StoredRun};
+
+pub use url::StateUrl;
+
+/// The future every [`RunStore`] method returns (boxed so the trait is object-safe).
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, RunStoreError>> + Send + 'a>>;
+
+/// A run claimed for resuming by [`RunStore::claim`]: the record and the lease that keeps other
+/// `wait`s out until [`RunStore::release`], [`RunStore::put`] (parked again) or
+/// [`RunStore::remove`] (finished).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The stored run as it was when claimed.
+    pub run: StoredRun,
+    /// The lease's token (random, unique per claim).
+    pub lease: String,
+}
+
+/// A store of parked runs that may outlive the process (see the module docs for the rules).
+///
+/// All times are wall-clock milliseconds since the Unix epoch ([`crate::record::now_ms`]).
+pub trait RunStore: Send + Sync + fmt::Debug {
+    /// The backend as a `--state` URL (`memory`, `dir:/path`, `redis://host:port/db`).
+    fn describe(&self) -> String;
+
+    /// `false` for `memory`, whose records die with the process (the facade then keeps runs
+    /// only in its live table and writes no records).
+    fn is_durable(&self) -> bool;
+
+    /// Stores `run`, replacing a record with the same run id (and dropping its lease). A run id
+    /// not yet stored counts against `cap`: when its owner already has `cap` unexpired records,
+    /// the answer is [`StoreError::TooManySuspended`] and nothing is stored.
+    fn put(&self, run: StoredRun, cap: usize) -> StoreFuture<'_, ()>;
+
+    /// Claims `run_id` for `caller` with a lease of `lease` (renewed by storing or releasing).
+    /// Errors in the contract's order: [`StoreError::Unavailable`] (unknown, expired: the expired
+    /// record is removed), [`StoreError::OtherAgentRun`] / [`StoreError::OtherSession`]
+    /// ([`crate::admits`]), [`StoreError::AlreadyResuming`] (another unexpired lease).
+    fn claim<'a>(
+        &'a self,
+        run_id: &'a str,
+        caller: &'a RunScope,
+        lease: Duration,
+    ) -> StoreFuture<'a, Claim>;
+
+    /// Ends `claim`'s lease without changing the record (`wait` answered `waiting`). A lease
+    /// that is no longer this claim's (expired and taken by another) is left alone.
+    fn release<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, ()>;
+
+    /// Removes `run_id`'s record and lease; `true` when a record was there.
+    fn remove<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, bool>;
+
+    /// The headers of every unexpired record, sorted by run id.
+    fn list(&self) -> StoreFuture<'_, Vec<RecordMeta>>;
+
+    /// Removes every expired record; returns how many.
+    fn purge_expired(&self) -> StoreFuture<'_, usize>;
+
+    /// Removes every record (expired or not); returns how many.
+    fn purge_all(&self) -> StoreFuture<'_, usize>;
+}
+
+/// Opens the backend `url` names. `memory` always opens; `dir:` checks (and creates, mode 0700)
+/// the directory; `redis://` connects.
+///
+/// # Errors
+/// [`RunStoreError::Backend`] when the directory is unsafe or unusable or Redis cannot be
+/// reached.
+pub async fn open(url: &StateUrl) -> Result<Arc<dyn RunStore>, RunStoreError> {
+    Ok(match url {
+        StateUrl::Memory => Arc::new(memory::MemoryRunStore::new()),
+        StateUrl::Dir(path) => Arc::new(dir::DirRunStore::open(path)?),
+        StateUrl::Redis(redis_url) => Arc::new(redis::RedisRunStore::connect(redis_url).await?),
+    })
+}
+
+/// A fresh lease token: 128 random bits from the OS, hex.
+///
+/// # Errors
+/// [`RunStoreError::Backend`] (naming `backend`) when the OS random source fails.
+pub(crate) fn lease_token(backend: &str) -> Result<String, RunStoreError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| RunStoreError::Backend {
+        backend: backend.to_string(),
+        message: format!("no random lease token: {e}"),
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The checks [`RunStore::claim`] makes on a record it found, before the lease: expiry, then
+/// scope. An expired record answers [`StoreError::Unavailable`] (the caller removes it).
+pub(crate) fn admit(meta: &RecordMeta, caller: &RunScope, now_ms: u64) -> Result<(), StoreError> {
+    if meta.expired(now_ms) {
+        return Err(StoreError::Unavailable);
+    }
+    crate::scope::admits(&meta.owner, caller)
+}
+
+/// A stable key for an owner scope (its JSON), used to count runs per owner.
+pub(crate) fn owner_key(owner: &RunScope) -> String {
+    serde_json::to_string(owner).unwrap_or_default()
+}

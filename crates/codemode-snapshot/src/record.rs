@@ -1,0 +1,71 @@
+//! A parked run as a durable backend stores it ([`StoredRun`]): a clear header
+//! ([`RecordMeta`]: run id, owner scope, expiry) and a sealed body (docs/snapshot-store.md,
+//! "Backends"). The header is what a backend needs for scope checks, expiry, caps and listing; the
+//! sealing binds it, so a changed header makes the body impossible to open
+//! ([`crate::seal::Binding`]).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use codemode_bridge::RunScope;
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+use crate::scope::MAX_TIME_MS;
+
+/// The clear header of a stored run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordMeta {
+    /// The run's `runId` (`cm_<uuid>`).
+    pub run_id: String,
+    /// The scope that parked the run; `wait` is checked against it with [`crate::admits`].
+    pub owner: RunScope,
+    /// When the run expires, in milliseconds since the Unix epoch (`expires_at_ms <= now` is
+    /// expired, as in the in-process store).
+    pub expires_at_ms: u64,
+}
+
+impl RecordMeta {
+    /// `true` when the run's expiry has passed at `now_ms` (milliseconds since the Unix epoch).
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.expires_at_ms <= now_ms
+    }
+}
+
+/// One stored run: its header and its sealed body (opaque to the backend).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRun {
+    /// The clear header.
+    pub meta: RecordMeta,
+    /// The sealed body ([`crate::seal::StateKeys::seal`]); backends store it unchanged.
+    pub body: Vec<u8>,
+}
+
+/// The wall clock in milliseconds since the Unix epoch (0 before it).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `now_ms + ttl_ms` as a stored expiry, if it is a valid time (docs/contract/lifecycle.md#s5-3,
+/// the same rule as [`crate::expiry_after`]).
+///
+/// # Errors
+/// [`StoreError::ExpiryUnavailable`] when the sum overflows or passes [`MAX_TIME_MS`].
+pub fn expiry_ms_after(now_ms: u64, ttl_ms: u64) -> Result<u64, StoreError> {
+    now_ms
+        .checked_add(ttl_ms)
+        .filter(|at| u128::from(*at) <= MAX_TIME_MS)
+        .ok_or(StoreError::ExpiryUnavailable)
+}
+
+/// `true` when `run_id` can name a stored run: 1 to 128 ASCII letters, digits, `_` or `-` (the
+/// `cm_<uuid>` ids the facade makes). Backends treat any other id as unknown (it could
+/// otherwise name a path or a foreign key).
+pub fn valid_run_id(run_id: &str) -> bool {
+    (1..=128).contains(&run_id.len())
+        && run_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
