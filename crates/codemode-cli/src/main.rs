@@ -272,6 +272,20 @@ pub(crate) fn print_line(text: &str) -> Result<bool, Failure> {
     }
 }
 
+/// Reads a file an operator named (`--tools`, `--script`, `--provider-catalog`, a program file)
+/// through the checked path for operator files: not a symbolic link, a regular file (a FIFO is
+/// refused at once), this user's or root's, not writable by others, at most 64 MiB
+/// (docs/threat-model.md, "Files an operator names"). Callers prefix the option and the path.
+pub(crate) fn read_operator_file(
+    path: &std::path::Path,
+) -> Result<String, codemode_files::FileError> {
+    codemode_files::read_to_string(
+        path,
+        &codemode_files::Rules::READ,
+        codemode_files::MAX_FILE_BYTES,
+    )
+}
+
 /// Why a subcommand stopped early; `main` prints the message as one stderr line.
 enum Failure {
     /// Bad usage (arguments, unreadable or invalid files): exit 2.
@@ -362,7 +376,7 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
             (code, false)
         }
         (None, Some(path)) => {
-            let code = std::fs::read_to_string(path)
+            let code = crate::read_operator_file(path)
                 .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
             (
                 code,

@@ -15,6 +15,7 @@ mod agent;
 mod dispatch;
 mod missing;
 mod nodes;
+mod outer_approval;
 mod pipeline;
 mod process_group;
 mod result;
@@ -355,9 +356,16 @@ impl RunEnv {
         self.trajectory.with_scope(self.scope.clone())
     }
 
-    /// The approver for outer `ask` answers: the broker, if any.
-    fn outer_approver(&self) -> Option<&dyn Approver> {
-        self.approvals.as_deref().map(|b| b as &dyn Approver)
+    /// The approver for outer `ask` answers: the broker, if any, with the wait bounded by
+    /// `timeoutMs` and recorded in the trajectory (`outer_approval.rs`, issue 27 item 3).
+    fn outer_approver(&self) -> Option<outer_approval::OuterApprover> {
+        self.approvals
+            .clone()
+            .map(|broker| outer_approval::OuterApprover {
+                broker,
+                within: Duration::from_millis(self.config.timeout_ms()),
+                trajectory: self.scoped_trajectory(),
+            })
     }
 }
 
@@ -437,6 +445,11 @@ impl CodeMode {
     /// `tool_result` frame the call in the trajectory. The tool-call id is
     /// `env.parent_tool_call_id`, or a fresh `exec_<uuid>` when unset.
     ///
+    /// An outer `ask` waits for `env`'s broker at most the config's `timeoutMs`; unanswered by
+    /// then, the call is denied (`Tool "exec" was not approved: no answer within <ms> ms
+    /// (timeoutMs)`) and the approval withdrawn. Its `approval_requested` / `approval_resolved`
+    /// events are recorded like a nested call's.
+    ///
     /// `abort` also ends the wait for the outer hooks and an outer approval: the call then
     /// returns the aborted result at once (`failed`, `code mode execution aborted`, code
     /// `aborted`). A run that parked but whose `waiting` result the model never gets (an after
@@ -451,11 +464,12 @@ impl CodeMode {
         let call_id = call_id.as_str();
         let started = Instant::now();
         let trajectory = env.scoped_trajectory();
+        let approver = env.outer_approver();
         let before = unless_aborted(
             abort,
             before_outer_call(
                 &env.hooks,
-                env.outer_approver(),
+                approver.as_ref().map(|a| a as &dyn Approver),
                 OuterKind::Exec,
                 call_id,
                 input,
@@ -622,11 +636,12 @@ impl CodeMode {
         let call_id = call_id.as_str();
         let started = Instant::now();
         let trajectory = env.scoped_trajectory();
+        let approver = env.outer_approver();
         let before = unless_aborted(
             abort,
             before_outer_call(
                 &env.hooks,
-                env.outer_approver(),
+                approver.as_ref().map(|a| a as &dyn Approver),
                 OuterKind::Wait,
                 call_id,
                 input,

@@ -1363,7 +1363,7 @@ async fn ask(approver: Option<&dyn Approver>, request: ApprovalRequest) -> Appro
 }
 
 /// The reason of a denial (`denied` when it gave none or a blank one); `None` for an allow.
-fn denial_reason(decision: &ApprovalDecision) -> Option<String> {
+pub(crate) fn denial_reason(decision: &ApprovalDecision) -> Option<String> {
     if decision.is_allowed() {
         return None;
     }

@@ -176,7 +176,7 @@ pub fn check(meta: &Metadata, expect: Expect, rules: &Rules) -> Result<(), FileE
             return Err(FileError::Mode {
                 mode,
                 access: if write_only { "write" } else { "read or write" },
-                fix: match (write_only, expect) {
+                fix: match (rules.forbidden_mode == 0o002, expect) {
                     (true, _) => "o-w",
                     (false, Expect::File) => "600",
                     (false, Expect::Directory) => "700",

@@ -161,19 +161,20 @@ impl McpServersConfig {
         Ok(config)
     }
 
-    /// Reads a config file (JSON, at most [`MAX_CONFIG_BYTES`]). Errors name the file.
+    /// Reads a config file (JSON, at most [`MAX_CONFIG_BYTES`]) through the checked path for
+    /// operator files (`codemode_files::read_to_string` with `Rules::READ`: no symbolic link, a
+    /// regular file, never a FIFO, this user's or root's, not writable by others;
+    /// docs/threat-model.md "Files an operator names"). Errors name the file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let size = std::fs::metadata(path)
-            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?
-            .len();
-        if size > MAX_CONFIG_BYTES {
-            return Err(ConfigError(format!(
-                "{}: {size} bytes is larger than the {MAX_CONFIG_BYTES}-byte limit for an MCP config",
-                path.display()
-            )));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        let text =
+            codemode_files::read_to_string(path, &codemode_files::Rules::READ, MAX_CONFIG_BYTES)
+                .map_err(|e| match e {
+                    codemode_files::FileError::TooLarge { size, max } => ConfigError(format!(
+                        "{}: {size} bytes is larger than the {max}-byte limit for an MCP config",
+                        path.display()
+                    )),
+                    e => ConfigError(format!("{}: {e}", path.display())),
+                })?;
         let value: Value = serde_json::from_str(&text)
             .map_err(|e| ConfigError(format!("{}: invalid JSON: {e}", path.display())))?;
         McpServersConfig::from_value(&value)

@@ -16,6 +16,7 @@ pub mod config;
 mod error;
 pub mod forward;
 pub mod hub;
+pub mod origin;
 mod process;
 mod stderr;
 pub mod stdio;
