@@ -1,5 +1,5 @@
 //! `codemode agent --script FILE …`: one agent turn with a scripted model
-//! (docs/contract/host.md#h6), over [`codemode_facade::AgentTurn`].
+//! (docs/contract/host.md#h6), over [`codemode_agent::AgentTurn`].
 //!
 //! The turn resolves activation from `--config` (default `{}`: `tools.codeMode` is `"auto"`),
 //! `--agent`, `--model provider/model` and `--provider-catalog FILE` (default: the bundled
@@ -18,13 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use codemode_agent::{model_cost, resolve_activation, AgentTurn, Script, TurnFlags};
 use codemode_bridge::{RunScope, ToolExecutor};
 use codemode_catalog::{SearchLimits, ToolSpec};
 use codemode_config::ProviderCatalogs;
-use codemode_facade::{
-    model_cost, resolve_activation, AgentTurn, ApprovalDecision, CodeMode, FixedApprover,
-    HookChain, Script, TurnFlags,
-};
+use codemode_facade::pipeline::{ApprovalDecision, FixedApprover, HookChain};
+use codemode_facade::CodeMode;
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
 use codemode_telemetry::JsonLinesSink;
 use serde_json::Value;

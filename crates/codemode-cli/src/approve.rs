@@ -18,7 +18,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::mpsc;
 use std::sync::Arc;
 
-use codemode_facade::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, FixedApprover};
+use codemode_facade::pipeline::{
+    ApprovalDecision, ApprovalFuture, ApprovalRequest, ApprovalVerdict, Approver, FixedApprover,
+};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -221,11 +223,11 @@ pub(crate) fn parse_approve_args(args: &Value) -> Result<ApproveArgs, String> {
     };
     let decision = match map.get("decision") {
         Some(Value::String(d)) if d == "allow" => ApprovalDecision {
-            decision: codemode_facade::ApprovalVerdict::Allow,
+            decision: ApprovalVerdict::Allow,
             reason,
         },
         Some(Value::String(d)) if d == "deny" => ApprovalDecision {
-            decision: codemode_facade::ApprovalVerdict::Deny,
+            decision: ApprovalVerdict::Deny,
             reason,
         },
         None => return Err("missing \"decision\": expected \"allow\" or \"deny\"".into()),

@@ -313,7 +313,7 @@ pub(crate) fn allowed_specs(
         // A spec the catalog leaves out (direct-only) is judged under the id it is called with.
         .filter(|(spec, id)| match id {
             Some(id) => policy.allows(&spec.name, id),
-            None => policy.allows(&spec.name, &codemode_facade::direct_only_id(spec)),
+            None => policy.allows(&spec.name, &codemode_agent::direct_only_id(spec)),
         })
         .map(|(spec, _)| spec)
         .collect())

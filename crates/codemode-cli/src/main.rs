@@ -432,10 +432,11 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
         while let Some(run_id) = result.run_id().map(str::to_string) {
             if output_bytes > max_output_bytes {
                 result = CodeModeResult::Failed {
-                    error: codemode_facade::output_limit_message(
+                    error: codemode_facade::limits::LimitExceeded::output(
                         Some(output_bytes),
                         max_output_bytes,
-                    ),
+                    )
+                    .to_string(),
                     code: Some(codemode_facade::ErrorCode::OutputLimitExceeded),
                     output: Vec::new(),
                     replay_safe: false,

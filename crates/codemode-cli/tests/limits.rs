@@ -56,7 +56,7 @@ fn returning_all_tools_over_the_limit_names_size_limit_and_setting() {
         r["error"],
         format!(
             "code mode output limit exceeded. The result is {} bytes; maxOutputBytes is 65,536 (tools.codeMode.maxOutputBytes). Return less: only the fields or entries the answer needs (to find tools, `tools.search(query)` rather than all of `ALL_TOOLS`).",
-            codemode_facade::format_count(size as u64)
+            codemode_facade::limits::format_count(size as u64)
         )
     );
     assert_eq!(r["output"], json!([]));

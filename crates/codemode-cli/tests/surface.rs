@@ -101,7 +101,7 @@ fn session_surface_line_answers_the_exec_and_wait_definitions() {
         tools[1],
         json!({
             "name": "wait",
-            "description": codemode_facade::WAIT_DESCRIPTION,
+            "description": codemode_facade::surface::WAIT_DESCRIPTION,
             "parameters": {
                 "type": "object",
                 "properties": {"runId": {"type": "string", "description": "Code mode run id returned by exec."}},
@@ -171,7 +171,7 @@ fn surface_follows_the_config_policy_and_mcp_servers() {
         "{description}"
     );
     assert!(
-        description.contains(codemode_facade::EXEC_DESCRIPTION_MCP),
+        description.contains(codemode_facade::surface::EXEC_DESCRIPTION_MCP),
         "{description}"
     );
     assert!(

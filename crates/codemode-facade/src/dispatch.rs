@@ -113,7 +113,7 @@ impl Dispatcher {
                     Some(Value::Null) | None => json!({}),
                     Some(v) => v,
                 };
-                let result = self.execute(entry, input, &request.id, run_id).await?;
+                let result = self.execute(entry, input, request, run_id).await?;
                 if request.method == BridgeMethod::CallValue {
                     Ok(match result {
                         Value::Object(mut fields) if fields.contains_key("details") => {
@@ -148,7 +148,7 @@ impl Dispatcher {
                             return Err(self.catalog.unknown_tool(&id).into());
                         };
                         // The raw MCP result, not unwrapped (docs/contract/mcp.md#s7-2-dispatch "Dispatch").
-                        self.execute(entry, input, &request.id, run_id).await
+                        self.execute(entry, input, request, run_id).await
                     }
                 }
             }
@@ -179,7 +179,7 @@ impl Dispatcher {
             NodesRequest::List | NodesRequest::Get(_) => n::status_input(),
             NodesRequest::Invoke(input) => input.clone(),
         };
-        let result = self.execute(entry, input, &request.id, run_id).await?;
+        let result = self.execute(entry, input, request, run_id).await?;
         let details = result.get("details").cloned().unwrap_or(result);
         match parsed {
             NodesRequest::List => Ok(n::list_value(&details)),
@@ -195,7 +195,7 @@ impl Dispatcher {
         &self,
         entry: &codemode_catalog::Entry,
         input: Value,
-        bridge_id: &str,
+        request: &BridgeRequest,
         run_id: Option<String>,
     ) -> Result<Value, String> {
         let started = Instant::now();
@@ -209,13 +209,13 @@ impl Dispatcher {
             tool_name: entry.name().to_string(),
             input,
             scope: self.scope.clone(),
-            bridge_id: bridge_id.to_string(),
+            bridge_id: request.id.clone(),
             code_mode_run_id: run_id,
         };
         let recorded = self
             .trajectory
             .is_enabled()
-            .then(|| self.record_call(&call, nested_method(bridge_id)));
+            .then(|| self.record_call(&call, nested_method(request.method)));
         let outcome = self.settle(entry, call).await;
         if let Some((call, method)) = recorded {
             self.record_result(call, method, &outcome, started.elapsed());
@@ -232,7 +232,7 @@ impl Dispatcher {
     ) -> Result<Value, (NestedStatus, String)> {
         let result = match tokio::time::timeout(self.tool_timeout, self.pipeline.call(call)).await {
             Ok(Ok(result)) => result,
-            Ok(Err(e)) => return Err((e.status(), e.into())),
+            Ok(Err(e)) => return Err((e.status(), e.to_string())),
             Err(_) => {
                 return Err((
                     NestedStatus::Timeout,
@@ -299,13 +299,16 @@ impl Dispatcher {
     }
 }
 
-/// The trajectory method of a nested call, from its bridge id `bridge:<method>:<n>` (the report
-/// parser only admits ids of their request's own method, docs/contract/guest.md#s4-3).
-fn nested_method(bridge_id: &str) -> NestedMethod {
-    match bridge_id.split(':').nth(1).and_then(BridgeMethod::parse) {
-        Some(BridgeMethod::CallValue) => NestedMethod::CallValue,
-        Some(BridgeMethod::Namespace) => NestedMethod::Namespace,
-        Some(BridgeMethod::Nodes) => NestedMethod::Nodes,
-        _ => NestedMethod::Call,
+/// The trajectory method of a nested call made for a request of bridge method `method`
+/// (`tools.call` and anything else that reaches a tool count as `call`).
+fn nested_method(method: BridgeMethod) -> NestedMethod {
+    match method {
+        BridgeMethod::CallValue => NestedMethod::CallValue,
+        BridgeMethod::Namespace => NestedMethod::Namespace,
+        BridgeMethod::Nodes => NestedMethod::Nodes,
+        BridgeMethod::Search
+        | BridgeMethod::Describe
+        | BridgeMethod::Call
+        | BridgeMethod::Yield => NestedMethod::Call,
     }
 }

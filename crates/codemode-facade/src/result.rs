@@ -1,9 +1,8 @@
 //! Result shapes of `exec` and `wait` (docs/contract/surface.md#s2-2, docs/contract/lifecycle.md#s5-1 and docs/contract/telemetry.md#s9).
 
-use codemode_bridge::OutputItem;
+use codemode_bridge::{BridgeMethod, OutputItem};
 pub use codemode_telemetry::Telemetry;
 
-use crate::pipeline::PendingApproval;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -42,8 +41,8 @@ pub enum WaitReason {
 pub struct PendingToolCall {
     /// The bridge id.
     pub id: String,
-    /// The bridge method's wire name.
-    pub method: String,
+    /// The bridge method (JSON: its wire name, `"callValue"`).
+    pub method: BridgeMethod,
 }
 
 /// The result of `exec` or `wait` (spec `CodeModeResult`). Serialises with `status` first and
@@ -150,4 +149,19 @@ impl CodeModeResult {
         let text = serde_json::to_string_pretty(&details).unwrap_or_default();
         serde_json::json!({"content": [{"type": "text", "text": text}], "details": details})
     }
+}
+
+/// One entry of a `waiting` result's `pendingApprovals` (docs/contract/host.md#h3):
+/// `{approvalId, toolCallId, toolId, input}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// The id to answer.
+    pub approval_id: String,
+    /// The waiting call's id.
+    pub tool_call_id: String,
+    /// The tool's catalog id.
+    pub tool_id: String,
+    /// The input it would run with.
+    pub input: Value,
 }

@@ -21,9 +21,13 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::dispatch::{Counters, Dispatcher};
+use crate::env::RunEnv;
+use crate::limits::LimitExceeded;
+use crate::messages::{
+    PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS,
+};
 use crate::pipeline::{RunApprovals, ToolPipeline};
 use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, Telemetry, WaitReason};
-use crate::{RunEnv, PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS};
 
 pub(crate) enum Readiness {
     Ready,
@@ -87,9 +91,9 @@ pub(crate) struct Run {
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
 pub(crate) const SNAPSHOT_TTL: &str = "snapshot TTL";
-/// `reason` of `run_expired` when [`crate::CodeMode::end_session`] dropped the run.
+/// `reason` of `run_expired` when [`crate::code_mode::CodeMode::end_session`] dropped the run.
 pub(crate) const SESSION_ENDED: &str = "session ended";
-/// `reason` of `run_expired` when [`crate::CodeMode::clear`] dropped the run.
+/// `reason` of `run_expired` when [`crate::code_mode::CodeMode::clear`] dropped the run.
 pub(crate) const RUNS_CLEARED: &str = "runs cleared";
 /// `reason` of `run_expired` when an outer `after_tool_call` hook withheld (or replaced) the
 /// `waiting` result that named the run, so the model never got its `runId`.
@@ -142,7 +146,7 @@ fn map_vm_error(e: &VmError, config: &codemode_config::CodeModeConfig) -> (Error
     if *e == VmError::Timeout {
         return (
             ErrorCode::Timeout,
-            crate::timeout_message(config.timeout_ms()),
+            LimitExceeded::timeout(config.timeout_ms()).to_string(),
         );
     }
     let code = match e {
@@ -364,10 +368,8 @@ impl Run {
                     if report.request_overflow {
                         self.error = Some((
                             ErrorCode::InvalidInput,
-                            crate::pending_limit_message(
-                                None,
-                                self.env.config.max_pending_tool_calls(),
-                            ),
+                            LimitExceeded::pending(None, self.env.config.max_pending_tool_calls())
+                                .to_string(),
                         ));
                         self.vm = None;
                         return;
@@ -376,7 +378,8 @@ impl Run {
                         self.output.clear();
                         self.error = Some((
                             ErrorCode::OutputLimitExceeded,
-                            crate::output_limit_message(None, self.env.config.max_output_bytes()),
+                            LimitExceeded::output(None, self.env.config.max_output_bytes())
+                                .to_string(),
                         ));
                         self.vm = None;
                         return;
@@ -421,10 +424,11 @@ impl Run {
                 return Outcome::Done(self.finish());
             }
             if self.pending.len() as u64 > config.max_pending_tool_calls() {
-                let message = crate::pending_limit_message(
+                let message = LimitExceeded::pending(
                     Some(self.pending.len() as u64),
                     config.max_pending_tool_calls(),
-                );
+                )
+                .to_string();
                 return Outcome::Done(self.fail(ErrorCode::InvalidInput, &message));
             }
             if self.pending.iter().any(|p| p.method == BridgeMethod::Yield) {
@@ -634,10 +638,11 @@ impl Run {
             }
         };
         if snapshot.stored_bytes() as u64 > self.env.config.max_snapshot_bytes() {
-            let message = crate::snapshot_limit_message(
+            let message = LimitExceeded::snapshot(
                 snapshot.stored_bytes() as u64,
                 self.env.config.max_snapshot_bytes(),
-            );
+            )
+            .to_string();
             return Parking::Failed(self.fail(ErrorCode::SnapshotLimitExceeded, &message));
         }
         if let Some(result) = self.output_limit_failure(None) {
@@ -742,7 +747,7 @@ impl Run {
             .iter()
             .map(|p| PendingToolCall {
                 id: p.id.clone(),
-                method: p.method.as_str().to_string(),
+                method: p.method,
             })
             .collect();
         CodeModeResult::Waiting {
@@ -773,10 +778,11 @@ impl Run {
         }
         if measure > self.env.config.max_output_bytes() {
             self.output.clear();
-            let message = crate::output_limit_message(
+            let message = LimitExceeded::output(
                 (measure != u64::MAX).then_some(measure),
                 self.env.config.max_output_bytes(),
-            );
+            )
+            .to_string();
             return Some(self.fail(ErrorCode::OutputLimitExceeded, &message));
         }
         None
@@ -796,7 +802,7 @@ impl Run {
                 None
             }
             Ok(s) => {
-                let message = crate::snapshot_limit_message(s.stored_bytes() as u64, max);
+                let message = LimitExceeded::snapshot(s.stored_bytes() as u64, max).to_string();
                 Some(self.fail(ErrorCode::SnapshotLimitExceeded, &message))
             }
             Err(e) => {

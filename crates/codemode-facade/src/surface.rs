@@ -123,7 +123,7 @@ pub fn exec_description(catalog: Option<&Catalog>, namespace_prompt: Option<&str
         description.push_str(EXEC_DESCRIPTION_API);
         description.push_str(EXEC_DESCRIPTION_MCP);
     }
-    if catalog.is_none_or(|c| c.entry(crate::NODES_TOOL_ID).is_some()) {
+    if catalog.is_none_or(|c| c.entry(crate::nodes::NODES_TOOL_ID).is_some()) {
         description.push_str(EXEC_DESCRIPTION_NODES);
     }
     description.push_str(EXEC_DESCRIPTION_LANGUAGE);

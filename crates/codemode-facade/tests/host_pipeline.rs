@@ -10,11 +10,11 @@ use std::time::Duration;
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_config::{resolve_policy, CodeModeConfig, ToolPolicy};
-use codemode_facade::{
-    AfterDecision, AfterToolCall, ApprovalBroker, ApprovalDecision, BeforeToolCall, CodeMode,
-    CodeModeResult, ErrorCode, FixedApprover, HookChain, HookDecision, HookFuture, RunEnv,
-    ToolHook,
+use codemode_facade::pipeline::{
+    AfterDecision, AfterToolCall, ApprovalBroker, ApprovalDecision, BeforeToolCall, FixedApprover,
+    HookChain, HookDecision, HookFuture, ToolHook,
 };
+use codemode_facade::{CodeMode, CodeModeResult, ErrorCode, RunEnv};
 use codemode_runtime::{AbortHandle, Runtime};
 use codemode_telemetry::{MemorySink, Trajectory};
 use serde_json::{json, Value};

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_config::{resolve_policy, HookConfig, HookSpec, ToolPolicy};
-use codemode_facade::{
+use codemode_facade::pipeline::{
     after_outer_call, before_outer_call, AfterDecision, AfterToolCall, ApprovalBroker,
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, BeforeToolCall, FixedApprover,
-    HookChain, HookDecision, HookFuture, OuterKind, PendingApproval, ToolHook, ToolPipeline,
-    UnknownApproval,
+    HookChain, HookDecision, HookFuture, OuterKind, ToolHook, ToolPipeline, UnknownApproval,
 };
+use codemode_facade::PendingApproval;
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------------
@@ -504,28 +504,6 @@ async fn a_hook_that_answers_takes_its_background_children_with_it() {
         !process_exists("sleep 27.1828"),
         "the hook's child outlived it"
     );
-}
-
-#[cfg(target_os = "linux")]
-#[tokio::test]
-async fn a_process_group_waits_for_its_leader_without_reaping_it() {
-    let mut child = tokio::process::Command::new("sh")
-        .args(["-c", "exit 3"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let mut group = codemode_facade::ProcessGroup::of(&child);
-    assert!(group.is_armed());
-    group.leader_exited().await;
-    // Still armed and the exit status still there: nobody reaped the leader, so killing the
-    // group now cannot reach a process group that reused its id.
-    assert!(group.is_armed());
-    group.kill();
-    assert!(!group.is_armed());
-    let status = child.wait().await.unwrap();
-    assert_eq!(status.code(), Some(3));
-    // A reaped child gives a disarmed guard.
-    assert!(!codemode_facade::ProcessGroup::of(&child).is_armed());
 }
 
 #[tokio::test]

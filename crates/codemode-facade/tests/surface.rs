@@ -1,7 +1,7 @@
 //! The model-visible surface: docs/contract/surface.md#s2-1 to #s2-5, examples docs/contract/examples.md#e3 to #e9, docs/contract/examples.md#e13 to #e15.
 
 use codemode_catalog::{Catalog, CatalogMode, ControlKind, SearchLimits, ToolOrigin, ToolSpec};
-use codemode_facade::{
+use codemode_facade::surface::{
     exec_description, exec_tool, model_surface, wait_tool, ToolDefinition, EXEC_CODE_DESCRIPTION,
     EXEC_DESCRIPTION_API, EXEC_DESCRIPTION_BASE, EXEC_DESCRIPTION_LANGUAGE, EXEC_DESCRIPTION_MCP,
     EXEC_DESCRIPTION_NODES,

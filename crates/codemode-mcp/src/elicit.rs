@@ -30,7 +30,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use codemode_facade::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
+use codemode_facade::pipeline::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
 use rmcp::model::{
     CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, ProtocolVersion, RequestId, ServerRequest,

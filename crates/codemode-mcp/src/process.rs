@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use codemode_facade::ProcessGroup;
+use codemode_runtime::ProcessGroup;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 /// The variables a stdio server inherits from `codemode`'s environment, as the official MCP
@@ -51,7 +51,7 @@ pub(crate) fn default_environment() -> Vec<(String, std::ffi::OsString)> {
 /// A spawned child and its process group; the group gets SIGKILL when this is dropped.
 ///
 /// The group is only ever killed while the child is not reaped yet (see
-/// [`codemode_facade::ProcessGroup`]): a reaped leader's group id can be reused by another
+/// [`codemode_runtime::ProcessGroup`]): a reaped leader's group id can be reused by another
 /// process group, which a late `kill(-pgid)` would hit.
 pub(crate) struct ChildProcess {
     child: tokio::process::Child,

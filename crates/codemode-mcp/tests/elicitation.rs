@@ -548,10 +548,10 @@ impl codemode_facade::ToolHook for AskForRead {
 
     fn before(
         &self,
-        _event: &codemode_facade::BeforeToolCall,
-    ) -> codemode_facade::HookFuture<codemode_facade::HookDecision> {
+        _event: &codemode_facade::pipeline::BeforeToolCall,
+    ) -> codemode_facade::pipeline::HookFuture<codemode_facade::pipeline::HookDecision> {
         Box::pin(async {
-            Ok(codemode_facade::HookDecision::ask(Some(
+            Ok(codemode_facade::pipeline::HookDecision::ask(Some(
                 "reads are audited".into(),
             )))
         })

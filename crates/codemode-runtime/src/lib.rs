@@ -16,18 +16,21 @@
 //! - [`run_leg`]: runs guest work on a worker of the [`LegPool`] (threads with a stack large
 //!   enough for `max_wasm_stack`, reused across legs), so guest execution never blocks the async
 //!   runtime's workers.
+//! - [`ProcessGroup`]: kills a child process's group (command hooks, stdio MCP servers) without
+//!   ever signalling a group that is no longer the child's.
 //!
 //! Errors never panic the host: traps, protocol violations and panics in host code become
 //! [`VmError`] values that the facade maps to `failed` results (docs/contract/decisions.md#d10).
 //!
 //! Modules depend in one direction: `engine` → `vm` → `snapshot`, `budget`, `worker` →
-//! `limits`, `error` (and `cache`, used by `engine` only).
+//! `limits`, `error` (and `cache`, used by `engine` only); `process_group` stands alone.
 
 mod budget;
 mod cache;
 mod engine;
 mod error;
 mod limits;
+mod process_group;
 mod snapshot;
 mod vm;
 mod worker;
@@ -39,6 +42,7 @@ pub use limits::{
     argument_too_large, delivery_too_large, step_arguments_too_large, VmLimits,
     MAX_REQUEST_ARGUMENT_BYTES, MAX_STEP_ARGUMENT_BYTES, SHADOW_STACK_BYTES,
 };
+pub use process_group::ProcessGroup;
 pub use snapshot::{Snapshot, SnapshotFormat, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_PAGE_BYTES};
 pub use vm::{Vm, WallClock};
 pub use worker::{

@@ -6,15 +6,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codemode_agent::{
+    check_payload, direct_tool_definition, model_cost, resolve_activation, resolve_references,
+    Activation, AgentError, AgentTurn, Payload, PayloadCheck, PayloadError, ReferenceError, Script,
+    ScriptError, TurnFlags, TurnStep,
+};
 use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{CatalogMode, ToolSpec};
 use codemode_config::{ActivationReason, ProviderCatalogs};
-use codemode_facade::{
-    check_payload, direct_tool_definition, exec_tool, model_cost, resolve_activation,
-    resolve_references, wait_tool, Activation, AgentError, AgentTurn, CodeMode, Payload,
-    PayloadCheck, PayloadError, ReferenceError, Script, ScriptError, ToolDefinition, TurnFlags,
-    TurnStep,
-};
+use codemode_facade::surface::{exec_tool, wait_tool, ToolDefinition};
+use codemode_facade::CodeMode;
 use codemode_runtime::Runtime;
 use codemode_telemetry::{ModelCost, TokenUsage};
 use serde_json::{json, Value};

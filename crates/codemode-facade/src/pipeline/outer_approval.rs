@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use codemode_telemetry::{ApprovalRequestedEvent, ApprovalResolvedEvent, EventKind, Trajectory};
 
-use crate::pipeline::{
+use super::approvals::{
     denial_reason, ApprovalBroker, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver,
 };
 

@@ -1,8 +1,11 @@
 //! Killing a child's process group without ever signalling someone else's.
 //!
-//! A command hook (`pipeline.rs`) and a stdio MCP server (`codemode-mcp`'s `process.rs`) are
-//! started as the leader of a new process group (`process_group(0)`, so the group id is the
-//! child's pid), and the group gets SIGKILL so helpers they started do not outlive them.
+//! A command hook (`codemode-facade`'s `pipeline/command.rs`) and a stdio MCP server
+//! (`codemode-mcp`'s `process.rs`) are started as the leader of a new process group
+//! (`process_group(0)`, so the group id is the child's pid), and the group gets SIGKILL so
+//! helpers they started do not outlive them. It lives here, below both, because the runtime is
+//! the one lower crate that already manages OS resources with tokio (docs/architecture.md,
+//! "Layers").
 //!
 //! **Why the order matters.** `kill(-pgid)` reaches exactly the child's group only while the
 //! leader has not been reaped: until then its pid (a zombie's too) stays allocated, so no new
@@ -132,4 +135,30 @@ fn exited_unreaped(pid: i32) -> Option<bool> {
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 fn exited_unreaped(_pid: i32) -> Option<bool> {
     None
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::ProcessGroup;
+
+    #[tokio::test]
+    async fn a_process_group_waits_for_its_leader_without_reaping_it() {
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut group = ProcessGroup::of(&child);
+        assert!(group.is_armed());
+        group.leader_exited().await;
+        // Still armed and the exit status still there: nobody reaped the leader, so killing the
+        // group now cannot reach a process group that reused its id.
+        assert!(group.is_armed());
+        group.kill();
+        assert!(!group.is_armed());
+        let status = child.wait().await.unwrap();
+        assert_eq!(status.code(), Some(3));
+        // A reaped child gives a disarmed guard.
+        assert!(!ProcessGroup::of(&child).is_armed());
+    }
 }
