@@ -154,7 +154,7 @@ fn modes_are_checked_per_rules() {
         read_err(&file, &Rules::READ),
         "its mode is 0666 and others can write it; chmod o-w it"
     );
-    std::fs::set_permissions(&dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(
         check_dir(dir.path(), &Rules::PRIVATE)
             .unwrap_err()
