@@ -253,10 +253,17 @@ pub(crate) fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
             }
             _ => {
                 let i = rng.below(len + 1);
-                let nest: Vec<u8> = if rng.chance(2) {
-                    b"[".repeat(rng.below(300))
+                // Mostly shallow; one time in 64 far past any parser's depth limit (100,000
+                // levels: a parser that recursed per level would overflow the stack).
+                let depth = if rng.chance(64) {
+                    100_000
                 } else {
-                    b"{\"a\":".repeat(rng.below(300))
+                    rng.below(300)
+                };
+                let nest: Vec<u8> = match rng.below(3) {
+                    0 => b"[".repeat(depth),
+                    1 => b"{\"a\":".repeat(depth),
+                    _ => b"{a:".repeat(depth),
                 };
                 input.splice(i..i, nest);
             }

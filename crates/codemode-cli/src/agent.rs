@@ -77,7 +77,7 @@ pub(crate) struct AgentArgs {
 /// Runs `codemode agent`.
 pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
     let usage = |e: String| Failure::Usage(e);
-    let script_text = std::fs::read_to_string(&args.script)
+    let script_text = crate::operator_files::read_operator_file(&args.script)
         .map_err(|e| usage(format!("--script {}: {e}", args.script.display())))?;
     let script = Script::from_json(&script_text)
         .map_err(|e| usage(format!("--script {}: {e}", args.script.display())))?;
@@ -87,7 +87,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
     };
     let (catalogs, catalogs_json) = match &args.provider_catalog {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let text = crate::operator_files::read_operator_file(path)
                 .map_err(|e| usage(format!("--provider-catalog {}: {e}", path.display())))?;
             let catalogs = ProviderCatalogs::from_json(&text)
                 .map_err(|e| usage(format!("--provider-catalog {}: {e}", path.display())))?;
@@ -129,7 +129,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
     let limits = activation.config.search_limits();
     let (mut specs, static_executor) = match &args.tools {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let text = crate::operator_files::read_operator_file(path)
                 .map_err(|e| usage(format!("--tools {}: {e}", path.display())))?;
             let (specs, executor) = static_tools_with_direct(&text, &limits)
                 .map_err(|e| usage(format!("--tools {}: {e}", path.display())))?;

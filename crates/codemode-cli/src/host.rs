@@ -181,14 +181,14 @@ fn build(
     let (base_specs, base_executor): (Vec<ToolSpec>, Option<Arc<dyn ToolExecutor>>) =
         match (&args.tools, &args.root) {
             (Some(path), _) if !runs_calls => {
-                let text = std::fs::read_to_string(path)
+                let text = crate::operator_files::read_operator_file(path)
                     .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
                 let specs = codemode_catalog::cli::parse_tools_file(&text)
                     .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
                 (specs, None)
             }
             (Some(path), _) => {
-                let text = std::fs::read_to_string(path)
+                let text = crate::operator_files::read_operator_file(path)
                     .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;
                 let (specs, executor) = static_tools::StaticTools::load_specs(&text, &limits)
                     .map_err(|e| Failure::Usage(format!("--tools {}: {e}", path.display())))?;

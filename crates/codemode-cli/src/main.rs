@@ -45,6 +45,7 @@ macro_rules! eprintln {
 mod agent;
 mod approve;
 mod host;
+mod operator_files;
 mod output;
 mod progress;
 mod serve;
@@ -338,7 +339,7 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
             (code, false)
         }
         (None, Some(path)) => {
-            let code = std::fs::read_to_string(path)
+            let code = crate::operator_files::read_operator_file(path)
                 .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
             (
                 code,

@@ -10,9 +10,12 @@
 //! provider-facing definitions for the current catalog and config
 //! ([`codemode_facade::surface_tools`]: what to show the model); for `exec` and `wait` the spec's
 //! result object ([`codemode_facade::CodeModeResult::to_json`]); for `approve`
-//! `{"status": "ok"}`. Requests run one at a time in input order; one [`CodeMode`] serves the
-//! whole session, so a `waiting` run from one line can be resumed by `wait` on a later one, and
-//! parked runs keep their tool calls running between lines.
+//! `{"status": "ok"}`. Requests run one at a time in input order, except `approve` lines, which
+//! are answered as soon as they are read, even while an earlier request runs (so the `approve`
+//! for an outer `exec` that a `beforeToolCall` hook sent to approval reaches it; the host learns
+//! its `approvalId` from the trajectory's `approval_requested` event); one [`CodeMode`] serves
+//! the whole session, so a `waiting` run from one line can be resumed by `wait` on a later one,
+//! and parked runs keep their tool calls running between lines.
 //!
 //! The `n`th `exec` or `wait` line is tool call `call_<n>` for hooks and the trajectory, and the
 //! nested calls of an `exec` on line `n` are `tool_search_code:call_<n>:<tool>:<seq>`.
@@ -25,7 +28,8 @@
 //!
 //! A malformed line gets `{"status": "failed", "error": <message>, "code": "invalid_input"}` and
 //! the session goes on. End of input ends the session (exit 0): every outstanding approval is
-//! denied (`approval cancelled`) and every parked run dropped.
+//! denied at once (`approval cancelled`), the requests already read are answered, and every
+//! parked run is dropped.
 
 use std::io::BufRead;
 use std::process::ExitCode;
@@ -266,29 +270,139 @@ pub(crate) fn run(args: &HostArgs, state: &crate::state::StateArgs) -> Result<Ex
     outcome
 }
 
-/// The read–answer loop.
-fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCode, Failure> {
+/// A line from the reader thread, or how the input ended.
+enum Input {
+    /// One line, without its end of line, as read (not yet checked as UTF-8).
+    Line(Vec<u8>),
+    /// End of input.
+    End,
+    /// Reading standard input failed.
+    Failed(String),
+}
+
+/// Lines longer than this are followed by `malloc_trim` once answered, so a single huge line
+/// (50 MB of arguments) does not keep its pages for the life of the session (issue 27 item 9).
+const TRIM_AFTER_LINE_BYTES: usize = 1 << 20;
+
+/// Reads standard input on its own thread, one fresh buffer per line, so the main loop can
+/// answer `approve` lines while an earlier request is still running and no buffer keeps the
+/// capacity of the largest line (docs/threat-model.md, "Files an operator names"; issue 27
+/// items 3 and 9).
+fn read_lines(tx: tokio::sync::mpsc::UnboundedSender<Input>) {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    let mut line = Vec::new();
     loop {
-        line.clear();
-        let read = input
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Failure::Run(format!("cannot read standard input: {e}")))?;
-        if read == 0 {
-            return Ok(ExitCode::SUCCESS);
-        }
-        let reply = match std::str::from_utf8(&line) {
-            Ok(text) if text.trim().is_empty() => continue,
-            Ok(text) => runtime.block_on(session.handle(text)),
-            Err(_) => invalid_line("line is not valid UTF-8"),
+        let mut line = Vec::new();
+        let sent = match input.read_until(b'\n', &mut line) {
+            Ok(0) => {
+                let _ = tx.send(Input::End);
+                return;
+            }
+            Ok(_) => tx.send(Input::Line(line)),
+            Err(e) => {
+                let _ = tx.send(Input::Failed(format!("cannot read standard input: {e}")));
+                return;
+            }
         };
-        // A host that closed our stdout ends the session like end of input (main exits quietly).
-        if !print_line(&reply.to_string())? {
-            return Ok(ExitCode::SUCCESS);
+        if sent.is_err() {
+            // The session is over.
+            return;
         }
     }
+}
+
+/// A line's text, or the reply it gets without being parsed (`None`: blank, skipped).
+fn line_text(line: &[u8]) -> Result<Option<&str>, Value> {
+    match std::str::from_utf8(line) {
+        Ok(text) if text.trim().is_empty() => Ok(None),
+        Ok(text) => Ok(Some(text)),
+        Err(_) => Err(invalid_line("line is not valid UTF-8")),
+    }
+}
+
+/// Returns freed heap pages to the system after a line longer than [`TRIM_AFTER_LINE_BYTES`]:
+/// its buffer, text and parsed arguments are freed by then, but glibc keeps freed memory in the
+/// middle of its heap (and raises its mmap threshold after large frees), so without a trim the
+/// session's RSS stays at its largest line's level.
+fn release_after(line_bytes: usize) {
+    if line_bytes <= TRIM_AFTER_LINE_BYTES {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own heap under its lock; no pointer is passed.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The read–answer loop. Requests are answered one at a time in input order, except `approve`
+/// lines: while a request runs (an outer `exec` waiting for its own approval, say) the loop keeps
+/// reading, answers each `approve` line at once (its reply comes before the running request's)
+/// and queues every other line behind the running request. At end of input every outstanding
+/// approval is denied (none can be answered any more); the running and queued requests are still
+/// answered.
+fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCode, Failure> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("codemode-stdin".into())
+        .spawn(move || read_lines(tx))
+        .map_err(|e| Failure::Run(format!("cannot start the input thread: {e}")))?;
+    runtime.block_on(async {
+        let mut queued: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
+        let mut ended = false;
+        loop {
+            let line = match queued.pop_front() {
+                Some(line) => line,
+                None if ended => return Ok(ExitCode::SUCCESS),
+                None => match rx.recv().await {
+                    Some(Input::Line(line)) => line,
+                    Some(Input::End) | None => return Ok(ExitCode::SUCCESS),
+                    Some(Input::Failed(e)) => return Err(Failure::Run(e)),
+                },
+            };
+            let reply = match line_text(&line) {
+                Ok(None) => continue,
+                Err(reply) => reply,
+                Ok(Some(text)) => {
+                    let handling = session.handle(text);
+                    tokio::pin!(handling);
+                    loop {
+                        tokio::select! {
+                            reply = &mut handling => break reply,
+                            input = rx.recv(), if !ended => match input {
+                                Some(Input::Line(next)) => {
+                                    if let Ok(Some(text)) = line_text(&next) {
+                                        if let Ok(Request::Approve(_)) = parse_request(text) {
+                                            let reply = session.handle(text).await;
+                                            if !print_line(&reply.to_string())? {
+                                                return Ok(ExitCode::SUCCESS);
+                                            }
+                                            continue;
+                                        }
+                                    }
+                                    queued.push_back(next);
+                                }
+                                Some(Input::End) | None => {
+                                    ended = true;
+                                    session.approvals.deny_all(None);
+                                }
+                                Some(Input::Failed(e)) => return Err(Failure::Run(e)),
+                            },
+                        }
+                    }
+                }
+            };
+            let line_bytes = line.len();
+            drop(line);
+            // A host that closed our stdout ends the session like end of input (main exits quietly).
+            let printed = print_line(&reply.to_string())?;
+            drop(reply);
+            release_after(line_bytes);
+            if !printed {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    })
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use codemode_runtime::Runtime;
 use codemode_snapshot::{open, StateKeys, StateUrl, STATE_KEY_ENV};
 use serde_json::json;
 
-use crate::Failure;
+use crate::output::Failure;
 
 /// The run-store options of `serve` and `session`.
 #[derive(Args, Clone, Debug)]

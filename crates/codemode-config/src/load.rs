@@ -6,6 +6,7 @@ use crate::hooks::{resolve_hooks, HookConfig};
 use crate::policy::{resolve_policy, ToolPolicy};
 use crate::resolution::Resolved;
 use crate::warning::Warning;
+use codemode_files::{FileError, LimitedValue, Rules, MAX_FILE_BYTES};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -77,14 +78,16 @@ impl ConfigReport {
 /// Why a config file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read.
+    /// The file could not be read, or was refused by the checked path for operator files
+    /// (`codemode_files::read_to_string` with `Rules::READ`: a symbolic link, a FIFO or other
+    /// non-regular file, another user's file, a file others can write, more than 64 MiB).
     #[error("cannot read config file {}: {source}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
+        /// Why.
         #[source]
-        source: std::io::Error,
+        source: FileError,
     },
     /// The file is neither JSON nor JSON5.
     #[error("config file {} is not valid JSON or JSON5: {message}", path.display())]
@@ -97,21 +100,30 @@ pub enum LoadError {
 }
 
 /// Parses config text: JSON, or JSON5 (comments, unquoted keys, single quotes, trailing commas,
-/// hexadecimal numbers). Errors carry the JSON5 parser's message, with line and column.
+/// hexadecimal numbers). Errors carry the JSON5 parser's message, with line and column. Nesting
+/// is limited to [`codemode_files::MAX_DEPTH`] (127) arrays/objects in both syntaxes: deeper
+/// text is the error `nested deeper than 127 levels at line L column C`, never a stack overflow
+/// (docs/threat-model.md, "Files an operator names").
 pub fn parse_config_text(text: &str) -> Result<Value, String> {
     match serde_json::from_str(text) {
         Ok(value) => Ok(value),
-        Err(_) => json5::from_str(text).map_err(|e| e.to_string()),
+        Err(_) => json5::from_str::<LimitedValue>(text)
+            .map(|value| value.0)
+            .map_err(|e| e.to_string()),
     }
 }
 
 /// Reads and parses a config file (JSON or JSON5) into a [`Value`], for hosts that need more of
-/// it than `tools.codeMode`.
+/// it than `tools.codeMode`. The file goes through the checked path for operator files
+/// ([`LoadError::Read`] says what it refuses).
 pub fn load_config_value(path: &Path) -> Result<Value, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        codemode_files::read_to_string(path, &Rules::READ, MAX_FILE_BYTES).map_err(|source| {
+            LoadError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
     parse_config_text(&text).map_err(|message| LoadError::Parse {
         path: path.to_path_buf(),
         message,

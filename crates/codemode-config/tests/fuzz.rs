@@ -45,3 +45,33 @@ fn fuzz_config_text() {
         let _ = codemode_config::resolve_policy(&root, None);
     });
 }
+
+/// Fuzz target `config_file` (docs/threat-model.md, "Fuzzing"): the bytes of a `--config` file,
+/// written to a real file and loaded the way every subcommand loads it (`load_config_file`: the
+/// checked read, the depth-limited JSON/JSON5 parse, the resolvers for an agent), never panic or
+/// overflow the stack; a refusal is a `LoadError` naming the file. The engine's deep-nesting
+/// mutation reaches 100,000 levels, far past the 127 the parse accepts.
+#[test]
+fn fuzz_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let seeds = vec![
+        br#"{"tools":{"codeMode":{"enabled":true,"timeoutMs":90000}},"hooks":{"beforeToolCall":[{"match":"exec","command":["true"]}]}}"#.to_vec(),
+        b"// json5\n{tools: {codeMode: {languages: ['typescript',], maxOutputBytes: 0x100}, approvals: {require: ['publish']}}, agents: {list: [{id: 'ops', tools: {codeMode: false}}]}}".to_vec(),
+        format!("{{tools: {{codeMode: {}1{}}}}}", "{a:".repeat(2_000), "}".repeat(2_000)).into_bytes(),
+    ];
+    engine::run("config_file", &seeds, Some(&config), &|bytes| {
+        std::fs::write(&path, bytes).unwrap();
+        match codemode_config::load_config_file(&path, Some("ops")) {
+            Ok(report) => {
+                let config = &report.config;
+                assert!((100..=60000).contains(&config.timeout_ms()));
+                let _ = report.to_json_pretty();
+            }
+            Err(e) => {
+                let message = e.to_string();
+                assert!(message.contains(path.to_str().unwrap()), "{message}");
+            }
+        }
+    });
+}

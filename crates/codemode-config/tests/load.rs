@@ -55,6 +55,82 @@ fn errors() {
     assert!(parse_config_text("{a: }").is_err());
 }
 
+/// Issue 27 item 2: 20,000 nested objects (JSON5) and 100,000 nested arrays used to overflow the
+/// stack of every subcommand (exit 134); now they are a parse error naming the file. Run on a
+/// 1 MiB thread, so a parser recursing past the limit would still overflow here.
+#[test]
+fn deeply_nested_config_files_are_an_error_not_a_stack_overflow() {
+    let objects = file(&format!(
+        "{{tools: {{codeMode: {}1{}}}}}",
+        "{a:".repeat(20_000),
+        "}".repeat(20_000)
+    ));
+    let arrays = file(&format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000)));
+    let (objects_err, arrays_err) = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            (
+                load_config_file(objects.path(), None)
+                    .unwrap_err()
+                    .to_string(),
+                load_config_file(arrays.path(), None)
+                    .unwrap_err()
+                    .to_string(),
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(
+        objects_err.ends_with(
+            "is not valid JSON or JSON5: nested deeper than 127 levels at line 1 column 395"
+        ),
+        "{objects_err}"
+    );
+    assert!(
+        arrays_err.ends_with(
+            "is not valid JSON or JSON5: nested deeper than 127 levels at line 1 column 128"
+        ),
+        "{arrays_err}"
+    );
+    // 127 levels are fine in both syntaxes.
+    let deepest = format!("{}1{}", "[".repeat(127), "]".repeat(127));
+    assert!(parse_config_text(&deepest).is_ok());
+    assert!(parse_config_text(&format!("{deepest} // JSON5")).is_ok());
+}
+
+/// A FIFO or another non-regular file is refused at once (it used to block in `open`), and so is a
+/// symbolic link (docs/threat-model.md, "Files an operator names").
+#[cfg(unix)]
+#[test]
+fn config_files_go_through_the_checked_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("config.json");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(
+        load_config_file(&fifo, None).unwrap_err().to_string(),
+        format!(
+            "cannot read config file {}: it is a FIFO (named pipe), not a regular file",
+            fifo.display()
+        )
+    );
+    let target = dir.path().join("real.json");
+    std::fs::write(&target, "{}").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert_eq!(
+        load_config_file(&link, None).unwrap_err().to_string(),
+        format!(
+            "cannot read config file {}: it is a symbolic link; name the file it points to",
+            link.display()
+        )
+    );
+}
+
 #[test]
 fn empty_object_file_is_all_defaults() {
     let f = file("{}");

@@ -19,7 +19,7 @@ use crate::failure;
 use crate::messages::RUN_ID_REQUIRED;
 use crate::pipeline::{
     after_outer, before_outer_call, generated_call_id, record_call, record_refused, record_result,
-    replay_safe_of, unless_aborted, OuterKind,
+    replay_safe_of, unless_aborted, Approver, OuterKind,
 };
 use crate::prepare;
 use crate::result::{CodeModeResult, ErrorCode};
@@ -168,6 +168,11 @@ impl CodeMode {
     /// `tool_result` frame the call in the trajectory. The tool-call id is
     /// `env.parent_tool_call_id`, or a fresh `exec_<uuid>` when unset.
     ///
+    /// An outer `ask` waits for `env`'s broker at most the config's `timeoutMs`; unanswered by
+    /// then, the call is denied (`Tool "exec" was not approved: no answer within <ms> ms
+    /// (timeoutMs)`) and the approval withdrawn. Its `approval_requested` / `approval_resolved`
+    /// events are recorded like a nested call's.
+    ///
     /// `abort` also ends the wait for the outer hooks and an outer approval: the call then
     /// returns the aborted result at once (`failed`, `code mode execution aborted`, code
     /// `aborted`). A run that parked but whose `waiting` result the model never gets (an after
@@ -301,11 +306,12 @@ impl CodeMode {
         let call_id = call_id.as_str();
         let started = Instant::now();
         let trajectory = env.scoped_trajectory();
+        let approver = env.outer_approver();
         let before = unless_aborted(
             abort,
             before_outer_call(
                 &env.hooks,
-                env.outer_approver(),
+                approver.as_ref().map(|a| a as &dyn Approver),
                 kind,
                 call_id,
                 input,

@@ -1,13 +1,14 @@
 //! [`RunEnv`]: everything one `exec` needs from the host, and the builder that wires it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use codemode_bridge::{RunScope, ToolExecutor};
 use codemode_catalog::Catalog;
 use codemode_config::{CodeModeConfig, ToolPolicy};
 use codemode_telemetry::Trajectory;
 
-use crate::pipeline::{ApprovalBroker, Approver, HookChain};
+use crate::pipeline::{ApprovalBroker, HookChain, OuterApprover};
 
 /// Everything one `exec` needs from the host. The catalog, config and executor are captured
 /// when a run parks, so `wait` uses the same ones (docs/contract/lifecycle.md#s5-3-parking "Parking").
@@ -130,8 +131,14 @@ impl RunEnv {
         self.trajectory.with_scope(self.scope.clone())
     }
 
-    /// The approver for outer `ask` answers: the broker, if any.
-    pub(crate) fn outer_approver(&self) -> Option<&dyn Approver> {
-        self.approvals.as_deref().map(|b| b as &dyn Approver)
+    /// The approver for outer `ask` answers: the broker, if any, with the wait bounded by
+    /// `timeoutMs` and recorded in the trajectory (`pipeline/outer_approval.rs`, issue 27
+    /// item 3).
+    pub(crate) fn outer_approver(&self) -> Option<OuterApprover> {
+        self.approvals.clone().map(|broker| OuterApprover {
+            broker,
+            within: Duration::from_millis(self.config.timeout_ms()),
+            trajectory: self.scoped_trajectory(),
+        })
     }
 }

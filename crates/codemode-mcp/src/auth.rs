@@ -127,55 +127,37 @@ impl FileCredentialStore {
         AuthError::CredentialStoreError(what.to_string())
     }
 
-    /// Refuses `path` when it is a symbolic link or its mode has any bit of `forbidden`.
+    /// Refuses `path` when it is a symbolic link, not a directory (`dir`) or regular file,
+    /// another user's, or its mode has any bit of `forbidden`: the checked path for operator
+    /// files' rule (`codemode_files::check`, docs/threat-model.md "Files an operator names").
     fn check(
         &self,
         path: &Path,
         meta: &std::fs::Metadata,
+        dir: bool,
         forbidden: u32,
     ) -> Result<(), AuthError> {
-        if meta.file_type().is_symlink() {
-            return Err(self.error(format!(
-                "refusing to use the OAuth token store {}: it is a symbolic link",
+        let expect = if dir {
+            codemode_files::Expect::Directory
+        } else {
+            codemode_files::Expect::File
+        };
+        let rules = codemode_files::Rules {
+            forbidden_mode: forbidden,
+            root_may_own: false,
+        };
+        codemode_files::check(meta, expect, &rules).map_err(|e| {
+            self.error(format!(
+                "refusing to use the OAuth token store {}: {e}",
                 path.display()
-            )));
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::{MetadataExt, PermissionsExt};
-            let euid = rustix::process::geteuid().as_raw();
-            if meta.uid() != euid {
-                return Err(self.error(format!(
-                    "refusing to use the OAuth token store {}: it belongs to uid {}, not to this user (uid {euid})",
-                    path.display(),
-                    meta.uid()
-                )));
-            }
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & forbidden != 0 {
-                return Err(self.error(format!(
-                    "refusing to use the OAuth token store {}: its mode is {mode:04o} and others can {} it; chmod {} it",
-                    path.display(),
-                    if forbidden == 0o022 { "write" } else { "read or write" },
-                    if meta.is_dir() { "700" } else { "600" }
-                )));
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = forbidden;
-        Ok(())
+            ))
+        })
     }
 
     fn check_dir(&self) -> Result<bool, AuthError> {
         match std::fs::symlink_metadata(&self.dir) {
             Ok(meta) => {
-                self.check(&self.dir, &meta, 0o022)?;
-                if !meta.is_dir() {
-                    return Err(self.error(format!(
-                        "the OAuth token store {} is not a directory",
-                        self.dir.display()
-                    )));
-                }
+                self.check(&self.dir, &meta, true, 0o022)?;
                 Ok(true)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -192,7 +174,7 @@ impl FileCredentialStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.error(format!("{}: {e}", self.file.display()))),
         };
-        self.check(&self.file, &meta, 0o077)?;
+        self.check(&self.file, &meta, false, 0o077)?;
         // Opened without following a link and checked again on the open descriptor, so a file
         // swapped in between the two looks is refused too.
         let mut options = std::fs::OpenOptions::new();
@@ -208,7 +190,7 @@ impl FileCredentialStore {
         let opened = file
             .metadata()
             .map_err(|e| self.error(format!("{}: {e}", self.file.display())))?;
-        self.check(&self.file, &opened, 0o077)?;
+        self.check(&self.file, &opened, false, 0o077)?;
         let mut text = String::new();
         std::io::Read::read_to_string(&mut file, &mut text)
             .map_err(|e| self.error(format!("{}: {e}", self.file.display())))?;

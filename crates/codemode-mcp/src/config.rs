@@ -140,6 +140,16 @@ pub enum ConfigError {
         #[source]
         source: Arc<std::io::Error>,
     },
+    /// The file is not one an operator may name: a symbolic link, not a regular file (a FIFO),
+    /// another user's, writable by others (docs/threat-model.md, "Files an operator names").
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The config file.
+        path: PathBuf,
+        /// What the checked path refused (shared, so the error stays `Clone`).
+        #[source]
+        source: Arc<codemode_files::FileError>,
+    },
     /// The file is larger than [`MAX_CONFIG_BYTES`].
     #[error("{}: {size} bytes is larger than the {MAX_CONFIG_BYTES}-byte limit for an MCP config", path.display())]
     TooLarge {
@@ -321,20 +331,23 @@ impl McpServersConfig {
         Ok(config)
     }
 
-    /// Reads a config file (JSON, at most [`MAX_CONFIG_BYTES`]). Errors name the file.
+    /// Reads a config file (JSON, at most [`MAX_CONFIG_BYTES`]) through the checked path for
+    /// operator files (`codemode_files::read_to_string` with `Rules::READ`: no symbolic link, a
+    /// regular file, never a FIFO, this user's or root's, not writable by others;
+    /// docs/threat-model.md "Files an operator names"). Errors name the file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let read = |e: std::io::Error| ConfigError::Read {
-            path: path.to_path_buf(),
-            source: Arc::new(e),
-        };
-        let size = std::fs::metadata(path).map_err(read)?.len();
-        if size > MAX_CONFIG_BYTES {
-            return Err(ConfigError::TooLarge {
-                path: path.to_path_buf(),
-                size,
-            });
-        }
-        let text = std::fs::read_to_string(path).map_err(read)?;
+        let text =
+            codemode_files::read_to_string(path, &codemode_files::Rules::READ, MAX_CONFIG_BYTES)
+                .map_err(|e| match e {
+                    codemode_files::FileError::TooLarge { size, .. } => ConfigError::TooLarge {
+                        path: path.to_path_buf(),
+                        size,
+                    },
+                    e => ConfigError::File {
+                        path: path.to_path_buf(),
+                        source: Arc::new(e),
+                    },
+                })?;
         let value: Value = serde_json::from_str(&text).map_err(|e| ConfigError::InvalidJson {
             path: path.to_path_buf(),
             source: Arc::new(e),

@@ -20,6 +20,7 @@ pub mod forward;
 pub mod hub;
 mod lifecycle;
 pub mod mrtr;
+pub mod origin;
 mod process;
 pub mod rounds;
 mod stderr;

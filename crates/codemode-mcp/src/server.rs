@@ -55,7 +55,8 @@ use crate::tasks::{Parked, RunTasks};
 const CLOSE_WRITTEN: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The `Origin`s [`CodeModeServer::serve_http`] accepts (every port): browser pages served from
-/// this machine's loopback names. Others get `403 Forbidden`.
+/// this machine's loopback names. Others get `403 Forbidden`. rmcp's allowlist; the stricter
+/// parsed check ([`crate::origin::is_loopback_origin`]) runs first.
 pub const LOOPBACK_ORIGINS: [&str; 6] = [
     "http://localhost:*",
     "https://localhost:*",
@@ -706,6 +707,9 @@ impl CodeModeServer {
             let service = hyper::service::service_fn(move |request: http::Request<_>| {
                 let service = service.clone();
                 async move {
+                    if let Some(refused) = crate::origin::refuse_foreign_origin(request.headers()) {
+                        return Ok::<_, std::convert::Infallible>(refused);
+                    }
                     let delete = request.method() == http::Method::DELETE;
                     let mut response = service.handle::<hyper::body::Incoming>(request).await;
                     if delete && response.status() == http::StatusCode::ACCEPTED {

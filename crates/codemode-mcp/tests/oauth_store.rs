@@ -95,7 +95,7 @@ async fn refuses_a_dir_others_can_write_and_a_symlinked_file() {
     assert_eq!(
         error,
         format!(
-            "OAuth credential store failed: refusing to use the OAuth token store {}: it is a symbolic link",
+            "OAuth credential store failed: refusing to use the OAuth token store {}: it is a symbolic link; name the file it points to",
             store.path().display()
         )
     );

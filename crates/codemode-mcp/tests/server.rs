@@ -817,6 +817,10 @@ async fn http_validates_origin_and_answers_delete_with_204() {
         "https://evil.example",
         "http://localhost.evil.example:8080",
         "null",
+        // Issue 27 item 10: parsed, not matched as text.
+        "http://evil.example@localhost",
+        "http://[::1].evil",
+        "http://localhost:3000/x",
     ] {
         let (status, _) = post(Some(origin)).await;
         assert_eq!(status, 403, "Origin {origin}");

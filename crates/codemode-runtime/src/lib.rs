@@ -49,5 +49,5 @@ pub use snapshot::{Snapshot, SnapshotFormat, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_P
 pub use vm::{Vm, WallClock};
 pub use worker::{
     in_leg, leg_threads, on_leg_stack, run_leg, run_leg_with, set_leg_threads, LegPanic, LegPool,
-    LegPoolConfig, LegThreads, LEG_THREAD_NAME, LEG_THREAD_STACK_BYTES,
+    LegPoolConfig, LegThreads, LEG_STACK_KEEP_BYTES, LEG_THREAD_NAME, LEG_THREAD_STACK_BYTES,
 };

@@ -293,10 +293,111 @@ impl Drop for WorkerExit<'_> {
     }
 }
 
+/// Stack a worker keeps resident between legs, in bytes below the worker loop's frame: 4 MiB,
+/// more than an ordinary leg uses. After each leg the pages deeper than this that a deep
+/// recursion committed are returned to the system (`madvise(MADV_DONTNEED)`), so a reused
+/// worker does not hold up to 64 MiB of stack until its keep-alive ends (issue 27 item 9,
+/// docs/architecture.md "Leg threads from a pool").
+pub const LEG_STACK_KEEP_BYTES: usize = 4 * 1024 * 1024;
+
+/// The current thread's stack, for returning the pages of a deep recursion after a leg.
+#[derive(Debug, Clone, Copy)]
+struct ThreadStack {
+    /// Lowest usable address (above the guard page).
+    low: usize,
+    /// The page size.
+    page: usize,
+}
+
+impl ThreadStack {
+    /// The calling thread's stack, or `None` where it cannot be known (non-Linux, or
+    /// `pthread_getattr_np` failed): nothing is released then.
+    #[cfg(target_os = "linux")]
+    fn current() -> Option<ThreadStack> {
+        // SAFETY: `attr` is initialised by pthread_getattr_np before it is read, destroyed once,
+        // and the out-pointers are valid locals.
+        unsafe {
+            let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+            if libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) != 0 {
+                return None;
+            }
+            let mut addr: *mut libc::c_void = std::ptr::null_mut();
+            let mut size: libc::size_t = 0;
+            let got = libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size);
+            libc::pthread_attr_destroy(attr.as_mut_ptr());
+            let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).ok()?;
+            (got == 0 && page.is_power_of_two()).then_some(ThreadStack {
+                low: addr as usize,
+                page,
+            })
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn current() -> Option<ThreadStack> {
+        None
+    }
+
+    /// The page-aligned range `[low, end)` deeper than [`LEG_STACK_KEEP_BYTES`] below the
+    /// caller's frame; empty when the stack is not that deep.
+    #[inline(never)]
+    fn deep_range(&self) -> (usize, usize) {
+        let marker = 0u8;
+        let here = std::hint::black_box(&marker) as *const u8 as usize;
+        let end = here.saturating_sub(LEG_STACK_KEEP_BYTES) & !(self.page - 1);
+        (self.low, end.max(self.low))
+    }
+
+    /// Returns the pages of the deep range to the system if the deepest kept page's neighbour
+    /// is resident (a recursion went past the threshold since the last release; stack pages are
+    /// touched in order, stack probes included). One `mincore` per leg otherwise.
+    #[cfg(target_os = "linux")]
+    fn release_deep_pages(&self) {
+        let (low, end) = self.deep_range();
+        if end <= low {
+            return;
+        }
+        let probe = end - self.page;
+        let mut resident = 0u8;
+        // SAFETY: `probe` is page-aligned inside this thread's stack mapping and `resident` has
+        // room for the one page asked about.
+        let looked = unsafe { libc::mincore(probe as *mut libc::c_void, self.page, &mut resident) };
+        if looked != 0 || resident & 1 == 0 {
+            return;
+        }
+        // SAFETY: `[low, end)` lies in this thread's own stack, at least LEG_STACK_KEEP_BYTES
+        // below the current frame: no live frame uses it, so dropping its pages (they read back
+        // as zeros if ever touched again) cannot change any value in use.
+        unsafe {
+            libc::madvise(low as *mut libc::c_void, end - low, libc::MADV_DONTNEED);
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn release_deep_pages(&self) {}
+
+    /// Bytes of the deep range that are resident now (`mincore`); for the tests.
+    #[cfg(all(test, target_os = "linux"))]
+    fn resident_deep_bytes(&self) -> usize {
+        let (low, end) = self.deep_range();
+        if end <= low {
+            return 0;
+        }
+        let mut pages = vec![0u8; (end - low) / self.page];
+        // SAFETY: the range is page-aligned inside this thread's stack mapping and `pages` has
+        // one byte per page of it.
+        let looked =
+            unsafe { libc::mincore(low as *mut libc::c_void, end - low, pages.as_mut_ptr()) };
+        assert_eq!(looked, 0, "mincore failed");
+        pages.iter().filter(|p| **p & 1 == 1).count() * self.page
+    }
+}
+
 /// A worker thread: runs `first`, then legs from the queue or its channel, until it has been idle
 /// for the keep-alive.
 fn worker(shared: Arc<Shared>, id: u64, first: Job) {
     IN_LEG.with(|f| f.set(true));
+    let stack = ThreadStack::current();
     let _exit = WorkerExit {
         shared: &shared,
         id,
@@ -331,6 +432,9 @@ fn worker(shared: Arc<Shared>, id: u64, first: Job) {
         // `work` runs inside its own catch_unwind; this one contains a panicking drop of the
         // result or of the panic payload, so the worker (and its IN_LEG flag) survives.
         let handover = catch_unwind(AssertUnwindSafe(job)).map_err(std::mem::forget);
+        if let Some(stack) = &stack {
+            stack.release_deep_pages();
+        }
         {
             let mut state = shared.lock();
             match state.queue.pop_front() {
@@ -393,4 +497,74 @@ pub fn on_leg_stack<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R, LegPa
             .map_err(|e| LegPanic(format!("cannot start a leg thread: {e}")))?;
         handle.join().map_err(panic_message)
     })
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Recurses in 8 KiB frames until the stack reaches `bottom` (an address), touching every
+    /// page on the way (stack probes), whatever the frame size of the build.
+    #[inline(never)]
+    fn recurse_until(bottom: usize) -> u8 {
+        let mut frame = [0u8; 8 * 1024];
+        frame[0] = 1;
+        let here = std::hint::black_box(&mut frame) as *mut u8 as usize;
+        if here <= bottom {
+            return frame[0];
+        }
+        recurse_until(bottom).wrapping_add(std::hint::black_box(&frame)[1])
+    }
+
+    /// Recurses 40 MiB below the caller.
+    fn recurse_40_mib() {
+        let marker = 0u8;
+        let top = std::hint::black_box(&marker) as *const u8 as usize;
+        recurse_until(top - (40 << 20));
+    }
+
+    /// Issue 27 item 9: a leg that recursed 40 MiB deep used to leave those stack pages resident
+    /// on its worker until the keep-alive ended; the next leg on the same worker now finds at
+    /// most the threshold's neighbourhood resident.
+    #[test]
+    fn a_deep_recursion_leaves_no_deep_stack_pages_on_the_worker() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let pool = LegPool::new(LegPoolConfig {
+            max_workers: 1,
+            keep_alive: Duration::from_secs(60),
+        });
+        rt.block_on(async {
+            let deep_before = pool
+                .run(|| {
+                    recurse_40_mib();
+                    ThreadStack::current().unwrap().resident_deep_bytes()
+                })
+                .await
+                .unwrap();
+            assert!(
+                deep_before > 30 << 20,
+                "the recursion committed {deep_before} bytes"
+            );
+            let (thread, deep_after) = pool
+                .run(|| {
+                    (
+                        std::thread::current().id(),
+                        ThreadStack::current().unwrap().resident_deep_bytes(),
+                    )
+                })
+                .await
+                .unwrap();
+            assert_eq!(
+                pool.workers(),
+                1,
+                "{thread:?}: the same worker ran both legs"
+            );
+            assert!(
+                deep_after <= 64 * 1024,
+                "{deep_after} bytes of deep stack still resident"
+            );
+        });
+    }
 }

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::event::{now_rfc3339, EventKind, TrajectoryEvent};
 use crate::transcript::Placer;
 use codemode_bridge::RunScope;
+use codemode_files::FileError;
 
 /// The `tracing` target of [`TracingSink`]'s spans and events.
 pub const TRACING_TARGET: &str = "codemode::trajectory";
@@ -64,63 +65,35 @@ impl fmt::Debug for JsonLinesSink {
     }
 }
 
-/// Opens a trajectory file. On Unix the last path component must not be a symbolic link
-/// (`O_NOFOLLOW`: a link is refused before anything is truncated, so its target is never
-/// touched), and the opened file is set to mode 0600 (`fchmod`), whether it was created or
-/// already existed with a wider mode: trajectories hold tool inputs and results.
-fn open(path: &Path, append: bool) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create(true);
-    if append {
-        options.append(true);
-    } else {
-        options.truncate(true);
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-        let file = options.open(path).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "refusing to write the trajectory to {}: it is a symbolic link",
-                        path.display()
-                    ),
-                )
-            } else {
-                e
-            }
-        })?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        Ok(file)
-    }
-    #[cfg(not(unix))]
-    options.open(path)
-}
-
 impl JsonLinesSink {
-    /// Creates (or truncates) the file at `path`. On Unix the file gets mode 0600 even when it
-    /// existed with another mode, and a symbolic link at `path` is refused (its target is left
-    /// untouched).
+    /// Creates (or truncates) the file at `path` through the checked path for operator files
+    /// (`codemode_files::create_private`, docs/threat-model.md "Files an operator names"): the
+    /// file gets mode 0600 even when it existed with another mode, and a symbolic link, a FIFO or
+    /// other non-regular file, or a file another user owns (who could read every tool input and
+    /// result written to it, whatever its mode) is refused at once, before anything is truncated.
     ///
     /// # Errors
-    /// The error of opening the file (missing directory, permissions), or an
-    /// [`io::ErrorKind::InvalidInput`] error when `path` is a symbolic link.
-    pub fn create(path: impl AsRef<Path>) -> io::Result<JsonLinesSink> {
+    /// The [`FileError`] saying why (the message does not repeat the path), or its
+    /// [`FileError::Io`] when the file cannot be created (missing directory, permissions).
+    pub fn create(path: impl AsRef<Path>) -> Result<JsonLinesSink, FileError> {
         let path = path.as_ref();
-        Ok(JsonLinesSink::with_path(open(path, false)?, path))
+        Ok(JsonLinesSink::with_path(
+            codemode_files::create_private(path, false)?,
+            path,
+        ))
     }
 
-    /// Opens the file at `path` for appending, creating it if needed; mode 0600 and no symbolic
-    /// link, as for [`create`](Self::create).
+    /// Opens the file at `path` for appending, creating it if needed, with the same checks and
+    /// mode as [`create`](Self::create).
     ///
     /// # Errors
-    /// The error of opening the file, or [`io::ErrorKind::InvalidInput`] for a symbolic link.
-    pub fn append(path: impl AsRef<Path>) -> io::Result<JsonLinesSink> {
+    /// As [`create`](Self::create).
+    pub fn append(path: impl AsRef<Path>) -> Result<JsonLinesSink, FileError> {
         let path = path.as_ref();
-        Ok(JsonLinesSink::with_path(open(path, true)?, path))
+        Ok(JsonLinesSink::with_path(
+            codemode_files::create_private(path, true)?,
+            path,
+        ))
     }
 
     fn with_path(file: File, path: &Path) -> JsonLinesSink {
@@ -537,6 +510,7 @@ impl Trajectory {
 mod tests {
     use super::*;
     use crate::event::RunEndedEvent;
+    use std::io;
 
     struct FailingWriter;
     impl Write for FailingWriter {

@@ -454,18 +454,79 @@ fn a_symlinked_trajectory_path_is_refused_and_its_target_untouched() {
         let Err(err) = opened else {
             panic!("a symlink is refused (append: {append})");
         };
-        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(matches!(err, codemode_files::FileError::SymbolicLink));
         assert_eq!(
             err.to_string(),
-            format!(
-                "refusing to write the trajectory to {}: it is a symbolic link",
-                link.display()
-            )
+            "it is a symbolic link; name the file it points to"
         );
     }
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
     let mode = std::fs::metadata(&target).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o644);
+}
+
+/// Issue 27 item 1: a trajectory file planted by another user (uid 65534 here; the test needs
+/// root to chown, as CI has) is refused, untouched: its owner could read every tool input and
+/// result written to it, mode 0600 or not.
+#[cfg(unix)]
+#[test]
+fn a_trajectory_file_another_user_owns_is_refused_and_untouched() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, "planted\n").unwrap();
+    if std::fs::metadata(&path).unwrap().uid() != 0 {
+        eprintln!("skipped: chown to uid 65534 needs root");
+        return;
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    for append in [false, true] {
+        let opened = if append {
+            JsonLinesSink::append(&path)
+        } else {
+            JsonLinesSink::create(&path)
+        };
+        assert_eq!(
+            opened.unwrap_err().to_string(),
+            "it belongs to uid 65534, not to this user (uid 0)",
+            "append: {append}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "planted\n");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (65534, 0o666));
+}
+
+/// Issue 27 item 4: a FIFO as the trajectory used to block in `open(O_WRONLY)` forever (no
+/// reader); now it is refused at once.
+#[cfg(unix)]
+#[test]
+fn a_fifo_trajectory_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap()
+        .success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opening = path.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(
+            JsonLinesSink::create(&opening)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        );
+    });
+    // Without the fix the open never returns; the test fails here instead of hanging.
+    let answer = rx
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("opening a FIFO trajectory returns at once");
+    assert_eq!(
+        answer,
+        Err("it is a FIFO (named pipe), not a regular file".to_string())
+    );
 }
 
 #[test]

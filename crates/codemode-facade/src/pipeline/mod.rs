@@ -21,12 +21,14 @@
 //! Modules, depending in one direction: `hooks` (events, answers, the [`ToolHook`] trait and
 //! [`HookChain`]) ← `command` ([`CommandHook`]) ; `approvals` ([`Approver`],
 //! [`ApprovalBroker`]) ← `tool` ([`ToolPipeline`], [`CallError`]) ← `outer` (the model-visible
-//! calls).
+//! calls); `approvals` ← `outer_approval` (an outer call's approver: the broker, bounded by
+//! `timeoutMs` and recorded in the trajectory).
 
 mod approvals;
 mod command;
 mod hooks;
 mod outer;
+mod outer_approval;
 mod tool;
 
 pub(crate) use approvals::RunApprovals;
@@ -44,4 +46,5 @@ pub(crate) use outer::{
     unless_aborted,
 };
 pub use outer::{after_outer_call, before_outer_call};
+pub(crate) use outer_approval::OuterApprover;
 pub use tool::{CallError, ToolPipeline};
