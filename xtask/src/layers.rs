@@ -32,6 +32,7 @@ use std::process::Command;
 pub(crate) const LAYERS: &[(&str, u32)] = &[
     ("codemode-bridge", 0),
     ("codemode-test-support", 0),
+    ("codemode-files", 0),
     ("codemode-catalog", 1),
     ("codemode-config", 1),
     ("codemode-guest", 1),

@@ -20,14 +20,16 @@ use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Map, Value};
 
+mod rounds;
+
 use crate::config::ServerConfig;
 use crate::error::{ClientError, McpRequest};
 use crate::forward::Handler;
 use crate::lifecycle;
 use crate::process::ChildProcess;
-use crate::rounds::{without_result_type, Next};
 use crate::stderr::StderrTail;
 use crate::stdio;
+use rounds::{without_result_type, Next};
 
 /// Limits of the MCP client. Every value is finite: a server can slow a call down to the
 /// timeout but never hang it.

@@ -22,7 +22,6 @@ mod lifecycle;
 pub mod mrtr;
 pub mod origin;
 mod process;
-pub mod rounds;
 mod stderr;
 pub mod stdio;
 pub mod tasks;

@@ -27,21 +27,21 @@ use rmcp::service::{Peer, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Map, Value};
 
-use crate::client::{send_raw, to_json, ServerClient};
+use super::{send_raw, to_json, ServerClient};
 use crate::error::{ClientError, McpRequest};
 
 /// Most `input_required` answers one call goes through before it fails
 /// ([`ClientError::InputRounds`]); rmcp's and the other SDKs' default.
-pub const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+pub(crate) const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// The shortest wait between two `tasks/get` of one task, whatever `pollIntervalMs` says.
-pub const MIN_POLL: Duration = Duration::from_millis(10);
+pub(crate) const MIN_POLL: Duration = Duration::from_millis(10);
 
 /// The longest wait between two `tasks/get` of one task, whatever `pollIntervalMs` says.
-pub const MAX_POLL: Duration = Duration::from_secs(30);
+pub(crate) const MAX_POLL: Duration = Duration::from_secs(30);
 
 /// The wait between two `tasks/get` when the server gives no `pollIntervalMs`.
-pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_POLL: Duration = Duration::from_secs(1);
 
 /// How long the `tasks/cancel` sent for an abandoned task may take.
 const CANCEL_BUDGET: Duration = Duration::from_secs(5);
