@@ -849,15 +849,10 @@ impl CodeModeServer {
 
     /// Resolves when the call of `context` must stop: the client cancelled it (or its session
     /// ended), or the server is shutting down ([`Drain::stop`]).
-    fn cancelled<'a>(
-        &'a self,
-        context: &'a RequestContext<RoleServer>,
-    ) -> impl Future<Output = ()> + Send + 'a {
-        async move {
-            tokio::select! {
-                () = context.ct.cancelled() => {}
-                () = self.drain.stopped() => {}
-            }
+    async fn cancelled(&self, context: &RequestContext<RoleServer>) {
+        tokio::select! {
+            () = context.ct.cancelled() => {}
+            () = self.drain.stopped() => {}
         }
     }
 
