@@ -595,9 +595,9 @@ impl ServerClient {
     /// `tools/call` of the raw MCP tool `tool` with `arguments`: the raw MCP result
     /// (`{content, structuredContent?, isError?}`). A tool error (`isError: true`) is a result,
     /// not an `Err`. A 2026-07-28 server's `input_required` answers are answered and the call
-    /// sent again (at most [`crate::rounds::MAX_INPUT_ROUNDS`] times), and a task it answers
+    /// sent again (at most rmcp's `DEFAULT_MRTR_MAX_ROUNDS`, 10, times), and a task it answers
     /// with is followed to its end (`tasks/get`, `tasks/cancel` when the caller gives up); see
-    /// `rounds.rs`.
+    /// `client/rounds.rs`.
     ///
     /// # Errors
     /// A [`ClientError`]: the JSON-RPC error ([`ClientError::Refused`]), a timeout, a lost

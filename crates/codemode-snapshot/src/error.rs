@@ -30,7 +30,7 @@ pub enum StoreError {
     /// missing (docs/contract/lifecycle.md#s5-3 `wait` 2.3).
     #[error("code mode run belongs to a different session.")]
     OtherSession,
-    /// Another `resume` holds the run's [`ResumeGuard`] (docs/contract/lifecycle.md#s5-3 `wait` 2.4); the first proceeds.
+    /// Another `resume` holds the run's [`ResumeGuard`](crate::live::ResumeGuard) (docs/contract/lifecycle.md#s5-3 `wait` 2.4); the first proceeds.
     #[error("code mode run is already being resumed.")]
     AlreadyResuming,
 }
@@ -38,7 +38,7 @@ pub enum StoreError {
 /// A refused operation that hands back what it was given, so the caller can still build its
 /// result (for example the output of a run whose expiry is unavailable) before dropping it.
 ///
-/// Returned by [`Reservation::park`] (`value` is the payload) and [`ResumeGuard::repark`]
+/// Returned by [`Reservation::park`](crate::live::Reservation::park) (`value` is the payload) and [`ResumeGuard::repark`](crate::live::ResumeGuard::repark)
 /// (`value` is the guard, still holding the run).
 pub struct Rejected<V> {
     /// Why the operation was refused.

@@ -5,7 +5,7 @@
 //!
 //! Scope: gateway servers only. Node-hosted servers (docs/contract/mcp.md#s7-1 "grouped by `(node id, server
 //! name)`", node labels, `<node-id fragment>_<safeServerName>` renames) are not modelled, because
-//! [`ToolOrigin::Mcp`] carries no node; every server is grouped by its safe server name.
+//! [`ToolOrigin::Mcp`](crate::spec::ToolOrigin::Mcp) carries no node; every server is grouped by its safe server name.
 //!
 //! One file per concern: [`ident`] (docs/contract/mcp.md#s7-1 identifiers), [`route`] (building the path table and
 //! the docs/contract/mcp.md#s7-2 host checks of a `namespace` request, [`NamespaceError`]), [`api`] (`$api`

@@ -99,7 +99,7 @@ impl Catalog {
 
 impl McpNamespace {
     /// Builds the namespace from the catalog's MCP entries that carry MCP metadata
-    /// ([`ToolOrigin::Mcp`](crate::ToolOrigin::Mcp) with `tool_name: Some(_)`), in id order (docs/contract/mcp.md#s7-1, docs/contract/mcp.md#s7-2).
+    /// ([`crate::spec::ToolOrigin::Mcp`] with `tool_name: Some(_)`), in id order (docs/contract/mcp.md#s7-1, docs/contract/mcp.md#s7-2).
     ///
     /// Servers are grouped by trimmed safe server name and get identifiers in safe-name order
     /// (fallback `server`). Tools get identifiers from their raw MCP name in id order (fallback
