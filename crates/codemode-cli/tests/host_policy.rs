@@ -674,7 +674,7 @@ return [w.city, e.input, slow];"#;
                "describeCount": 0, "callCount": calls, "visibleTools": ["exec", "wait"]})
     };
     let exec = |id: &str, code: &str| {
-        json!({"type": "tool_call", "input": {"code": code}, "toolCallId": id, "toolName": "exec",
+        json!({"type": "tool_call", "input": {"code": code.replace("\"k-123\"", "\"[redacted]\"")}, "toolCallId": id, "toolName": "exec",
                "toolKind": "code_mode_exec", "toolInputKind": "javascript"})
     };
     let wait = |id: &str| {
@@ -736,7 +736,7 @@ return [w.city, e.input, slow];"#;
             2,
             text(
                 json!({"input": {"apiKey": "[redacted]", "q": 1}}),
-                r#"{"input":{"apiKey":"k-123","q":1}}"#,
+                r#"{"input":{"apiKey":"[redacted]","q":1}}"#,
             ),
         ),
         parked("call_1"),

@@ -214,7 +214,7 @@ async fn javascript_errors_cite_the_users_lines() {
     let h = harness();
     assert_eq!(
         error(&h.exec("const a = 1;\nconst b = 2;\nconst c = ;").await),
-        "SyntaxError: unexpected token in expression: ';'\n    at openclaw-code-mode:user.js:3:11"
+        "SyntaxError: unexpected token in expression: ';'\n    at openclaw-code-mode:user.js:3:11\nNo tools were dispatched; correct the JavaScript source and submit it again."
     );
     assert_eq!(
         error(

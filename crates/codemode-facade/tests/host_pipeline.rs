@@ -457,7 +457,7 @@ return { fast: a.input, slow: b.name };"#;
             0,
             "tool_call",
             json!({"toolCallId": "call_1", "toolName": "exec",
-            "toolKind": "code_mode_exec", "toolInputKind": "javascript", "input": {"code": code}}),
+            "toolKind": "code_mode_exec", "toolInputKind": "javascript", "input": {"code": code.replace("\"s3cret\"", "\"[redacted]\"")}}),
         ),
         line(
             1,

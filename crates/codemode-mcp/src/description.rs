@@ -91,7 +91,7 @@ mod tests {
     use codemode_facade::surface::EXEC_CODE_DESCRIPTION;
 
     fn mcp_spec(server: &str, tool: &str) -> ToolSpec {
-        ToolSpec::mcp(server, tool, "A tool.")
+        ToolSpec::mcp_tool(server, tool, "A tool.")
     }
 
     #[test]

@@ -97,7 +97,7 @@ async fn a_401_without_authorization_metadata_fails_the_connect_at_once() {
     assert_eq!(
         error,
         "MCP server \"locked\" failed to connect: Send message error Transport error: Auth error: \
-         Registration failed: HTTP 401 Unauthorized: unauthorized, when send initialize request"
+         Registration failed: HTTP 401 Unauthorized: unauthorized, when send discover request"
     );
     // Nothing was stored for a server that was never authorized.
     assert!(!home.path().join("codemode/oauth").exists());
@@ -122,7 +122,7 @@ async fn a_configured_authorization_header_turns_oauth_off() {
     assert_eq!(
         error,
         "MCP server \"static\" failed to connect: Send message error Transport error: Auth required, \
-         when send initialize request"
+         when send discover request"
     );
     // One request (the initialize POST): no metadata discovery, no registration.
     assert_eq!(hits.load(Ordering::SeqCst), 1);
