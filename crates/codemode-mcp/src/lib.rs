@@ -22,6 +22,7 @@ mod lifecycle;
 pub mod mrtr;
 pub mod origin;
 mod process;
+pub mod source;
 mod stderr;
 pub mod stdio;
 pub mod tasks;

@@ -8,12 +8,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::{CodeMode, RunEnv};
+use codemode_facade::CodeMode;
 use codemode_mcp::elicit::{approval_schema, APPROVE_FIELD};
 use codemode_mcp::server::ServeError;
-use codemode_mcp::{CodeModeServer, EnvSource, ServeHost};
+use codemode_mcp::source::FixedSource;
+use codemode_mcp::{CodeModeServer, ServeHost};
 use codemode_runtime::Runtime;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
@@ -41,23 +42,6 @@ impl ToolExecutor for Tools {
     }
 }
 
-struct Source {
-    config: codemode_config::CodeModeConfig,
-    catalog: Arc<Catalog>,
-    executor: Arc<dyn ToolExecutor>,
-}
-
-impl EnvSource for Source {
-    fn run_env(&self, scope: RunScope) -> Option<RunEnv> {
-        Some(RunEnv::new(
-            self.config.clone(),
-            self.catalog.clone(),
-            self.executor.clone(),
-            scope,
-        ))
-    }
-}
-
 struct Fixture {
     server: CodeModeServer,
     ran: Arc<Mutex<Vec<String>>>,
@@ -73,7 +57,7 @@ fn fixture(config: Value) -> Fixture {
         .collect();
     let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
     let ran = Arc::new(Mutex::new(Vec::new()));
-    let source = Source {
+    let source = FixedSource {
         config,
         catalog,
         executor: Arc::new(Tools { ran: ran.clone() }),

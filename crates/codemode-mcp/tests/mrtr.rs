@@ -7,12 +7,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::{CodeMode, RunEnv};
+use codemode_facade::CodeMode;
 use codemode_mcp::elicit::approval_schema;
 use codemode_mcp::mrtr::INVALID_REQUEST_STATE;
-use codemode_mcp::{CodeModeServer, EnvSource, ServeHost};
+use codemode_mcp::source::FixedSource;
+use codemode_mcp::{CodeModeServer, ServeHost};
 use codemode_runtime::Runtime;
 use serde_json::{json, Value};
 
@@ -29,23 +30,6 @@ impl ToolExecutor for Tools {
                 json!({"content": [{"type": "text", "text": call.input.to_string()}], "details": call.input}),
             )
         })
-    }
-}
-
-struct Source {
-    config: codemode_config::CodeModeConfig,
-    catalog: Arc<Catalog>,
-    executor: Arc<dyn ToolExecutor>,
-}
-
-impl EnvSource for Source {
-    fn run_env(&self, scope: RunScope) -> Option<RunEnv> {
-        Some(RunEnv::new(
-            self.config.clone(),
-            self.catalog.clone(),
-            self.executor.clone(),
-            scope,
-        ))
     }
 }
 
@@ -66,7 +50,7 @@ async fn fixture() -> Fixture {
         .collect();
     let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
     let ran = Arc::new(Mutex::new(Vec::new()));
-    let source = Source {
+    let source = FixedSource {
         config,
         catalog,
         executor: Arc::new(Tools { ran: ran.clone() }),

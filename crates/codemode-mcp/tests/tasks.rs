@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::{CodeMode, RunEnv};
-use codemode_mcp::{CodeModeServer, EnvSource, ServeHost};
+use codemode_facade::CodeMode;
+use codemode_mcp::source::FixedSource;
+use codemode_mcp::{CodeModeServer, ServeHost};
 use codemode_runtime::Runtime;
 use serde_json::{json, Value};
 
@@ -50,23 +51,6 @@ impl ToolExecutor for Tools {
     }
 }
 
-struct Source {
-    config: codemode_config::CodeModeConfig,
-    catalog: Arc<Catalog>,
-    executor: Arc<dyn ToolExecutor>,
-}
-
-impl EnvSource for Source {
-    fn run_env(&self, scope: RunScope) -> Option<RunEnv> {
-        Some(RunEnv::new(
-            self.config.clone(),
-            self.catalog.clone(),
-            self.executor.clone(),
-            scope,
-        ))
-    }
-}
-
 struct Fixture {
     url: String,
     ran: Arc<Mutex<Vec<String>>>,
@@ -86,7 +70,7 @@ async fn fixture() -> Fixture {
     let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
     let ran = Arc::new(Mutex::new(Vec::new()));
     let dropped = Arc::new(AtomicUsize::new(0));
-    let source = Source {
+    let source = FixedSource {
         config,
         catalog,
         executor: Arc::new(Tools {
