@@ -292,8 +292,10 @@ impl ClientHandler for Handler {
         params: rmcp::model::LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
-        // A server's log lines are for the operator, not the model (docs/mcp.md, "Forwarding").
-        tracing::debug!(server = %self.server, level = ?params.level, data = %params.data, "MCP server log message");
+        // A server's log lines are for the operator, not the model (docs/mcp.md, "Forwarding"),
+        // and an operator's log is no place for a secret either: redacted like the trajectory.
+        let data = log_data(&params.data);
+        tracing::debug!(server = %self.server, level = ?params.level, %data, "MCP server log message");
         std::future::ready(())
     }
 
@@ -358,6 +360,13 @@ impl ClientHandler for Handler {
     }
 }
 
+/// A downstream server's `notifications/message` data as codemode logs it: secrets redacted
+/// and long strings cut by the trajectory's rules (`codemode_telemetry::redact_value`), as one
+/// JSON text.
+fn log_data(data: &serde_json::Value) -> String {
+    codemode_telemetry::redact_value(data).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,5 +424,18 @@ mod tests {
         // The queue holds one message; the other two were dropped, not queued.
         assert_eq!(received.try_recv().as_deref(), Ok("docs: 1"));
         assert!(received.try_recv().is_err());
+    }
+
+    #[test]
+    fn log_data_is_redacted_like_the_trajectory() {
+        let data = json!({
+            "message": "connected",
+            "apiKey": "sk-live-123456",
+            "detail": "retrying with token: abcdef0123456789",
+        });
+        assert_eq!(
+            log_data(&data),
+            r#"{"message":"connected","apiKey":"[redacted]","detail":"retrying with token: [redacted]"}"#
+        );
     }
 }
