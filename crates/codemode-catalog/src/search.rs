@@ -202,25 +202,23 @@ pub struct SearchIndex {
 pub type Hit = usize;
 
 impl SearchIndex {
-    /// Indexes `docs` (guest-visible entries in catalog order). Linear in the text; each
-    /// distinct word is stemmed once.
+    /// Indexes `docs` (guest-visible entries in catalog order). Linear in the text: each
+    /// distinct word is checked against the stopwords and stemmed once, and terms are interned
+    /// as numbers while the index is built, so the per-occurrence work is one hash lookup.
     pub fn build<'a>(docs: impl IntoIterator<Item = SearchDoc<'a>>) -> SearchIndex {
-        let mut stems: HashMap<String, String> = HashMap::new();
-        let mut field_terms = |text: &str, out: &mut Vec<String>| {
-            for word in words(text) {
-                if is_stopword(&word) {
-                    continue;
-                }
-                let stemmed = stems
-                    .entry(word)
-                    .or_insert_with_key(|w| stem(w).into_owned());
-                out.push(stemmed.clone());
-            }
-        };
-        // Per document: per field, the term frequencies and the field length.
-        let mut per_doc: Vec<[(HashMap<String, u32>, u32); FIELDS]> = Vec::new();
+        /// A word that is a stopword (no term).
+        const NO_TERM: u32 = u32::MAX;
+        // Word → term id, and term id → term (the stem); stems shared by several words are
+        // one term.
+        let mut word_terms: HashMap<String, u32> = HashMap::new();
+        let mut term_ids: HashMap<String, u32> = HashMap::new();
+        let mut term_names: Vec<String> = Vec::new();
+        // Per document: its (term, field, count) triples sorted by term then field, and its
+        // field lengths in terms.
+        let mut per_doc: Vec<(Vec<(u32, u8, u32)>, [u32; FIELDS])> = Vec::new();
         let mut by_id = HashMap::new();
         let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut occurrences: Vec<u32> = Vec::new();
         for (position, doc) in docs.into_iter().enumerate() {
             let position = position as u32;
             by_id.insert(doc.id.to_lowercase(), position);
@@ -228,73 +226,93 @@ impl SearchIndex {
                 .entry(doc.name.to_lowercase())
                 .or_default()
                 .push(position);
-            let texts = [
-                Cow::Borrowed(doc.name),
-                Cow::Borrowed(doc.label),
-                Cow::Borrowed(doc.description),
-                Cow::Owned(doc.parameters.join(" ")),
-                Cow::Borrowed(doc.owner),
-            ];
-            let fields = texts.map(|text| {
-                let mut list = Vec::new();
-                field_terms(&text, &mut list);
-                let len = list.len() as u32;
-                let mut tf: HashMap<String, u32> = HashMap::new();
-                for t in list {
-                    *tf.entry(t).or_default() += 1;
+            let parameters = doc.parameters.join(" ");
+            let texts = [doc.name, doc.label, doc.description, &parameters, doc.owner];
+            let mut triples: Vec<(u32, u8, u32)> = Vec::new();
+            let mut lengths = [0u32; FIELDS];
+            for (field, text) in texts.iter().enumerate() {
+                occurrences.clear();
+                for word in words(text) {
+                    let term = match word_terms.get(&word) {
+                        Some(&term) => term,
+                        None => {
+                            let term = if is_stopword(&word) {
+                                NO_TERM
+                            } else {
+                                let stemmed = stem(&word).into_owned();
+                                let next = term_names.len() as u32;
+                                *term_ids.entry(stemmed).or_insert_with_key(|stemmed| {
+                                    term_names.push(stemmed.clone());
+                                    next
+                                })
+                            };
+                            word_terms.insert(word, term);
+                            term
+                        }
+                    };
+                    if term != NO_TERM {
+                        occurrences.push(term);
+                    }
                 }
-                (tf, len)
-            });
-            per_doc.push(fields);
+                lengths[field] = occurrences.len() as u32;
+                occurrences.sort_unstable();
+                for run in occurrences.chunk_by(|a, b| a == b) {
+                    triples.push((run[0], field as u8, run.len() as u32));
+                }
+            }
+            triples.sort_unstable();
+            per_doc.push((triples, lengths));
         }
         let n = per_doc.len();
         let mut average = [0f32; FIELDS];
-        for fields in &per_doc {
-            for (f, (_, len)) in fields.iter().enumerate() {
-                average[f] += *len as f32;
+        for (_, lengths) in &per_doc {
+            for (a, len) in average.iter_mut().zip(lengths) {
+                *a += *len as f32;
             }
         }
         for a in &mut average {
             *a /= n.max(1) as f32;
         }
-        // Document frequencies.
-        let mut df: HashMap<&str, u32> = HashMap::new();
-        for fields in &per_doc {
-            let mut seen: Vec<&str> = Vec::new();
-            for (tf, _) in fields {
-                for t in tf.keys() {
-                    if !seen.contains(&t.as_str()) {
-                        seen.push(t);
-                    }
-                }
-            }
-            for t in seen {
-                *df.entry(t).or_default() += 1;
+        // Document frequencies: a term counts once per document (the triples of one term are
+        // adjacent).
+        let mut df = vec![0u32; term_names.len()];
+        for (triples, _) in &per_doc {
+            for run in triples.chunk_by(|a, b| a.0 == b.0) {
+                df[run[0].0 as usize] += 1;
             }
         }
-        let mut postings: HashMap<String, Vec<Posting>> = HashMap::with_capacity(df.len());
-        for (doc, fields) in per_doc.iter().enumerate() {
-            let mut tf_tilde: HashMap<&str, f32> = HashMap::new();
-            for (f, (tf, len)) in fields.iter().enumerate() {
-                let norm = if average[f] > 0.0 {
-                    1.0 - FIELD_B[f] + FIELD_B[f] * (*len as f32) / average[f]
+        let mut lists: Vec<Vec<Posting>> = vec![Vec::new(); term_names.len()];
+        for (doc, (triples, lengths)) in per_doc.iter().enumerate() {
+            let norm = |f: usize| {
+                if average[f] > 0.0 {
+                    1.0 - FIELD_B[f] + FIELD_B[f] * (lengths[f] as f32) / average[f]
                 } else {
                     1.0
-                };
-                for (t, count) in tf {
-                    *tf_tilde.entry(t).or_default() += FIELD_WEIGHTS[f] * (*count as f32) / norm;
                 }
-            }
-            for (t, tft) in tf_tilde {
-                let d = df[t] as f32;
+            };
+            for run in triples.chunk_by(|a, b| a.0 == b.0) {
+                let term = run[0].0 as usize;
+                // Field order, as BM25F sums the weighted frequencies.
+                let mut tft = 0f32;
+                for &(_, field, count) in run {
+                    let f = field as usize;
+                    tft += FIELD_WEIGHTS[f] * (count as f32) / norm(f);
+                }
+                let d = df[term] as f32;
                 let idf = (1.0 + (n as f32 - d + 0.5) / (d + 0.5)).ln();
                 let score = idf * tft * (K1 + 1.0) / (K1 + tft);
-                postings.entry(t.to_string()).or_default().push(Posting {
+                lists[term].push(Posting {
                     doc: doc as u32,
                     score,
                 });
             }
         }
+        let postings: HashMap<String, Vec<Posting>> = term_names
+            .iter()
+            .cloned()
+            .zip(lists)
+            .filter(|(_, list)| !list.is_empty())
+            .collect();
         let mut vocabulary: Vec<String> = postings.keys().cloned().collect();
         vocabulary.sort_unstable();
         SearchIndex {
