@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::calls::uses_mrtr;
 use super::calls::uses_tasks;
+use super::direct::DIRECT_INSTRUCTIONS;
 use super::env::disabled_result;
 use super::results::{call_result, TOOLS_LIST_TTL_MS};
 use super::session::session_owner;
@@ -34,7 +35,10 @@ impl ServerHandler for CodeModeServer {
                 .build(),
         )
         .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-        .with_instructions(SERVER_INSTRUCTIONS)
+        .with_instructions(match self.direct {
+            Some(_) => DIRECT_INSTRUCTIONS,
+            None => SERVER_INSTRUCTIONS,
+        })
     }
 
     /// After the handshake of a stateful session: while the session's transport is open, every
@@ -161,7 +165,11 @@ impl ServerHandler for CodeModeServer {
         } else {
             0
         };
-        Ok(ListToolsResult::with_all_items(self.tools())
+        let tools = match &self.direct {
+            Some(direct) => self.direct_list(direct),
+            None => self.tools(),
+        };
+        Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(ttl)
             .with_cache_scope(CacheScope::Private))
     }
@@ -171,8 +179,6 @@ impl ServerHandler for CodeModeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // Absent arguments go through as `null`, so the facade's own argument checks answer.
-        let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let session = self.session_for(&context).clone();
         // Elicitations for this session's approvals go to the client that sent this request.
         session.peer.set(context.peer.clone());
@@ -186,6 +192,15 @@ impl ServerHandler for CodeModeServer {
         if self.drain.is_stopping() {
             return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
         }
+        if let Some(direct) = &self.direct {
+            // Code mode off: the downstream tool itself (`direct.rs`).
+            return self
+                .direct_call(direct, &session, request, &context)
+                .await
+                .map(Into::into);
+        }
+        // Absent arguments go through as `null`, so the facade's own argument checks answer.
+        let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         // A 2026-07-28 request: approvals go out as `input_required` (MRTR), not elicitation.
         let mrtr = uses_mrtr(&context);
         let binding = format!(

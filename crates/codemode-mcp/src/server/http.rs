@@ -45,7 +45,7 @@ impl CodeModeServer {
         config.cancellation_token = sessions.clone();
         let _end_sessions = sessions.clone().drop_guard();
         config.allowed_origins = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
-        let (code_mode, source, host, forward, drain, states, tasks) = (
+        let (code_mode, source, host, forward, drain, states, tasks, direct) = (
             self.code_mode,
             self.source,
             self.host,
@@ -53,6 +53,7 @@ impl CodeModeServer {
             self.drain,
             self.states,
             self.tasks,
+            self.direct,
         );
         // rmcp calls the factory once per stateful session (at `initialize`) and once per
         // stateless request; which one a call belongs to is decided per request (see
@@ -71,6 +72,7 @@ impl CodeModeServer {
                     drain: sessions_drain.clone(),
                     states: states.clone(),
                     tasks: tasks.clone(),
+                    direct: direct.clone(),
                 })
             },
             Arc::new(LocalSessionManager::default()),

@@ -42,6 +42,7 @@ use crate::mrtr::RequestStates;
 use crate::tasks::RunTasks;
 
 mod calls;
+mod direct;
 mod env;
 mod handler;
 mod http;
@@ -49,6 +50,7 @@ mod progress;
 mod results;
 mod session;
 
+pub use direct::{DirectTools, DIRECT_INSTRUCTIONS};
 pub use env::{disabled_result, EnvSource, ServeHost, CODE_MODE_DISABLED};
 pub use results::{
     unavailable_note, META_TELEMETRY, META_UNAVAILABLE, NOTE_KEY, TOOLS_LIST_TTL_MS,
@@ -129,6 +131,8 @@ pub struct CodeModeServer {
     states: Arc<RequestStates>,
     /// The parked runs of Tasks clients (`crate::tasks`), every session's.
     tasks: RunTasks,
+    /// With code mode off: the downstream tools served instead of `exec` and `wait`.
+    direct: Option<Arc<DirectTools>>,
 }
 
 impl CodeModeServer {
@@ -145,6 +149,7 @@ impl CodeModeServer {
             drain: Drain::new(),
             states: Arc::new(RequestStates::per_process()),
             tasks: RunTasks::new(),
+            direct: None,
         }
     }
 
