@@ -119,19 +119,28 @@ pub(crate) fn host(
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
 ) -> Result<Option<Host>, Failure> {
-    host_with(args, runtime, builtins_by_default, false)
+    build(args, runtime, builtins_by_default, true, false, false)
 }
 
 /// [`host`]; with `mcp_in_background` the MCP servers connect in the background instead
 /// (`serve`: `initialize` is answered at once), and their failures reach stderr once every
-/// first attempt has ended.
+/// first attempt has ended. Unlike [`host`] it builds the host even when the config disables
+/// code mode (`Host::config` then says so): `serve` then serves the MCP servers' tools directly
+/// (docs/mcp.md, "Code mode off").
 pub(crate) fn host_with(
     args: &HostArgs,
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
     mcp_in_background: bool,
 ) -> Result<Option<Host>, Failure> {
-    build(args, runtime, builtins_by_default, true, mcp_in_background)
+    build(
+        args,
+        runtime,
+        builtins_by_default,
+        true,
+        mcp_in_background,
+        true,
+    )
 }
 
 /// The host of `codemode catalog`: like [`host`] with the built-in tools by default, except
@@ -142,17 +151,19 @@ pub(crate) fn catalog_host(
     args: &HostArgs,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Option<Host>, Failure> {
-    build(args, runtime, true, false, false)
+    build(args, runtime, true, false, false, false)
 }
 
 /// [`host`] and [`catalog_host`]: `runs_calls` false reads `--tools` without behaviours;
-/// `mcp_in_background` as in [`host_with`].
+/// `mcp_in_background` as in [`host_with`]; `keep_disabled` builds the host even when the config
+/// disables code mode (else that is `Ok(None)`).
 fn build(
     args: &HostArgs,
     runtime: &tokio::runtime::Runtime,
     builtins_by_default: bool,
     runs_calls: bool,
     mcp_in_background: bool,
+    keep_disabled: bool,
 ) -> Result<Option<Host>, Failure> {
     let mut report = load_config(args.config.as_deref(), args.agent.as_deref())?;
     for warning in report.warnings.iter().chain(&report.host_warnings) {
@@ -167,7 +178,7 @@ fn build(
         }
         report.config = resolved.config;
     }
-    if report.config.enabled() == Enabled::Off {
+    if report.config.enabled() == Enabled::Off && !keep_disabled {
         return Ok(None);
     }
     let mcp_config = args
@@ -416,6 +427,15 @@ impl Host {
     /// Lets `broker` answer the approvals of every later run.
     pub(crate) fn set_approvals(&mut self, broker: Arc<ApprovalBroker>) {
         self.approvals = Some(broker);
+    }
+
+    /// The config's policy, hooks and the trajectory, as `serve` applies them to the calls it
+    /// makes itself (code mode off: docs/mcp.md, "Code mode off").
+    pub(crate) fn serve_host(&self) -> codemode_mcp::ServeHost {
+        codemode_mcp::ServeHost::new()
+            .with_policy(self.policy.clone())
+            .with_hooks(self.hooks.clone())
+            .with_trajectory(self.trajectory.clone())
     }
 
     /// The resolved config.

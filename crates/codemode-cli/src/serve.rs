@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use codemode_config::Enabled;
+use codemode_mcp::server::DirectTools;
 use codemode_mcp::{CodeModeServer, EnvSource};
 
 use crate::host::{self, HostArgs};
@@ -60,6 +62,14 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     if let Some(host) = &host {
         // Downstream elicitation and sampling go to the client of the latest call.
         server = server.with_forwarder(host.forward.clone());
+        if let (Enabled::Off, Some(hub)) = (host.config().enabled(), &host.hub) {
+            // Code mode off: a plain aggregating MCP server of the configured servers, their
+            // calls still through the config's policy, hooks and approvals (docs/mcp.md).
+            let ttl = host.config().snapshot_ttl();
+            server = server
+                .with_host(host.serve_host())
+                .with_direct_tools(DirectTools::new(hub.clone(), ttl));
+        }
     }
     let served = match args.http {
         None => runtime.block_on(async move {
@@ -98,7 +108,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The run environments of `codemode serve`: the host's (`None` when code mode is disabled).
+/// The run environments of `codemode serve`: the host's (`None` when code mode is disabled;
+/// the host is still there for its MCP servers, served directly).
 struct ServeSource(Option<Arc<host::Host>>);
 
 impl EnvSource for ServeSource {
@@ -121,6 +132,9 @@ impl EnvSource for ServeSource {
 
     fn run_env(&self, scope: codemode_bridge::RunScope) -> Option<codemode_facade::RunEnv> {
         let host = self.0.as_ref()?;
+        if host.config().enabled() == Enabled::Off {
+            return None;
+        }
         match host.run_env(scope) {
             // The MCP client sees exactly `exec` and `wait`: a direct-only tool of the tools
             // file is not served (docs/contract/decisions.md#d3 is about what the model sees).

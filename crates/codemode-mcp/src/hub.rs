@@ -87,6 +87,18 @@ pub struct Unavailable {
     pub reason: String,
 }
 
+/// One downstream tool as [`McpHub::direct_tools`] gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirectTool {
+    /// The registered name, `<server>__<tool>`: what the client calls.
+    pub name: String,
+    /// The catalog id, `mcp:<safeName>:<name>`: what policy, hooks and the executor see.
+    pub id: String,
+    /// The server's tool JSON (`description`, `inputSchema`, `outputSchema`, `annotations`,
+    /// `execution`, …, as the server sent them) with `name` set to [`DirectTool::name`].
+    pub tool: Map<String, Value>,
+}
+
 /// All configured MCP servers behind one catalog: [`McpHub::specs`] gives their catalog entries
 /// (`mcp:<server>:<server>__<tool>` with MCP metadata, so they enter the `MCP` namespace,
 /// docs/contract/catalog.md#s3-1, docs/contract/mcp.md#s7-1) and [`McpHub::executor`] runs them.
@@ -284,6 +296,41 @@ impl McpHub {
             );
         }
         specs
+    }
+
+    /// The servers' tools as `codemode serve` exposes them with code mode off (docs/mcp.md,
+    /// "Code mode off"): every `tools` entry of [`McpHub::specs_where`] (not the resource and
+    /// prompt operations) for which `keep(name, catalog id)` is true, as the server's own tool
+    /// JSON with `name` replaced by the registered name (`<server>__<tool>`, collisions resolved
+    /// as the catalog resolves them: first wins), with its catalog id.
+    pub fn direct_tools(&self, keep: impl Fn(&str, &str) -> bool) -> Vec<DirectTool> {
+        let mut tools = Vec::new();
+        for server in &self.inner.servers {
+            let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
+            let Ok(listing) = &*listing else { continue };
+            for (spec, operation, original) in
+                server_specs(server.client.name(), &server.safe_name, listing)
+            {
+                let id = format!("mcp:{}:{}", server.safe_name, spec.name);
+                if operation != McpOperation::Tool || !keep(&spec.name, &id) {
+                    continue;
+                }
+                let found = listing
+                    .tools
+                    .iter()
+                    .find(|t| t.get("name").and_then(Value::as_str) == Some(original.as_str()));
+                let Some(Value::Object(mut tool)) = found.cloned() else {
+                    continue;
+                };
+                tool.insert("name".into(), Value::String(spec.name.clone()));
+                tools.push(DirectTool {
+                    name: spec.name,
+                    id,
+                    tool,
+                });
+            }
+        }
+        tools
     }
 
     /// Starts a new connection attempt, in the background, for every server whose last attempt

@@ -1,0 +1,322 @@
+//! Issue 23 item 6: `codemode serve` with `tools.codeMode.enabled: false` is a plain aggregating
+//! MCP server (docs/mcp.md, "Code mode off"): the downstream tools as `<server>__<tool>`, their
+//! calls through policy, hooks, approvals and the trajectory, elicitation and progress passed
+//! through. Driven by an rmcp client over the child's stdio, against the real npm
+//! `server-everything`.
+
+use codemode_test_support::npm_server;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+fn arguments(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+/// `codemode serve` over server-everything with `config` as its `--config`, recording its
+/// trajectory in `dir/trajectory.jsonl`.
+fn serve_plain(dir: &std::path::Path, config: Value) -> tokio::process::Command {
+    let servers = dir.join("servers.json");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
+            .to_string(),
+    )
+    .unwrap();
+    let config_file = dir.join("config.json");
+    std::fs::write(&config_file, config.to_string()).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
+        .args(["serve", "--mcp-config"])
+        .arg(&servers)
+        .arg("--config")
+        .arg(&config_file)
+        .arg("--trajectory")
+        .arg(dir.join("trajectory.jsonl"))
+        .stderr(std::process::Stdio::null());
+    command
+}
+
+/// The tool names `serve` lists once server-everything has connected (at most 60 s).
+async fn settled_names<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let tools = client.list_all_tools().await.unwrap();
+        if !tools.is_empty() {
+            return tools.iter().map(|t| t.name.to_string()).collect();
+        }
+        assert!(std::time::Instant::now() < deadline, "no tools listed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+async fn call<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    input: Value,
+) -> Result<Value, rmcp::ServiceError> {
+    let result = client
+        .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(arguments(input)))
+        .await?;
+    Ok(serde_json::to_value(&result).unwrap())
+}
+
+/// An upstream MCP client that declares elicitation and accepts every request with `content`,
+/// recording each message it was asked.
+#[derive(Clone)]
+struct Accepting {
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    content: Value,
+}
+
+impl rmcp::ClientHandler for Accepting {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::new("plain-test-client", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let request = serde_json::to_value(&request).unwrap();
+        self.asked
+            .lock()
+            .unwrap()
+            .push(request["message"].as_str().unwrap_or("").to_string());
+        // An approval (codemode's schema asks for a boolean `approve`) is granted; the
+        // downstream server's own question gets `content`.
+        let content = if request["requestedSchema"]["properties"]["approve"].is_object() {
+            json!({"approve": true})
+        } else {
+            self.content.clone()
+        };
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(content),
+        )
+    }
+}
+
+/// The tools are the server's own under `everything__<tool>` (no `exec`/`wait`, a denied tool
+/// absent and refused as unknown), a call answers the server's result as it is, an approval is
+/// asked of the client by elicitation before the tool runs, a downstream elicitation reaches the
+/// client, and the trajectory records each call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_code_mode_off_serves_the_servers_tools_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"tools": {
+        "codeMode": {"enabled": false},
+        "deny": ["everything__get-tiny-image"],
+        "approvals": {"require": ["everything__get-sum"]},
+    }});
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let client = Accepting {
+        asked: asked.clone(),
+        content: json!({"name": "Ada"}),
+    }
+    .serve(TokioChildProcess::new(serve_plain(dir.path(), config)).unwrap())
+    .await
+    .unwrap();
+    let info = client.peer_info().unwrap();
+    assert_eq!(
+        info.instructions.as_deref(),
+        Some(codemode_mcp::server::DIRECT_INSTRUCTIONS)
+    );
+
+    let names = settled_names(&client).await;
+    assert!(
+        names.iter().all(|n| n.starts_with("everything__")),
+        "{names:?}"
+    );
+    for present in ["everything__echo", "everything__get-sum"] {
+        assert!(names.iter().any(|n| n == present), "{names:?}");
+    }
+    assert!(
+        !names.iter().any(|n| n == "everything__get-tiny-image"),
+        "{names:?}"
+    );
+
+    let echoed = call(&client, "everything__echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed["content"],
+        json!([{"type": "text", "text": "Echo: hi"}]),
+        "{echoed}"
+    );
+    assert_ne!(echoed["isError"], json!(true));
+
+    // Denied by the policy: not listed, and unknown when called anyway.
+    let denied = call(&client, "everything__get-tiny-image", json!({}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        denied.contains("Unknown tool: everything__get-tiny-image"),
+        "{denied}"
+    );
+
+    // `approvals.require`: the client is asked (by elicitation) and accepts; then it runs.
+    let sum = call(&client, "everything__get-sum", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(
+        sum["content"][0]["text"], "The sum of 2 and 3 is 5.",
+        "{sum}"
+    );
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        1,
+        "{:?}",
+        asked.lock().unwrap()
+    );
+
+    // The downstream server's own elicitation reaches the client too.
+    let elicited = call(
+        &client,
+        "everything__trigger-elicitation-request",
+        json!({}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        elicited["content"][0]["text"], "✅ User provided the requested information!",
+        "{elicited}"
+    );
+    assert_eq!(asked.lock().unwrap().len(), 2);
+    client.cancel().await.unwrap();
+
+    let trajectory = std::fs::read_to_string(dir.path().join("trajectory.jsonl")).unwrap();
+    let events: Vec<Value> = trajectory
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or_default().to_string(),
+                e["toolName"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let expect = |kind: &str, tool: &str| (kind.to_string(), tool.to_string());
+    assert_eq!(
+        kinds,
+        [
+            expect("nested_tool_call", "everything__echo"),
+            expect("nested_tool_result", "everything__echo"),
+            expect("nested_tool_call", "everything__get-sum"),
+            expect("approval_requested", "everything__get-sum"),
+            expect("approval_resolved", ""),
+            expect("nested_tool_result", "everything__get-sum"),
+            expect(
+                "nested_tool_call",
+                "everything__trigger-elicitation-request"
+            ),
+            expect(
+                "nested_tool_result",
+                "everything__trigger-elicitation-request"
+            ),
+        ],
+        "{trajectory}"
+    );
+    assert_eq!(events[1]["status"], "ok");
+    assert_eq!(events[1]["toolId"], "mcp:everything:everything__echo");
+}
+
+/// `serve` with code mode on is unchanged: `exec` and `wait` only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_code_mode_on_lists_exec_and_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = ()
+        .serve(
+            TokioChildProcess::new(serve_plain(
+                dir.path(),
+                json!({"tools": {"codeMode": {"enabled": true}}}),
+            ))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let names = settled_names(&client).await;
+    assert_eq!(names, ["exec", "wait"]);
+    client.cancel().await.unwrap();
+}
+
+/// One `notifications/progress`: `(progress, message)`.
+type ProgressStep = (f64, Option<String>);
+
+/// An upstream client recording every `notifications/progress`.
+#[derive(Clone, Default)]
+struct Progress(std::sync::Arc<std::sync::Mutex<Vec<ProgressStep>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((params.progress, params.message));
+    }
+}
+
+/// The downstream server's progress for a call (server-everything's
+/// `trigger-long-running-operation`, four steps 0.5 s apart) reaches the client of that call,
+/// counted from 1. The last step may be overtaken by the answer (rmcp handles notifications on
+/// tasks of their own) and is then dropped: the three earlier ones must come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_code_mode_off_passes_downstream_progress_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Progress::default();
+    let client = seen
+        .clone()
+        .serve(
+            TokioChildProcess::new(serve_plain(
+                dir.path(),
+                json!({"tools": {"codeMode": false}}),
+            ))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    settled_names(&client).await;
+    let result = call(
+        &client,
+        "everything__trigger-long-running-operation",
+        json!({"duration": 2, "steps": 4}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        result["content"][0]["text"],
+        "Long running operation completed. Duration: 2 seconds, Steps: 4.",
+        "{result}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut steps = seen.0.lock().unwrap().clone();
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let messages: Vec<&str> = steps.iter().filter_map(|(_, m)| m.as_deref()).collect();
+    let mut expected = vec!["everything: 1/4", "everything: 2/4", "everything: 3/4"];
+    if messages.len() == 4 {
+        expected.push("everything: 4/4");
+    }
+    assert_eq!(messages, expected, "{steps:?}");
+    let counts: Vec<f64> = steps.iter().map(|(p, _)| *p).collect();
+    let numbered: Vec<f64> = (1..=expected.len()).map(|n| n as f64).collect();
+    assert_eq!(counts, numbered);
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,225 @@
+//! `exec` and `wait` of one request: their environment and session, cancellation, and the
+//! 2026-07-28 answers of a parked run (MRTR `input_required`, a task for Tasks clients).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use codemode_facade::RunEnv;
+use codemode_runtime::AbortHandle;
+use rmcp::model::{InputRequiredResult, JsonObject, ProtocolVersion};
+use rmcp::service::RequestContext;
+use rmcp::RoleServer;
+use serde_json::Value;
+
+use super::env::disabled_result;
+use super::progress::with_progress;
+use super::results::call_result;
+use super::session::{session_owner, Session};
+use super::CodeModeServer;
+use crate::tasks::Parked;
+
+/// True when the request of `context` is on protocol 2026-07-28 or later (its own `_meta`
+/// version, else the session's) and its client declared elicitation: it gets approvals by MRTR
+/// (`crate::mrtr`), since the revision has no server-to-client requests. A 2026-07-28 client
+/// without elicitation is denied as a legacy one is (`the client cannot elicit`).
+pub(super) fn uses_mrtr(context: &RequestContext<RoleServer>) -> bool {
+    let current = context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    current
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+}
+
+/// True when the request of `context` declared the tasks extension
+/// (`io.modelcontextprotocol/tasks`): its `exec`s that park become tasks (`crate::tasks`).
+pub(super) fn uses_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks())
+}
+
+/// Runs `run` with an [`AbortHandle`] that fires when `cancelled` resolves (the request's
+/// cancellation token: the client's `notifications/cancelled`, or the session ending), and still
+/// awaits the run's result (then `failed` / `aborted`, docs/contract/lifecycle.md#s5-9).
+async fn abortable<C, F, Fut>(cancelled: C, run: F) -> Value
+where
+    C: Future<Output = ()>,
+    F: FnOnce(AbortHandle) -> Fut,
+    Fut: Future<Output = Value>,
+{
+    let abort = AbortHandle::new();
+    let fut = run(abort.clone());
+    tokio::pin!(fut);
+    tokio::select! {
+        biased;
+        value = &mut fut => value,
+        () = cancelled => {
+            tracing::debug!("codemode MCP call cancelled; aborting the run");
+            abort.abort();
+            fut.await
+        }
+    }
+}
+
+impl CodeModeServer {
+    /// The `input_required` answer asking `approvals` of `run` (`crate::mrtr`): one elicitation
+    /// per approval and a `requestState` bound to `binding`, expiring after `ttl`.
+    pub(super) fn input_required(
+        &self,
+        binding: &str,
+        run: &str,
+        approvals: &[codemode_facade::ApprovalRequest],
+        ttl: std::time::Duration,
+    ) -> InputRequiredResult {
+        let ids = approvals.iter().map(|r| r.approval_id.clone()).collect();
+        let state = self.states.seal(binding, run, ids, ttl);
+        InputRequiredResult::new(Some(crate::mrtr::input_requests(approvals)), Some(state))
+    }
+
+    /// For a 2026-07-28 request whose result (`result`, docs/contract/lifecycle.md#s5-1) is
+    /// `waiting` with `pendingApprovals`: the `input_required` answer asking all of them, if they
+    /// are still outstanding in the session's MRTR approvals. `None` otherwise (the result is
+    /// answered as it is).
+    pub(super) fn ask_approvals(
+        &self,
+        session: &Session,
+        binding: &str,
+        result: &Value,
+    ) -> Option<InputRequiredResult> {
+        if result.get("status").and_then(Value::as_str) != Some("waiting") {
+            return None;
+        }
+        let run = result.get("runId").and_then(Value::as_str)?;
+        let ids: Vec<&str> = result
+            .get("pendingApprovals")
+            .and_then(Value::as_array)?
+            .iter()
+            .filter_map(|p| p.get("approvalId").and_then(Value::as_str))
+            .collect();
+        let broker = session.mrtr.get()?;
+        let outstanding = broker.pending();
+        let approvals: Vec<_> = ids
+            .iter()
+            .filter_map(|id| outstanding.iter().find(|r| r.approval_id == *id).cloned())
+            .collect();
+        if approvals.is_empty() {
+            return None;
+        }
+        Some(self.input_required(binding, run, &approvals, broker.ttl()))
+    }
+
+    /// For a Tasks client's `exec` whose run parked (`result` is `waiting`): the run becomes a
+    /// task the server drives (`crate::tasks`), and the `CreateTaskResult` to answer. `None`
+    /// when the run did not park (the result is answered as it is).
+    pub(super) fn park_as_task(
+        &self,
+        session: &Session,
+        result: &Value,
+    ) -> Option<rmcp::model::CreateTaskResult> {
+        if result.get("status").and_then(Value::as_str) != Some("waiting") {
+            return None;
+        }
+        let run_id = result.get("runId").and_then(Value::as_str)?.to_string();
+        let env = self.run_env(session, true)?;
+        Some(self.tasks.create(Parked {
+            code_mode: self.code_mode.clone(),
+            env,
+            run_id,
+            owner: session_owner(session),
+            first: result.clone(),
+            answer: Box::new(|result: Value| {
+                match serde_json::to_value(call_result(result, &[])) {
+                    Ok(Value::Object(object)) => object,
+                    _ => JsonObject::new(),
+                }
+            }),
+        }))
+    }
+
+    /// Resolves when the call of `context` must stop: the client cancelled it (or its session
+    /// ended), or the server is shutting down ([`Drain::stop`]).
+    pub(super) async fn cancelled(&self, context: &RequestContext<RoleServer>) {
+        tokio::select! {
+            () = context.ct.cancelled() => {}
+            () = self.drain.stopped() => {}
+        }
+    }
+
+    /// The environment of one `exec` or `wait` of this session: the source's, with the host's
+    /// policy, hooks and trajectory when there is a host, and the session's approvals unless the
+    /// source set its own.
+    pub(super) fn run_env(&self, session: &Session, mrtr: bool) -> Option<RunEnv> {
+        let mut env = self.source.run_env(session.scope.clone())?;
+        if let Some(host) = &self.host {
+            env = env
+                .with_policy(host.policy.clone())
+                .with_hooks(host.hooks.clone())
+                .with_trajectory(host.trajectory.clone());
+        }
+        if env.approvals.is_none() {
+            let ttl = env.config.snapshot_ttl();
+            let approvals = if mrtr {
+                session.mrtr_approvals(ttl)
+            } else {
+                session.approvals(ttl)
+            };
+            env = env.with_approvals(approvals);
+        }
+        Some(env)
+    }
+
+    /// The code-mode session a request belongs to: the shared stateless session for an HTTP
+    /// request that carries no `Mcp-Session-Id` (a 2026-07-28 stateless request, or a legacy
+    /// client that never initialized a session), else this MCP session's own.
+    pub(super) fn session_for(&self, context: &RequestContext<RoleServer>) -> &Arc<Session> {
+        let Some(stateless) = &self.stateless else {
+            return &self.session;
+        };
+        match context.extensions.get::<http::request::Parts>() {
+            Some(parts) if !parts.headers.contains_key("mcp-session-id") => stateless,
+            _ => &self.session,
+        }
+    }
+
+    /// One `exec`: runs over the catalog of this moment, without waiting for MCP servers still
+    /// connecting. Returns the result and the servers the run could not reach.
+    pub(super) async fn exec(
+        &self,
+        session: &Session,
+        input: Value,
+        context: &RequestContext<RoleServer>,
+        mrtr: bool,
+    ) -> (Value, Vec<crate::hub::Unavailable>) {
+        let Some(env) = self.run_env(session, mrtr) else {
+            return (disabled_result(), Vec::new());
+        };
+        let unavailable = self.source.unavailable();
+        let (env, _progress) = with_progress(env, context, self.forward.clone());
+        let code_mode = &self.code_mode;
+        let value = abortable(self.cancelled(context), |abort| async move {
+            code_mode.exec(&env, &input, &abort).await.to_json()
+        })
+        .await;
+        (value, unavailable)
+    }
+
+    pub(super) async fn wait(
+        &self,
+        session: &Session,
+        input: Value,
+        context: &RequestContext<RoleServer>,
+        mrtr: bool,
+    ) -> Value {
+        let Some(env) = self.run_env(session, mrtr) else {
+            return disabled_result();
+        };
+        let (env, _progress) = with_progress(env, context, self.forward.clone());
+        let code_mode = &self.code_mode;
+        abortable(self.cancelled(context), |abort| async move {
+            code_mode.wait_with(&env, &input, &abort).await.to_json()
+        })
+        .await
+    }
+}

@@ -1,0 +1,205 @@
+//! `serve` with code mode off: a plain aggregating MCP server (docs/mcp.md, "Code mode off").
+//!
+//! `tools/list` answers the downstream servers' own tools under their registered names
+//! (`<server>__<tool>`, [`McpHub::direct_tools`]) instead of `exec` and `wait`, and `tools/call`
+//! of one of them goes through the same host pipeline a nested call of a run goes through
+//! (docs/contract/host.md#h1 to #h3: policy → `before_tool_call` hooks → approval → the MCP
+//! server → `after_tool_call` hooks), recorded in the trajectory as a `nested_tool_call` /
+//! `nested_tool_result` pair. The downstream result is answered as the server gave it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_bridge::ToolCall;
+use codemode_facade::ToolPipeline;
+use codemode_telemetry::{EventKind, NestedMethod, NestedStatus, NestedToolCallEvent, Trajectory};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+
+use super::progress::progress_channel;
+use super::session::Session;
+use super::CodeModeServer;
+use crate::drain::SHUTTING_DOWN;
+use crate::hub::{DirectTool, McpHub};
+
+/// The `instructions` of a server with code mode off.
+pub const DIRECT_INSTRUCTIONS: &str =
+    "The tools of the configured MCP servers, each named <server>__<tool>.";
+
+/// The `bridge_id` of a call made with code mode off: no guest program asked for it.
+const DIRECT_BRIDGE_ID: &str = "mcp:tools/call";
+
+/// What `serve` exposes with code mode off (`tools.codeMode.enabled: false`): the MCP servers of
+/// `hub`, tool by tool. Approvals of their calls are asked of the session's client by
+/// elicitation and expire after `approval_ttl` (the config's `snapshotTtlSeconds`).
+#[derive(Clone)]
+pub struct DirectTools {
+    hub: McpHub,
+    approval_ttl: Duration,
+}
+
+impl DirectTools {
+    /// The tools of `hub`, with approvals outstanding at most `approval_ttl`.
+    pub fn new(hub: McpHub, approval_ttl: Duration) -> Self {
+        DirectTools { hub, approval_ttl }
+    }
+}
+
+/// An MCP tool from a downstream tool's JSON; a definition rmcp cannot read (hostile or
+/// malformed metadata) keeps its name, description and input schema when those can be read,
+/// else an object schema.
+fn mcp_tool(direct: &DirectTool) -> Tool {
+    if let Ok(tool) = serde_json::from_value::<Tool>(Value::Object(direct.tool.clone())) {
+        return tool;
+    }
+    let description = direct
+        .tool
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let schema = match direct.tool.get("inputSchema") {
+        Some(Value::Object(schema)) => schema.clone(),
+        _ => serde_json::Map::from_iter([("type".to_string(), Value::from("object"))]),
+    };
+    Tool::new(direct.name.clone(), description, Arc::new(schema))
+}
+
+/// A downstream result as an MCP answer: the server's own `CallToolResult` (the client already
+/// dropped a 2026-07-28 `resultType: "complete"`), or, when rmcp cannot read it, its JSON as
+/// one text block.
+fn call_result(value: Value) -> CallToolResult {
+    match serde_json::from_value::<CallToolResult>(value.clone()) {
+        Ok(result) => result,
+        Err(_) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+    }
+}
+
+impl CodeModeServer {
+    /// The same server with code mode off: `tools/list` and `tools/call` serve the tools of
+    /// `direct` instead of `exec` and `wait` (docs/mcp.md, "Code mode off"). The host's
+    /// policy, hooks and trajectory ([`super::ServeHost`]) apply to every call.
+    pub fn with_direct_tools(mut self, direct: DirectTools) -> Self {
+        self.direct = Some(Arc::new(direct));
+        self
+    }
+
+    /// The downstream tools the host's policy allows.
+    fn direct_allowed(&self, direct: &DirectTools) -> Vec<DirectTool> {
+        match &self.host {
+            Some(host) => direct
+                .hub
+                .direct_tools(|name, id| host.policy.allows(name, id)),
+            None => direct.hub.direct_tools(|_, _| true),
+        }
+    }
+
+    /// `tools/list` with code mode off: the allowed downstream tools, servers in name order.
+    pub(super) fn direct_list(&self, direct: &DirectTools) -> Vec<Tool> {
+        direct.hub.retry_failed();
+        self.direct_allowed(direct).iter().map(mcp_tool).collect()
+    }
+
+    /// `tools/call` with code mode off: the call of `request` through the host pipeline to its
+    /// MCP server (see the module documentation). A name that is not an allowed downstream tool
+    /// is a JSON-RPC `invalid params` error `Unknown tool: <name>`; a call the pipeline refuses
+    /// (a hook's block, a denied approval) or the server fails answers `isError: true` with the
+    /// message a run's program would see. A `notifications/cancelled` (or the session's end)
+    /// drops the downstream request; a server shutdown answers [`SHUTTING_DOWN`].
+    pub(super) async fn direct_call(
+        &self,
+        direct: &DirectTools,
+        session: &Session,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let name = request.name.as_ref();
+        let Some(tool) = self
+            .direct_allowed(direct)
+            .into_iter()
+            .find(|tool| tool.name == name)
+        else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        };
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let host = self.host.as_deref().cloned().unwrap_or_default();
+        let trajectory = Trajectory::clone(&host.trajectory);
+        let call = ToolCall {
+            tool_id: tool.id.clone(),
+            tool_name: tool.name.clone(),
+            input,
+            scope: session.scope.clone(),
+            bridge_id: DIRECT_BRIDGE_ID.to_string(),
+            tool_call_id: format!("mcp:{}:{}", tool.name, uuid::Uuid::new_v4()),
+            parent_tool_call_id: None,
+            code_mode_run_id: None,
+        };
+        let pipeline = ToolPipeline::new(Arc::new(direct.hub.executor(None)))
+            .with_policy(host.policy.clone())
+            .with_hooks(host.hooks.clone())
+            .with_trajectory(trajectory.clone())
+            .with_approver(session.approvals(direct.approval_ttl));
+        // Downstream progress for this call reaches the client when it asked for progress.
+        let progress = progress_channel(context);
+        if let (Some((messages, _)), Some(forward)) = (&progress, &self.forward) {
+            forward.watch_call(&call.tool_call_id, messages.clone());
+        }
+        if trajectory.is_enabled() {
+            trajectory.record(EventKind::NestedToolCall(NestedToolCallEvent {
+                tool_call_id: call.tool_call_id.clone(),
+                parent_tool_call_id: None,
+                code_mode_run_id: None,
+                tool_id: call.tool_id.clone(),
+                tool_name: call.tool_name.clone(),
+                method: NestedMethod::Call,
+                input: call.input.clone(),
+            }));
+        }
+        let tool_call_id = call.tool_call_id.clone();
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            outcome = pipeline.call(call) => Some(outcome),
+            () = self.cancelled(context) => None,
+        };
+        if let Some(forward) = &self.forward {
+            forward.unwatch_call(&tool_call_id);
+        }
+        drop(progress);
+        let Some(outcome) = outcome else {
+            return Err(if self.drain.is_stopping() {
+                ErrorData::internal_error(SHUTTING_DOWN, None)
+            } else {
+                ErrorData::internal_error("the request was cancelled", None)
+            });
+        };
+        if trajectory.is_enabled() {
+            let (status, result, error) = match &outcome {
+                Ok(value) => (NestedStatus::Ok, Some(value.clone()), None),
+                Err(e) => (e.status(), None, Some(e.to_string())),
+            };
+            trajectory.record(EventKind::NestedToolResult(
+                codemode_telemetry::NestedToolResultEvent {
+                    tool_call_id,
+                    parent_tool_call_id: None,
+                    code_mode_run_id: None,
+                    tool_id: tool.id,
+                    tool_name: tool.name,
+                    method: NestedMethod::Call,
+                    status,
+                    duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    result,
+                    error,
+                },
+            ));
+        }
+        Ok(match outcome {
+            Ok(value) => call_result(value),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        })
+    }
+}

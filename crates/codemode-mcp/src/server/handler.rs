@@ -1,0 +1,277 @@
+//! The rmcp [`ServerHandler`] of [`CodeModeServer`]: `tools/list`, `tools/call` (`exec` and
+//! `wait`), list changes (`notifications/tools/list_changed`, `subscriptions/listen`) and the
+//! Tasks methods.
+
+use std::future::Future;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+
+use super::calls::uses_mrtr;
+use super::calls::uses_tasks;
+use super::direct::DIRECT_INSTRUCTIONS;
+use super::env::disabled_result;
+use super::results::{call_result, TOOLS_LIST_TTL_MS};
+use super::session::session_owner;
+use super::{CodeModeServer, SERVER_INSTRUCTIONS, SERVER_NAME};
+use crate::drain::SHUTTING_DOWN;
+
+/// How often a session's `notifications/tools/list_changed` task checks that its transport is
+/// still open while the catalog does not change.
+const LIST_CHANGED_POLL: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl ServerHandler for CodeModeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+        .with_instructions(match self.direct {
+            Some(_) => DIRECT_INSTRUCTIONS,
+            None => SERVER_INSTRUCTIONS,
+        })
+    }
+
+    /// After the handshake of a stateful session: while the session's transport is open, every
+    /// change of the catalog ([`EnvSource::catalog_changes`]) is announced with
+    /// `notifications/tools/list_changed`, so a client that listed `exec` before a late MCP
+    /// server connected lists it again and sees that server in the description.
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Some(mut changes) = self.source.catalog_changes() {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                changes.mark_unchanged();
+                loop {
+                    // Woken at least every few seconds, so a session that closed while the
+                    // catalog stayed the same does not keep this task.
+                    let changed = tokio::time::timeout(LIST_CHANGED_POLL, changes.changed()).await;
+                    if peer.is_transport_closed() {
+                        return;
+                    }
+                    match changed {
+                        Err(_) => continue,
+                        Ok(Err(_)) => return,
+                        Ok(Ok(())) => {
+                            if peer.notify_tool_list_changed().await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        std::future::ready(())
+    }
+
+    /// `subscriptions/listen` (2026-07-28 clients, which have no session to receive
+    /// `notifications/tools/list_changed` on): `toolsListChanged` is accepted, other
+    /// categories are not offered (serve has no prompts or resources of its own).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// One `subscriptions/listen` stream: every change of the catalog
+    /// ([`EnvSource::catalog_changes`]) is sent as `notifications/tools/list_changed` on it,
+    /// until the client cancels it (or drops the HTTP response) or the server stops, which ends
+    /// it gracefully with the final `SubscriptionsListenResult`.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let Some(mut changes) = self.source.catalog_changes() else {
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = self.drain.stopped() => {}
+            }
+            return Ok(());
+        };
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = self.drain.stopped() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        // The catalog can no longer change: keep the stream until it ends.
+                        tokio::select! {
+                            () = context.cancelled() => {}
+                            () = self.drain.stopped() => {}
+                        }
+                        return Ok(());
+                    }
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!("subscriptions/listen stream closed: {e}");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let session = self.session_for(&context).clone();
+        self.tasks.get(&request.task_id, &session_owner(&session))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let session = self.session_for(&context).clone();
+        self.tasks.update(
+            &request.task_id,
+            &session_owner(&session),
+            &request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let session = self.session_for(&context).clone();
+        self.tasks
+            .cancel(&request.task_id, &session_owner(&session))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // Cacheable (2026-07-28 `ttlMs`/`cacheScope`) while every configured source is
+        // reachable: the list changes only with the catalog, which is announced. While a
+        // server is still connecting or failed, it is about to change: `ttlMs: 0`.
+        let ttl = if self.source.unavailable().is_empty() {
+            TOOLS_LIST_TTL_MS
+        } else {
+            0
+        };
+        let tools = match &self.direct {
+            Some(direct) => self.direct_list(direct),
+            None => self.tools(),
+        };
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(ttl)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let session = self.session_for(&context).clone();
+        // Elicitations for this session's approvals go to the client that sent this request.
+        session.peer.set(context.peer.clone());
+        if let Some(forward) = &self.forward {
+            let id = session.scope.session_id.as_deref().unwrap_or_default();
+            forward.set_upstream(id, context.peer.clone());
+        }
+        let name = request.name.as_ref();
+        tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
+        let _in_flight = self.drain.enter();
+        if self.drain.is_stopping() {
+            return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
+        }
+        if let Some(direct) = &self.direct {
+            // Code mode off: the downstream tool itself (`direct.rs`).
+            return self
+                .direct_call(direct, &session, request, &context)
+                .await
+                .map(Into::into);
+        }
+        // Absent arguments go through as `null`, so the facade's own argument checks answer.
+        let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        // A 2026-07-28 request: approvals go out as `input_required` (MRTR), not elicitation.
+        let mrtr = uses_mrtr(&context);
+        let binding = format!(
+            "{}|{name}",
+            session.scope.session_key.as_deref().unwrap_or_default()
+        );
+        if !matches!(name, "exec" | "wait") {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        }
+        let (result, unavailable) = match request.request_state.as_deref() {
+            // A retry: answer the approvals it carries, then resume the run as `wait` does.
+            Some(sealed) => {
+                let state = self.states.open(&binding, sealed)?;
+                let Some(broker) = self.run_env(&session, true).and_then(|env| env.approvals)
+                else {
+                    return Ok(call_result(disabled_result(), &[]).into());
+                };
+                let responses = request.input_responses.unwrap_or_default();
+                let mut missing = false;
+                for id in &state.approvals {
+                    match responses.get(id) {
+                        Some(response) => {
+                            // Unknown when it expired or its call ended meanwhile: nothing to do.
+                            let _ = broker.answer(id, crate::mrtr::decision_of_response(response));
+                        }
+                        None => missing = true,
+                    }
+                }
+                if missing {
+                    // Ask again at once for what is still pending, without resuming.
+                    let pending: Vec<_> = broker
+                        .pending()
+                        .into_iter()
+                        .filter(|r| {
+                            state.approvals.contains(&r.approval_id)
+                                || r.scope.run_id.as_deref() == Some(state.run.as_str())
+                        })
+                        .collect();
+                    if !pending.is_empty() {
+                        return Ok(self
+                            .input_required(&binding, &state.run, &pending, broker.ttl())
+                            .into());
+                    }
+                }
+                let input = json!({"runId": state.run});
+                (self.wait(&session, input, &context, true).await, Vec::new())
+            }
+            None if name == "exec" && uses_tasks(&context) => {
+                // Approvals of a task are answered by `tasks/update`: the MRTR broker.
+                let (result, unavailable) = self.exec(&session, input, &context, true).await;
+                if let Some(created) = self.park_as_task(&session, &result) {
+                    return Ok(created.into());
+                }
+                (result, unavailable)
+            }
+            None if name == "exec" => self.exec(&session, input, &context, mrtr).await,
+            None => (self.wait(&session, input, &context, mrtr).await, Vec::new()),
+        };
+        if mrtr && !self.drain.is_stopping() {
+            if let Some(asked) = self.ask_approvals(&session, &binding, &result) {
+                return Ok(asked.into());
+            }
+        }
+        if self.drain.is_stopping() {
+            // The run was aborted by the shutdown: the client gets an answer it cannot mistake
+            // for the program's own failure.
+            return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
+        }
+        Ok(call_result(result, &unavailable).into())
+    }
+}
