@@ -19,9 +19,10 @@
 //!   shuts down), the runs it parked are dropped and their pending tool calls cancelled (docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5-3 "dropped when their session ends").
 //!
 //! - Over HTTP, requests without an `Mcp-Session-Id` (stateless 2026-07-28 clients) share one
-//!   code-mode session per [`CodeModeServer::serve_http`] call (`mcp-stateless-<uuid>`), so a run
-//!   one of them parks can be resumed by the next; it ends when the server stops (docs/mcp.md,
-//!   "Stateless HTTP clients").
+//!   code-mode scope (`mcp-stateless`, the same in every process, or one per principal with
+//!   `--auth`; `crate::shared_scope`), so a run one of them parks can be resumed by the next, on
+//!   any instance sharing the run store (docs/mcp.md, "Stateless HTTP clients";
+//!   docs/deployment.md).
 //!
 //! Nothing here writes to stdout (it is the protocol on stdio); diagnostics go to `tracing`.
 
@@ -47,7 +48,9 @@ use serde_json::{json, Value};
 
 use crate::drain::{Drain, SHUTDOWN_DRAIN, SHUTTING_DOWN};
 use crate::elicit::{ElicitationApprover, PeerSlot};
+use crate::http_auth::{HttpAuth, Principal};
 use crate::mrtr::RequestStates;
+use crate::shared_scope::SharedSessions;
 use crate::tasks::{Parked, RunTasks};
 
 /// How long a stopping `serve_http` waits for connections to finish the responses they are
@@ -228,9 +231,11 @@ pub struct CodeModeServer {
     source: Arc<dyn EnvSource>,
     host: Option<Arc<ServeHost>>,
     session: Arc<Session>,
-    /// Over HTTP: the one session every stateless request of this server shares (see
-    /// [`CodeModeServer::serve_http`]); `None` on other transports.
-    stateless: Option<Arc<Session>>,
+    /// Over HTTP: the shared sessions of stateless requests, anonymous or one per principal
+    /// (`crate::shared_scope`); `None` on other transports.
+    stateless: Option<Arc<SharedSessions<Session>>>,
+    /// Over HTTP with `--auth`: the bearer-token check and the per-principal run cap.
+    auth: Option<(Arc<HttpAuth>, Option<usize>)>,
     /// Where downstream servers' elicitation and sampling go: told the client of every call.
     forward: Option<Arc<crate::forward::Forwarder>>,
     /// The calls in flight of every session, and the signal that the server stops.
@@ -256,6 +261,11 @@ struct Session {
     /// The approvals of the session's 2026-07-28 requests, answered by MRTR (`crate::mrtr`):
     /// no delegate, so they stay outstanding until a retry's `inputResponses` answers them.
     mrtr: OnceLock<Arc<ApprovalBroker>>,
+    /// A shared scope (stateless HTTP requests, `crate::shared_scope`): when the process lets go
+    /// of it, its runs stay in a durable store.
+    shared: bool,
+    /// For a stateful HTTP session opened with a bearer token: its principal, noted for the cap.
+    owner: OnceLock<crate::shared_scope::OwnerNote>,
 }
 
 /// The reason of approvals still outstanding when their MCP session ends.
@@ -267,10 +277,9 @@ impl Session {
         Session::with_prefix(code_mode, "")
     }
 
-    /// The shared session of stateless HTTP requests: `session_id = "mcp-stateless-<uuid>"`,
-    /// `session_key = "mcp:stateless:<uuid>"`.
-    fn stateless(code_mode: Arc<CodeMode>) -> Arc<Session> {
-        Session::with_prefix(code_mode, "stateless")
+    /// A shared session of stateless HTTP requests with `scope` (`crate::shared_scope`).
+    fn shared(code_mode: Arc<CodeMode>, scope: RunScope) -> Arc<Session> {
+        Session::with_scope(code_mode, scope, true)
     }
 
     fn with_prefix(code_mode: Arc<CodeMode>, prefix: &str) -> Arc<Session> {
@@ -280,16 +289,23 @@ impl Session {
         } else {
             (format!("{prefix}-"), format!("{prefix}:"))
         };
+        let scope = RunScope {
+            session_id: Some(format!("mcp-{dash}{id}")),
+            session_key: Some(format!("mcp:{colon}{id}")),
+            ..RunScope::default()
+        };
+        Session::with_scope(code_mode, scope, false)
+    }
+
+    fn with_scope(code_mode: Arc<CodeMode>, scope: RunScope, shared: bool) -> Arc<Session> {
         Arc::new(Session {
             code_mode,
-            scope: RunScope {
-                session_id: Some(format!("mcp-{dash}{id}")),
-                session_key: Some(format!("mcp:{colon}{id}")),
-                ..RunScope::default()
-            },
+            scope,
             peer: PeerSlot::new(),
             approvals: OnceLock::new(),
             mrtr: OnceLock::new(),
+            shared,
+            owner: OnceLock::new(),
         })
     }
 
@@ -323,7 +339,11 @@ impl Drop for Session {
         {
             approvals.deny_all(Some(SESSION_ENDED));
         }
-        let dropped = self.code_mode.end_session(&self.scope);
+        let dropped = if self.shared {
+            self.code_mode.release_session(&self.scope)
+        } else {
+            self.code_mode.end_session(&self.scope)
+        };
         if dropped > 0 {
             tracing::info!(
                 session = ?self.scope.session_id,
@@ -331,6 +351,33 @@ impl Drop for Session {
                 "codemode MCP session over; its parked runs were dropped"
             );
         }
+    }
+}
+
+/// How long a stopping `serve_http` with a durable run store gives its runs in flight to park
+/// before the rest of the shutdown drain aborts what is left (within [`SHUTDOWN_DRAIN`]).
+pub const PARK_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The first step of stopping with a durable run store (docs/deployment.md, "Stopping"): new
+/// calls are refused with [`SHUTTING_DOWN`], every run in flight parks at its next wait
+/// ([`CodeMode::park_in_flight`]) so its call answers `waiting` with a run id any instance can
+/// resume; waits at most [`PARK_DRAIN`] for those answers. Nothing with the `memory` store.
+async fn park_into_store(code_mode: &CodeMode, drain: &Drain) {
+    if code_mode.run_store().is_none() {
+        return;
+    }
+    code_mode.park_in_flight();
+    let calls = drain.in_flight();
+    if drain.answered(PARK_DRAIN).await {
+        tracing::info!(
+            calls,
+            "stopping: the runs in flight parked into the run store"
+        );
+    } else {
+        tracing::warn!(
+            left = drain.in_flight(),
+            "stopping: calls still running after the park drain; aborting them"
+        );
     }
 }
 
@@ -557,6 +604,7 @@ impl CodeModeServer {
             source,
             host: None,
             stateless: None,
+            auth: None,
             forward: None,
             drain: Drain::new(),
             states: Arc::new(RequestStates::per_process()),
@@ -577,6 +625,15 @@ impl CodeModeServer {
     /// "Shutdown"); `serve_http` calls it when its `shutdown` token is cancelled.
     pub fn drain(&self) -> &Drain {
         &self.drain
+    }
+
+    /// The same server requiring bearer tokens over HTTP (`auth`, `crate::http_auth`), with at
+    /// most `cap` parked runs per principal in this process (`None`: only the process-wide
+    /// cap). Stateless requests of each principal share its scope (`crate::shared_scope`), and
+    /// any `Host` header is accepted (the bind may be non-loopback; the token is the guard).
+    pub fn with_http_auth(mut self, auth: Arc<HttpAuth>, cap: Option<usize>) -> Self {
+        self.auth = Some((auth, cap));
+        self
     }
 
     /// The same server with `host`: the policy, hooks and trajectory of every run of its
@@ -659,7 +716,7 @@ impl CodeModeServer {
         config.cancellation_token = sessions.clone();
         let _end_sessions = sessions.clone().drop_guard();
         config.allowed_origins = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
-        let (code_mode, source, host, forward, drain, states, tasks) = (
+        let (code_mode, source, host, forward, drain, states, tasks, auth) = (
             self.code_mode,
             self.source,
             self.host,
@@ -667,11 +724,24 @@ impl CodeModeServer {
             self.drain,
             self.states,
             self.tasks,
+            self.auth,
         );
+        if auth.is_some() {
+            config.allowed_hosts.clear();
+        }
         // rmcp calls the factory once per stateful session (at `initialize`) and once per
         // stateless request; which one a call belongs to is decided per request (see
-        // `session_for`), so every server made here carries the shared stateless session.
-        let stateless = Session::stateless(code_mode.clone());
+        // `session_for`), so every server made here carries the shared stateless sessions.
+        let stateless = {
+            let code_mode = code_mode.clone();
+            let cap = auth.as_ref().and_then(|(_, cap)| *cap);
+            Arc::new(SharedSessions::new(
+                move |scope| Session::shared(code_mode.clone(), scope),
+                cap,
+            ))
+        };
+        let checker = auth.as_ref().map(|(check, _)| check.clone());
+        let parker = code_mode.clone();
         let sessions_drain = drain.clone();
         let service = StreamableHttpService::new(
             move || {
@@ -681,6 +751,7 @@ impl CodeModeServer {
                     source: source.clone(),
                     host: host.clone(),
                     stateless: Some(stateless.clone()),
+                    auth: auth.clone(),
                     forward: forward.clone(),
                     drain: sessions_drain.clone(),
                     states: states.clone(),
@@ -704,14 +775,37 @@ impl CodeModeServer {
                 tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
             }
             let service = service.clone();
-            let service = hyper::service::service_fn(move |request: http::Request<_>| {
+            let checker = checker.clone();
+            let service = hyper::service::service_fn(move |mut request: http::Request<_>| {
                 let service = service.clone();
+                let checker = checker.clone();
                 async move {
                     if let Some(refused) = crate::origin::refuse_foreign_origin(request.headers()) {
                         return Ok::<_, std::convert::Infallible>(refused);
                     }
+                    let principal = match &checker {
+                        Some(checker) => match checker.admit(&mut request, peer) {
+                            Ok(principal) => Some(principal),
+                            Err(refused) => return Ok(refused),
+                        },
+                        None => None,
+                    };
+                    let session = request
+                        .headers()
+                        .get("mcp-session-id")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
                     let delete = request.method() == http::Method::DELETE;
                     let mut response = service.handle::<hyper::body::Incoming>(request).await;
+                    if let (Some(checker), Some(principal)) = (&checker, &principal) {
+                        let deleted = delete && response.status().is_success();
+                        checker.note_session(
+                            principal,
+                            session.as_deref(),
+                            response.headers(),
+                            deleted,
+                        );
+                    }
                     if delete && response.status() == http::StatusCode::ACCEPTED {
                         *response.status_mut() = http::StatusCode::NO_CONTENT;
                     }
@@ -744,6 +838,7 @@ impl CodeModeServer {
         // responses they are writing and close, then the MCP sessions (and the open GET
         // streams) end.
         let deadline = tokio::time::Instant::now() + SHUTDOWN_DRAIN;
+        park_into_store(&parker, &drain).await;
         drain.stop();
         if !drain.answered(SHUTDOWN_DRAIN).await {
             tracing::warn!(
@@ -879,17 +974,55 @@ impl CodeModeServer {
         Some(env)
     }
 
-    /// The code-mode session a request belongs to: the shared stateless session for an HTTP
-    /// request that carries no `Mcp-Session-Id` (a 2026-07-28 stateless request, or a legacy
-    /// client that never initialized a session), else this MCP session's own.
-    fn session_for(&self, context: &RequestContext<RoleServer>) -> &Arc<Session> {
+    /// The code-mode session a request belongs to: for an HTTP request that carries no
+    /// `Mcp-Session-Id` (a 2026-07-28 stateless request, or a legacy client that never
+    /// initialized a session), the shared session of its principal (anonymous without
+    /// `--auth`; `crate::shared_scope`), else this MCP session's own (noted as its principal's).
+    fn session_for(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
         let Some(stateless) = &self.stateless else {
-            return &self.session;
+            return self.session.clone();
         };
-        match context.extensions.get::<http::request::Parts>() {
-            Some(parts) if !parts.headers.contains_key("mcp-session-id") => stateless,
-            _ => &self.session,
+        let parts = context.extensions.get::<http::request::Parts>();
+        let principal = self.principal_of(context);
+        match parts {
+            Some(parts) if !parts.headers.contains_key("mcp-session-id") => {
+                stateless.session(principal)
+            }
+            _ => {
+                if let (Some(principal), Some(key)) = (principal, &self.session.scope.session_key) {
+                    self.session
+                        .owner
+                        .get_or_init(|| stateless.note_owner(key, principal));
+                }
+                self.session.clone()
+            }
         }
+    }
+
+    /// The request's principal (`--auth`), if any.
+    fn principal_of<'a>(&self, context: &'a RequestContext<RoleServer>) -> Option<&'a Principal> {
+        self.auth.as_ref()?;
+        context
+            .extensions
+            .get::<http::request::Parts>()?
+            .extensions
+            .get::<Principal>()
+    }
+
+    /// The refusal of an `exec` when the request's principal already holds its cap of parked
+    /// runs in this process (`crate::shared_scope`); `None` otherwise.
+    /// Live copies of runs another instance finished are dropped first
+    /// ([`CodeMode::reclaim_stale`]).
+    async fn over_principal_cap(&self, context: &RequestContext<RoleServer>) -> Option<Value> {
+        let principal = self.principal_of(context)?;
+        let stateless = self.stateless.as_ref()?;
+        if !stateless.over_cap(&self.code_mode, principal) {
+            return None;
+        }
+        self.code_mode.reclaim_stale().await;
+        stateless
+            .over_cap(&self.code_mode, principal)
+            .then(|| codemode_facade::CodeModeResult::too_many_suspended().to_json())
     }
 
     /// One `exec`: runs over the catalog of this moment, without waiting for MCP servers still
@@ -1030,7 +1163,7 @@ impl ServerHandler for CodeModeServer {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         self.tasks.get(&request.task_id, &session_owner(&session))
     }
 
@@ -1039,7 +1172,7 @@ impl ServerHandler for CodeModeServer {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         self.tasks.update(
             &request.task_id,
             &session_owner(&session),
@@ -1052,7 +1185,7 @@ impl ServerHandler for CodeModeServer {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         self.tasks
             .cancel(&request.task_id, &session_owner(&session))
     }
@@ -1082,7 +1215,7 @@ impl ServerHandler for CodeModeServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // Absent arguments go through as `null`, so the facade's own argument checks answer.
         let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         // Elicitations for this session's approvals go to the client that sent this request.
         session.peer.set(context.peer.clone());
         if let Some(forward) = &self.forward {
@@ -1092,7 +1225,7 @@ impl ServerHandler for CodeModeServer {
         let name = request.name.as_ref();
         tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
         let _in_flight = self.drain.enter();
-        if self.drain.is_stopping() {
+        if self.drain.is_stopping() || self.code_mode.is_parking_in_flight() {
             return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
         }
         // A 2026-07-28 request: approvals go out as `input_required` (MRTR), not elicitation.
@@ -1106,6 +1239,11 @@ impl ServerHandler for CodeModeServer {
                 format!("Unknown tool: {name}"),
                 None,
             ));
+        }
+        if name == "exec" && request.request_state.is_none() {
+            if let Some(refused) = self.over_principal_cap(&context).await {
+                return Ok(call_result(refused, &[]).into());
+            }
         }
         let (result, unavailable) = match request.request_state.as_deref() {
             // A retry: answer the approvals it carries, then resume the run as `wait` does.
