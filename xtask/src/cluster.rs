@@ -38,6 +38,8 @@ const DOC_PORTS: [u16; 4] = [8765, 8766, 8767, 8768];
 /// How many runs scenario 5 parks and resumes, and how many at a time.
 const MANY: usize = 1000;
 const WORKERS: usize = 12;
+/// `true` once the instance lists server-everything's tools.
+const PROBE: &str = "return typeof MCP.everything?.triggerLongRunningOperation === 'function'";
 
 /// A child process killed (SIGKILL) and reaped when dropped.
 struct Proc {
@@ -334,13 +336,8 @@ impl Cluster {
         let url = self.url(i)?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let probe = self.call(
-                &url,
-                ALICE,
-                "exec",
-                json!({"code": "return Object.keys(MCP).length"}),
-            )?;
-            if probe["value"] == 1 {
+            let probe = self.call(&url, ALICE, "exec", json!({"code": PROBE}))?;
+            if probe["value"] == true {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -481,13 +478,8 @@ fn dir_restart(cluster: &mut Cluster) -> Result<String, String> {
 fn wait_connected(cluster: &Cluster, url: &str) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let probe = cluster.call(
-            url,
-            ALICE,
-            "exec",
-            json!({"code": "return Object.keys(MCP).length"}),
-        )?;
-        if probe["value"] == 1 {
+        let probe = cluster.call(url, ALICE, "exec", json!({"code": PROBE}))?;
+        if probe["value"] == true {
             return Ok(());
         }
         if Instant::now() > deadline {
