@@ -17,6 +17,9 @@
 //! 5. 1,000 runs through the balancer, each parked by an `exec` and resumed by a `wait`: all
 //!    completed once with their own value, none lost, none duplicated.
 //!
+//! Then one `cluster bench` line: the throughput of instance A alone against the three behind
+//! HAProxy (`throughput`), printed for docs/benchmarks.md, not checked.
+//!
 //! Not covered (not built yet, issue 24 item 3): `wait`s on B and C answering when A finishes a
 //! slow call it still runs (the owner lease and Redis pub/sub).
 
@@ -59,6 +62,9 @@ struct Instance {
     proc: Proc,
     url: String,
 }
+
+/// One scenario: `Ok` with what it showed, `Err` with why it failed.
+type Scenario = fn(&mut Cluster) -> Result<String, String>;
 
 /// What the scenarios share.
 struct Cluster {
@@ -129,7 +135,7 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
     for i in 0..3 {
         cluster.connected(i)?;
     }
-    let scenarios: [(&str, fn(&mut Cluster) -> Result<String, String>); 5] = [
+    let scenarios: [(&str, Scenario); 5] = [
         (
             "kill -9 the instance that parked; wait on another",
             kill_parked,
@@ -158,7 +164,47 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
     if failed > 0 {
         return Err(format!("{failed} of 5 cluster scenarios failed"));
     }
+    throughput(&cluster)
+}
+
+/// How many runs the throughput comparison pushes through each setup.
+const BENCH_RUNS: usize = 300;
+
+/// Throughput of the three instances behind HAProxy against one instance alone (instance A,
+/// directly): [`BENCH_RUNS`] runs, [`WORKERS`] clients at a time, each run one `exec` that parks
+/// and one `wait` that resumes it (docs/benchmarks.md, "Runs through Redis"). Printed, not
+/// checked: the machine's load decides the numbers.
+fn throughput(cluster: &Cluster) -> Result<(), String> {
+    let mut rates = Vec::new();
+    for url in [cluster.url(0)?, cluster.balancer.clone()] {
+        let report = run_many(cluster, &url, BENCH_RUNS)?;
+        let seconds = report["seconds"].as_f64().unwrap_or(f64::NAN);
+        if report["failedCount"] != 0 {
+            return Err(format!("throughput run against {url} failed: {report}"));
+        }
+        rates.push(BENCH_RUNS as f64 / seconds);
+    }
+    println!(
+        "cluster bench  one instance: {:.1} runs/s; three behind HAProxy: {:.1} runs/s  ({BENCH_RUNS} runs, {WORKERS} clients; exec parks, wait resumes)",
+        rates[0], rates[1]
+    );
     Ok(())
+}
+
+/// The Python client's `many` report for `count` runs against `url`.
+fn run_many(cluster: &Cluster, url: &str, count: usize) -> Result<Value, String> {
+    let out = Command::new(&cluster.python)
+        .arg(&cluster.client)
+        .args(["many", url, ALICE, &count.to_string(), &WORKERS.to_string()])
+        .output()
+        .map_err(|e| format!("cannot run the Python client: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the Python client failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
 }
 
 /// A free loopback port (bound, then released).
@@ -554,24 +600,7 @@ fn tampered(cluster: &mut Cluster) -> Result<String, String> {
 
 /// Scenario 5.
 fn many(cluster: &mut Cluster) -> Result<String, String> {
-    let out = Command::new(&cluster.python)
-        .arg(&cluster.client)
-        .args([
-            "many",
-            &cluster.balancer,
-            ALICE,
-            &MANY.to_string(),
-            &WORKERS.to_string(),
-        ])
-        .output()
-        .map_err(|e| format!("cannot run the Python client: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "the Python client failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let report: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    let report = run_many(cluster, &cluster.balancer, MANY)?;
     let mut completed: Vec<u64> = report["completed"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_u64).collect())

@@ -102,12 +102,6 @@ pub enum CodeModeResult {
 }
 
 impl CodeModeResult {
-    /// The refusal of an `exec` over a host's per-caller cap on parked runs: `failed`, code
-    /// `invalid_input`, the store's own text `too many suspended code mode runs.`, no run.
-    pub fn too_many_suspended() -> CodeModeResult {
-        crate::failure::bare_refusal(&codemode_snapshot::StoreError::TooManySuspended.to_string())
-    }
-
     /// `"completed"`, `"waiting"` or `"failed"`.
     pub fn status(&self) -> &'static str {
         match self {

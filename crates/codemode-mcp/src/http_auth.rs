@@ -162,12 +162,12 @@ impl HttpAuth {
         &self,
         request: &mut http::Request<B>,
         peer: std::net::SocketAddr,
-    ) -> Result<Principal, http::Response<BoxBody<Bytes, Infallible>>> {
+    ) -> Result<Principal, Box<http::Response<BoxBody<Bytes, Infallible>>>> {
         let principal = match self.principal(request.headers()) {
             Ok(principal) => principal,
             Err(presented) => {
                 tracing::warn!(%peer, presented, "refused an MCP HTTP request without a valid bearer token");
-                return Err(unauthorized(presented));
+                return Err(Box::new(unauthorized(presented)));
             }
         };
         if let Some(session) = request
@@ -183,10 +183,10 @@ impl HttpAuth {
                 .cloned();
             if owner.is_some_and(|owner| owner != principal.0) {
                 tracing::warn!(%peer, principal = %principal.0, "refused a request naming another principal's MCP session");
-                return Err(plain(
+                return Err(Box::new(plain(
                     http::StatusCode::NOT_FOUND,
                     "Not Found: Session not found",
-                ));
+                )));
             }
         }
         request.extensions_mut().insert(principal.clone());

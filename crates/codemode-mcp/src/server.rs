@@ -786,7 +786,7 @@ impl CodeModeServer {
                     let principal = match &checker {
                         Some(checker) => match checker.admit(&mut request, peer) {
                             Ok(principal) => Some(principal),
-                            Err(refused) => return Ok(refused),
+                            Err(refused) => return Ok(*refused),
                         },
                         None => None,
                     };
@@ -1022,7 +1022,7 @@ impl CodeModeServer {
         self.code_mode.reclaim_stale().await;
         stateless
             .over_cap(&self.code_mode, principal)
-            .then(|| codemode_facade::CodeModeResult::too_many_suspended().to_json())
+            .then(|| codemode_facade::too_many_suspended().to_json())
     }
 
     /// One `exec`: runs over the catalog of this moment, without waiting for MCP servers still
