@@ -685,8 +685,11 @@ impl CodeModeServer {
 
     /// Serves code mode over streamable HTTP (MCP 2025-11-25 transport) on `listener` until
     /// `shutdown` is cancelled: every HTTP session gets its own [`CodeModeServer`] and so its own
-    /// scope; stateless requests (no `Mcp-Session-Id`) share one scope of this call, whose parked
-    /// runs are dropped when it returns. rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
+    /// scope; stateless requests (no `Mcp-Session-Id`) share one scope, the same in every process
+    /// (one per principal with [`CodeModeServer::with_http_auth`]; `crate::shared_scope`), whose
+    /// parked runs this process drops when it returns (a durable store keeps their records).
+    /// With `with_http_auth`, a request without a valid bearer token gets `401` before rmcp sees
+    /// it (`crate::http_auth`). rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
     /// `127.0.0.1` or `::1` are accepted (DNS-rebinding protection), request bodies are capped,
     /// and sessions live in memory. A request whose `Origin` is not a loopback origin
     /// ([`LOOPBACK_ORIGINS`]; any port) is refused with `403 Forbidden` (the MCP transport's
@@ -694,10 +697,11 @@ impl CodeModeServer {
     /// answered `204 No Content` (rmcp answers `202`). Hosts should bind a loopback address (the CLI refuses
     /// others); every path is served (clients use `/mcp`). Accepted sockets get `TCP_NODELAY`.
     ///
-    /// When `shutdown` is cancelled the server stops accepting, [`Drain::stop`]s: every call in
-    /// flight aborts its run and answers the JSON-RPC error [`SHUTTING_DOWN`], and the call
-    /// returns once the answers are written and the connections closed, at most
-    /// [`SHUTDOWN_DRAIN`] later.
+    /// When `shutdown` is cancelled the server stops accepting; with a durable run store its runs
+    /// in flight first park into the store (`park_into_store`, at most [`PARK_DRAIN`]); then it
+    /// [`Drain::stop`]s: every call still in flight aborts its run and answers the JSON-RPC error
+    /// [`SHUTTING_DOWN`], and the call returns once the answers are written and the connections
+    /// closed, at most [`SHUTDOWN_DRAIN`] after the park step.
     ///
     /// Errors: [`ServeError::Io`] when accepting a connection fails.
     pub async fn serve_http(
