@@ -24,6 +24,10 @@
 //!   checklist items against the built `codemode agent` and the fixtures in `xtask/e2e/`
 //!   (`e2e.rs`); one `step N  PASS|FAIL  …` line each, non-zero exit on any failure. `--bin PATH`
 //!   runs against that binary without building.
+//! - `cluster`: setup, the same build as `test`, then three `serve --http` instances on one
+//!   `redis-server` behind HAProxy (the config of docs/deployment.md), driven by the Python `mcp`
+//!   client: the five scenarios of `cluster.rs`, one `cluster N  PASS|FAIL  …` line each.
+//!   `--bin PATH` runs against that binary without building.
 //! - `lint`: the guest part of setup, then only the lint gates of `test`.
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
@@ -47,6 +51,7 @@ use std::process::{Command, ExitCode};
 use cmd::{cargo, have, mcp_servers_dir, root, run, test_build, MCP_SERVERS};
 
 mod citations;
+mod cluster;
 mod cmd;
 mod conformance;
 mod e2e;
@@ -62,7 +67,7 @@ const HELP: &str = "\
 usage: cargo xtask <task> [options]     (--help anywhere prints this and changes nothing)
 
   setup      install what building and testing need: the wasm32-wasip1 target; clang-16, llvm-16,
-             wasi-libc and redis-server through apt-get when run as root on Debian (else it prints
+             wasi-libc, redis-server and haproxy through apt-get when run as root on Debian (else it prints
              the commands; with CODEMODE_GUEST=prebuilt no guest toolchain: the checked-in guest is
              used); the npm MCP servers into target/mcp-servers, the MCP conformance suite (and Node 22 when the
              system Node is older) into target/conformance, a Python venv with the mcp SDK into
@@ -70,6 +75,8 @@ usage: cargo xtask <task> [options]     (--help anywhere prints this and changes
   demo       setup, build, then run every program in examples/ and the two-server MCP example
   test       setup, the lint gates, then cargo test --workspace (what CI runs)
   e2e        setup, build, then the 16-step end-to-end plan [--bin PATH]
+  cluster    setup, build, then serve --http scaled out: redis-server, haproxy, three instances,
+             the Python mcp client; five scenarios [--bin PATH]
   lint       the lint gates only (citations, layers, fmt, clippy, guest clippy, guest --check,
              rustdoc)
   bench      the criterion benchmarks; --peer [--bin PATH] [--iterations N] [--warmup N] runs
@@ -106,6 +113,7 @@ fn main() -> ExitCode {
         "fuzz" => setup_guest().and_then(|()| fuzz::task(&rest)),
         "guest" => setup_guest().and_then(|()| guest::task(&root(), &rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
+        "cluster" => setup().and_then(|()| cluster::task(&rest)),
         _ => {
             eprintln!("{HELP}");
             return ExitCode::from(2);
@@ -207,9 +215,10 @@ fn root_on_debian() -> bool {
 }
 
 /// Makes sure `redis-server` (Debian's package) is there for the `redis://` run-store tests
-/// (docs/snapshot-store.md, "Backends"); they print a skip reason without it unless `CI` is set.
+/// (docs/snapshot-store.md, "Backends"; they print a skip reason without it unless `CI` is set),
+/// and `haproxy` (Debian's) for `cargo xtask cluster`.
 fn setup_redis() -> Result<(), String> {
-    if have("redis-server", "--version") {
+    if have("redis-server", "--version") && have("haproxy", "-v") {
         return Ok(());
     }
     if root_on_debian() {
@@ -221,10 +230,11 @@ fn setup_redis() -> Result<(), String> {
                 "-qq",
                 "--no-install-recommends",
                 "redis-server",
+                "haproxy",
             ])
             .env("DEBIAN_FRONTEND", "noninteractive"))
     } else {
-        Err("the redis:// run-store tests need redis-server. On Debian run:\n    sudo apt-get install -y redis-server\nthen run this command again.".to_string())
+        Err("the redis:// run-store tests need redis-server, cargo xtask cluster haproxy. On Debian run:\n    sudo apt-get install -y redis-server haproxy\nthen run this command again.".to_string())
     }
 }
 

@@ -1,4 +1,5 @@
-//! `codemode serve`: code mode as an MCP server (stdio, or streamable HTTP on loopback).
+//! `codemode serve`: code mode as an MCP server (stdio, or streamable HTTP: on loopback, or on
+//! any address with bearer tokens).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,27 +18,53 @@ pub(crate) struct ServeArgs {
     /// Append logs to this file instead of standard error (standard output is the protocol).
     #[arg(long, value_name = "FILE")]
     pub(crate) log_file: Option<PathBuf>,
-    /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8765; port 0 picks one)
-    /// instead of stdio, until interrupted; the URL is printed on stderr.
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8765; port 0 picks one) instead of
+    /// stdio, until interrupted; the URL is printed on stderr. Loopback only, unless --auth.
     #[arg(long, value_name = "ADDR")]
     pub(crate) http: Option<std::net::SocketAddr>,
+    /// With --http: require bearer tokens. FILE lists `<sha256 hex of a token> <principal>` per
+    /// line; each principal's runs are its own. Needed to bind a non-loopback address.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub(crate) auth: Option<PathBuf>,
+    /// With --auth: at most this many parked runs per principal in this process (the process
+    /// holds at most 64 in all; default 16).
+    #[arg(long, value_name = "N", requires = "auth")]
+    pub(crate) runs_per_principal: Option<usize>,
     #[command(flatten)]
     pub(crate) host: HostArgs,
     #[command(flatten)]
     pub(crate) state: crate::state::StateArgs,
 }
 
+/// The default `--runs-per-principal`: a quarter of the process's 64, so one principal cannot
+/// take every slot.
+const DEFAULT_RUNS_PER_PRINCIPAL: usize = 16;
+
+/// Reads and parses `--auth FILE` through the checked operator-file path. Errors name the
+/// option and the path, never a hash.
+fn read_auth(path: &std::path::Path) -> Result<Arc<codemode_mcp::http_auth::HttpAuth>, Failure> {
+    let text = crate::operator_files::read_operator_file(path)
+        .map_err(|e| Failure::Usage(format!("--auth {}: {e}", path.display())))?;
+    codemode_mcp::http_auth::HttpAuth::parse(&text)
+        .map(Arc::new)
+        .map_err(|e| Failure::Usage(format!("--auth {}: {e}", path.display())))
+}
+
 /// `codemode serve`: one MCP session over stdin/stdout until the client closes it, or, with
 /// `--http ADDR`, any number of streamable HTTP sessions on a loopback address; either way
-/// until SIGINT or SIGTERM. Then parked runs are dropped and every MCP server child is stopped
-/// (stdin closed, 3 s, then SIGKILL to its process group), so none outlives `serve`.
+/// until SIGINT or SIGTERM. Then (over HTTP with a durable `--state`) the runs in flight park into
+/// the store first (docs/deployment.md, "Stopping"), the process's parked runs are dropped (their
+/// records stay in a durable store) and every MCP server child is stopped (stdin closed, 3 s,
+/// then SIGKILL to its process group), so none outlives `serve`. `--auth FILE` requires bearer
+/// tokens and allows a non-loopback `--http` (docs/deployment.md, "Bearer tokens and principals").
 pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     // A bad --state or a durable one without a key refuses to start before anything else.
     let state = args.state.check()?;
+    let auth = args.auth.as_deref().map(read_auth).transpose()?;
     if let Some(addr) = args.http {
-        if !addr.ip().is_loopback() {
+        if !addr.ip().is_loopback() && auth.is_none() {
             return Err(Failure::Usage(format!(
-                "--http {addr}: not a loopback address; code mode hands whoever can reach it the configured tools, so serve it on 127.0.0.1 or ::1"
+                "--http {addr}: not a loopback address; code mode hands whoever can reach it the configured tools, so serve it on 127.0.0.1 or ::1, or require bearer tokens with --auth FILE"
             )));
         }
     }
@@ -70,6 +97,15 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
                 .with_host(host.serve_host())
                 .with_direct_tools(DirectTools::new(hub.clone(), ttl));
         }
+    }
+    if let Some(auth) = auth {
+        server = server.with_http_auth(
+            auth,
+            Some(
+                args.runs_per_principal
+                    .unwrap_or(DEFAULT_RUNS_PER_PRINCIPAL),
+            ),
+        );
     }
     let served = match args.http {
         None => runtime.block_on(async move {

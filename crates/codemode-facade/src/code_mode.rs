@@ -33,6 +33,8 @@ pub struct CodeMode {
     runtime: Arc<Runtime>,
     runs: SnapshotStore<Run>,
     durable: Option<Durable>,
+    /// `true` once [`CodeMode::park_in_flight`] was called: every run parks at its next wait.
+    park_now: tokio::sync::watch::Sender<bool>,
 }
 
 /// A durable run store, the keys that seal its records, and this process's guest image hash.
@@ -54,6 +56,7 @@ impl CodeMode {
             runtime,
             runs: SnapshotStore::new(MAX_SUSPENDED_RUNS),
             durable: None,
+            park_now: tokio::sync::watch::channel(false).0,
         }
     }
 
@@ -80,6 +83,21 @@ impl CodeMode {
             });
         }
         Ok(code_mode)
+    }
+
+    /// Stopping into the store (docs/deployment.md, "Stopping"): every run in flight, in an
+    /// `exec` or a `wait`, parks at its next wait for host work instead of waiting on (a leg of
+    /// JavaScript already running finishes first, within its `timeoutMs`), so its call answers
+    /// `waiting` and, with a durable store, its sealed record lets another process resume it;
+    /// tool calls still running then are lost there, visibly. Runs started later park at their
+    /// first wait. Not undone.
+    pub fn park_in_flight(&self) {
+        self.park_now.send_replace(true);
+    }
+
+    /// `true` once [`CodeMode::park_in_flight`] was called.
+    pub fn is_parking_in_flight(&self) -> bool {
+        *self.park_now.borrow()
     }
 
     /// The durable run store parked runs are written to, if any.
@@ -156,6 +174,35 @@ impl CodeMode {
         })
     }
 
+    /// How many runs this process holds parked (or is resuming) whose owner `owned` selects:
+    /// what a per-principal cap counts (docs/deployment.md, "Bearer tokens and principals").
+    pub fn parked_runs_where(&self, owned: impl Fn(&RunScope) -> bool) -> usize {
+        self.runs.count_where(owned)
+    }
+
+    /// Lets go of the session `session` in this process only: its parked runs are dropped here
+    /// as by [`CodeMode::end_session`], but their records in a durable run store stay, because
+    /// the scope is shared with other processes (the anonymous or per-principal scope of
+    /// stateless HTTP requests, docs/deployment.md). With the `memory` store it is
+    /// [`CodeMode::end_session`]. Returns how many runs were dropped here.
+    pub fn release_session(&self, session: &RunScope) -> usize {
+        if self.durable.is_none() {
+            return self.end_session(session);
+        }
+        if session.session_id.is_none() && session.session_key.is_none() {
+            return 0;
+        }
+        let same = |wanted: &Option<String>, owned: &Option<String>| {
+            wanted.is_none() || wanted.as_deref() == owned.as_deref()
+        };
+        run::dropping_because(run::SESSION_ENDED, || {
+            self.runs.remove_where(|owner| {
+                same(&session.session_id, &owner.session_id)
+                    && same(&session.session_key, &owner.session_key)
+            })
+        })
+    }
+
     /// Runs one `exec` (docs/contract/lifecycle.md#s5-2). `input` is the model's argument object
     /// (`{code | command, language?, restartSafe?}`); `abort` cancels the call.
     ///
@@ -193,6 +240,7 @@ impl CodeMode {
     ) -> CodeModeResult {
         let started = Instant::now();
         self.runs.purge_expired();
+        self.reclaim_if_full().await;
         let env = Arc::new(env);
         let deadline = started + Duration::from_millis(env.config.timeout_ms());
         let prepared = match prepare::prepare(&env, input, deadline).await {
@@ -208,6 +256,7 @@ impl CodeMode {
         }
         let restart_safe = env.force_restart_safe || prepared.restart_safe;
         let mut run = Run::new(env, restart_safe, self.runs.clone());
+        run.set_park_signal(self.park_now.subscribe());
         run.start(&self.runtime, &prepared.javascript, deadline, abort)
             .await;
         match run.settle(deadline, abort).await {
@@ -489,6 +538,40 @@ impl CodeMode {
         }
     }
 
+    /// With a durable run store, when the live table is full (parked runs plus reservations at
+    /// the cap): [`CodeMode::reclaim_stale`], dropping the idle live copies whose record is no longer in the store, because
+    /// another process completed, failed or purged the run (docs/deployment.md, "Several
+    /// processes"). Behind a round-robin balancer most runs a process parks are finished
+    /// elsewhere; without this their copies would hold the process's slots until their TTL. A
+    /// store that cannot be listed changes nothing.
+    async fn reclaim_if_full(&self) {
+        if self.runs.len() + self.runs.reserved() >= self.runs.max_runs() {
+            self.reclaim_stale().await;
+        }
+    }
+
+    /// Drops the idle live copies of runs whose record is no longer in the durable run store
+    /// (completed, failed or purged by another process; see `reclaim_if_full`): what a host's
+    /// per-caller cap calls before refusing. Returns how many were dropped; 0 without a durable
+    /// store or when the store cannot be listed.
+    pub async fn reclaim_stale(&self) -> usize {
+        let Some(durable) = &self.durable else {
+            return 0;
+        };
+        let Ok(metas) = durable.store.list().await else {
+            return 0;
+        };
+        let stored: std::collections::HashSet<String> =
+            metas.into_iter().map(|meta| meta.run_id).collect();
+        let dropped = run::dropping_because(run::SNAPSHOT_TTL, || {
+            self.runs.remove_idle_where(|id| !stored.contains(id))
+        });
+        if dropped > 0 {
+            tracing::debug!(dropped, "dropped live copies of runs that ended elsewhere");
+        }
+        dropped
+    }
+
     /// Removes `run_id`'s record from the durable run store (the run ended here). A store that
     /// fails leaves the record to expire.
     async fn forget(&self, run_id: &str) {
@@ -623,11 +706,13 @@ impl CodeMode {
         if run_id.is_empty() {
             return failure::bare_refusal(RUN_ID_REQUIRED);
         }
+        self.reclaim_if_full().await;
         // Scope checks and the in-flight guard, in the spec's order; refusals leave the run as is.
         let (mut guard, claim) = match self.resume(run_id, caller, env).await {
             Ok(resumed) => resumed,
             Err(refusal) => return *refusal,
         };
+        guard.set_park_signal(self.park_now.subscribe());
         let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms());
         match guard.wait_ready(deadline, abort).await {
             run::Readiness::Aborted => {

@@ -78,6 +78,12 @@ pub(crate) fn bare_refusal(message: &str) -> CodeModeResult {
     bare_failure(ErrorCode::InvalidInput, message)
 }
 
+/// The refusal of an `exec` over a host's per-caller cap on parked runs: `failed`, code
+/// `invalid_input`, the store's own text `too many suspended code mode runs.`, no run.
+pub fn too_many_suspended() -> CodeModeResult {
+    bare_refusal(&codemode_snapshot::StoreError::TooManySuspended.to_string())
+}
+
 /// A `wait` failure before any run is known (empty telemetry).
 pub(crate) fn bare_failure(code: ErrorCode, message: &str) -> CodeModeResult {
     CodeModeResult::Failed {

@@ -40,6 +40,7 @@ pub mod surface;
 
 pub use code_mode::CodeMode;
 pub use env::RunEnv;
+pub use failure::too_many_suspended;
 pub use limits::LimitExceeded;
 pub use nodes::NODES_TOOL_ID;
 pub use pipeline::{

@@ -2,6 +2,7 @@
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
 mod portable;
+mod stopping;
 
 pub(crate) use portable::{catalog_fingerprint, hex};
 
@@ -95,6 +96,9 @@ pub(crate) struct Run {
     /// The SHA-256 of the sealed record last written to a durable run store for this run
     /// (docs/snapshot-store.md, "What is portable").
     stored_digest: Option<[u8; 32]>,
+    /// The process is stopping into a durable store ([`crate::code_mode::CodeMode::park_in_flight`]):
+    /// once it reads `true`, the run parks at its next wait instead of waiting on.
+    park_now: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
@@ -208,6 +212,7 @@ impl Run {
             missing: MissingConveniences::default(),
             program_end: codemode_ts::ProgramEnd::default(),
             stored_digest: None,
+            park_now: None,
         }
     }
 
@@ -348,7 +353,7 @@ impl Run {
                 }
                 return Outcome::Park;
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || self.park_requested() {
                 return Outcome::Park;
             }
             if abort.is_aborted() {
@@ -474,6 +479,10 @@ impl Run {
             if abort.is_aborted() {
                 return Readiness::Aborted;
             }
+            if self.park_requested() {
+                return Readiness::NotReady;
+            }
+            let parking = self.parking();
             tokio::select! {
                 settled = self.rx.recv() => match settled {
                     Some(settled) => self.accept(settled),
@@ -481,6 +490,7 @@ impl Run {
                 },
                 _ = tokio::time::sleep_until(deadline.into()) => return Readiness::NotReady,
                 _ = abort.fired() => return Readiness::Aborted,
+                () = parking => return Readiness::NotReady,
             }
         }
     }

@@ -172,3 +172,68 @@ async fn a_durable_store_needs_keys_and_memory_changes_nothing() {
         "memory writes no records"
     );
 }
+
+/// A tool that answers after 30 s (a call still running when its process stops).
+struct Slow;
+
+impl ToolExecutor for Slow {
+    fn execute(&self, _call: ToolCall) -> ToolFuture {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            Ok(json!({"details": "late"}))
+        })
+    }
+}
+
+/// Live copies of runs another front finished are dropped by `reclaim_stale` (and only those);
+/// `park_in_flight` parks a run waiting on a slow call at once, and the other front resumes it
+/// with the call lost inside the program.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_copies_are_reclaimed_and_runs_in_flight_park_on_request() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let store = open(&server.url(0).parse().unwrap()).await.unwrap();
+    let a = Arc::new(front(&store));
+    let b = front(&store);
+    let env = env(&["echo"]);
+    let finished = exec(&a, &env, "await yield_control(); return 1").await;
+    let kept = exec(&a, &env, "await yield_control(); return 2").await;
+    let done = wait(&b, &env, finished.run_id().unwrap()).await;
+    assert_eq!(done["value"], 1);
+    assert_eq!(
+        a.parked_runs(),
+        2,
+        "A still holds its copy of the run B finished"
+    );
+    assert_eq!(a.reclaim_stale().await, 1);
+    assert_eq!(a.parked_runs(), 1);
+    let done = wait(&a, &env, kept.run_id().unwrap()).await;
+    assert_eq!(done["value"], 2);
+
+    let mut slow = self::env(&["echo"]);
+    slow.executor = Arc::new(Slow);
+    let code = "try { await tools.echo({}); return 'finished'; } catch (e) { return 'caught: ' + e.message; }";
+    let running = {
+        let (a, slow) = (a.clone(), slow.clone());
+        tokio::spawn(async move {
+            let input = json!({"code": code, "timeoutMs": 60000});
+            a.exec(&slow, &input, &AbortHandle::new()).await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let asked = std::time::Instant::now();
+    a.park_in_flight();
+    let parked = running.await.unwrap();
+    assert!(asked.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(parked.status(), "waiting", "{:?}", parked.to_json());
+    assert!(a.is_parking_in_flight());
+    let run_id = parked.run_id().unwrap().to_string();
+    let done = wait(&b, &env, &run_id).await;
+    let value = done["value"].as_str().unwrap();
+    assert!(
+        value.starts_with("caught: tool call \"")
+            && value.ends_with("\" was lost: the codemode process running it stopped"),
+        "{done}"
+    );
+}

@@ -17,6 +17,7 @@ pub mod description;
 pub mod drain;
 mod error;
 pub mod forward;
+pub mod http_auth;
 pub mod hub;
 mod lifecycle;
 pub mod mrtr;
@@ -34,5 +35,6 @@ pub use hub::{McpExecutor, McpHub, ServerStatus, Unavailable};
 
 pub mod elicit;
 pub mod server;
+pub mod shared_scope;
 pub use elicit::ElicitationApprover;
 pub use server::{CodeModeServer, EnvSource, ServeHost};

@@ -248,7 +248,7 @@ impl<T: Send + 'static> SnapshotStore<T> {
     /// counted).
     pub fn purge_expired(&self) -> usize {
         let now = Instant::now();
-        let count = self.drop_where(|record| record.expired(now));
+        let count = self.drop_where(|_, record| record.expired(now));
         self.index.run_pending_tasks();
         self.bury();
         count
@@ -274,9 +274,25 @@ impl<T: Send + 'static> SnapshotStore<T> {
     /// end; docs/contract/lifecycle.md#s5-3 "Runs … are dropped when their session ends"). Runs being resumed
     /// are detached as in [`SnapshotStore::remove`]. Returns how many runs were removed.
     pub fn remove_where(&self, owned: impl Fn(&RunScope) -> bool) -> usize {
-        let count = self.drop_where(|record| owned(&record.owner));
+        let count = self.drop_where(|_, record| owned(&record.owner));
         self.bury();
         count
+    }
+
+    /// Removes every run that is not being resumed and whose id `doomed` selects, dropping its
+    /// payload (cancelling its work): live copies a durable store says are over. Returns how
+    /// many were removed.
+    pub fn remove_idle_where(&self, doomed: impl Fn(&str) -> bool) -> usize {
+        let count = self.drop_where(|id, record| !record.resuming() && doomed(id));
+        self.bury();
+        count
+    }
+
+    /// How many stored runs (being resumed or not) have an owner `owned` selects: the runs of
+    /// one principal, for a per-principal cap that sits beside the process-wide one.
+    pub fn count_where(&self, owned: impl Fn(&RunScope) -> bool) -> usize {
+        let state = self.shared.lock();
+        state.runs.values().filter(|r| owned(&r.owner)).count()
     }
 
     /// Removes every run and drops its payload (session end or host shutdown; docs/contract/lifecycle.md#runs). Runs being resumed are detached as in [`SnapshotStore::remove`].
@@ -316,13 +332,13 @@ impl<T: Send + 'static> SnapshotStore<T> {
 
     /// Removes every record `doomed` selects, drops them outside the lock and forgets their TTL
     /// index entries; returns how many it removed.
-    fn drop_where(&self, doomed: impl Fn(&Record<T>) -> bool) -> usize {
+    fn drop_where(&self, doomed: impl Fn(&str, &Record<T>) -> bool) -> usize {
         let dead: Vec<(String, Record<T>)> = {
             let mut state = self.shared.lock();
             let ids: Vec<String> = state
                 .runs
                 .iter()
-                .filter(|(_, record)| doomed(record))
+                .filter(|(id, record)| doomed(id, record))
                 .map(|(id, _)| id.clone())
                 .collect();
             ids.iter()

@@ -16,6 +16,7 @@ use super::progress::with_progress;
 use super::results::call_result;
 use super::session::{session_owner, Session};
 use super::CodeModeServer;
+use crate::http_auth::Principal;
 use crate::tasks::Parked;
 
 /// True when the request of `context` is on protocol 2026-07-28 or later (its own `_meta`
@@ -170,17 +171,58 @@ impl CodeModeServer {
         Some(env)
     }
 
-    /// The code-mode session a request belongs to: the shared stateless session for an HTTP
-    /// request that carries no `Mcp-Session-Id` (a 2026-07-28 stateless request, or a legacy
-    /// client that never initialized a session), else this MCP session's own.
-    pub(super) fn session_for(&self, context: &RequestContext<RoleServer>) -> &Arc<Session> {
+    /// The code-mode session a request belongs to: for an HTTP request that carries no
+    /// `Mcp-Session-Id` (a 2026-07-28 stateless request, or a legacy client that never
+    /// initialized a session), the shared session of its principal (anonymous without
+    /// `--auth`; `crate::shared_scope`), else this MCP session's own (noted as its principal's).
+    pub(super) fn session_for(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
         let Some(stateless) = &self.stateless else {
-            return &self.session;
+            return self.session.clone();
         };
-        match context.extensions.get::<http::request::Parts>() {
-            Some(parts) if !parts.headers.contains_key("mcp-session-id") => stateless,
-            _ => &self.session,
+        let parts = context.extensions.get::<http::request::Parts>();
+        let principal = self.principal_of(context);
+        match parts {
+            Some(parts) if !parts.headers.contains_key("mcp-session-id") => {
+                stateless.session(principal)
+            }
+            _ => {
+                if let (Some(principal), Some(key)) = (principal, &self.session.scope.session_key) {
+                    self.session
+                        .owner
+                        .get_or_init(|| stateless.note_owner(key, principal));
+                }
+                self.session.clone()
+            }
         }
+    }
+
+    /// The request's principal (`--auth`), if any.
+    fn principal_of<'a>(&self, context: &'a RequestContext<RoleServer>) -> Option<&'a Principal> {
+        self.auth.as_ref()?;
+        context
+            .extensions
+            .get::<http::request::Parts>()?
+            .extensions
+            .get::<Principal>()
+    }
+
+    /// The refusal of an `exec` when the request's principal already holds its cap of parked
+    /// runs in this process (`crate::shared_scope`); `None` otherwise.
+    /// Live copies of runs another instance finished are dropped first
+    /// ([`CodeMode::reclaim_stale`]).
+    pub(super) async fn over_principal_cap(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Value> {
+        let principal = self.principal_of(context)?;
+        let stateless = self.stateless.as_ref()?;
+        if !stateless.over_cap(&self.code_mode, principal) {
+            return None;
+        }
+        self.code_mode.reclaim_stale().await;
+        stateless
+            .over_cap(&self.code_mode, principal)
+            .then(|| codemode_facade::too_many_suspended().to_json())
     }
 
     /// One `exec`: runs over the catalog of this moment, without waiting for MCP servers still

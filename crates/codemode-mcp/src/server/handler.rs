@@ -125,7 +125,7 @@ impl ServerHandler for CodeModeServer {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         self.tasks.get(&request.task_id, &session_owner(&session))
     }
 
@@ -134,7 +134,7 @@ impl ServerHandler for CodeModeServer {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         self.tasks.update(
             &request.task_id,
             &session_owner(&session),
@@ -147,7 +147,7 @@ impl ServerHandler for CodeModeServer {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         self.tasks
             .cancel(&request.task_id, &session_owner(&session))
     }
@@ -179,7 +179,7 @@ impl ServerHandler for CodeModeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let session = self.session_for(&context).clone();
+        let session = self.session_for(&context);
         // Elicitations for this session's approvals go to the client that sent this request.
         session.peer.set(context.peer.clone());
         if let Some(forward) = &self.forward {
@@ -189,7 +189,7 @@ impl ServerHandler for CodeModeServer {
         let name = request.name.as_ref();
         tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
         let _in_flight = self.drain.enter();
-        if self.drain.is_stopping() {
+        if self.drain.is_stopping() || self.code_mode.is_parking_in_flight() {
             return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
         }
         if let Some(direct) = &self.direct {
@@ -212,6 +212,11 @@ impl ServerHandler for CodeModeServer {
                 format!("Unknown tool: {name}"),
                 None,
             ));
+        }
+        if name == "exec" && request.request_state.is_none() {
+            if let Some(refused) = self.over_principal_cap(&context).await {
+                return Ok(call_result(refused, &[]).into());
+            }
         }
         let (result, unavailable) = match request.request_state.as_deref() {
             // A retry: answer the approvals it carries, then resume the run as `wait` does.

@@ -3,19 +3,52 @@
 
 use std::sync::Arc;
 
+use codemode_facade::CodeMode;
+
 use super::session::Session;
 use super::{CodeModeServer, ServeError, LOOPBACK_ORIGINS};
-use crate::drain::{Drain, SHUTDOWN_DRAIN};
+use crate::drain::{Drain, SHUTDOWN_DRAIN, SHUTTING_DOWN};
+use crate::shared_scope::SharedSessions;
 
 /// How long a stopping `serve_http` waits for connections to finish the responses they are
 /// writing before it ends the MCP sessions (which closes open GET streams).
 const CLOSE_WRITTEN: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How long a stopping `serve_http` with a durable run store gives its runs in flight to park
+/// before the rest of the shutdown drain aborts what is left (within [`SHUTDOWN_DRAIN`]).
+pub const PARK_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The first step of stopping with a durable run store (docs/deployment.md, "Stopping"): new
+/// calls are refused with [`SHUTTING_DOWN`], every run in flight parks at its next wait
+/// ([`CodeMode::park_in_flight`]) so its call answers `waiting` with a run id any instance can
+/// resume; waits at most [`PARK_DRAIN`] for those answers. Nothing with the `memory` store.
+async fn park_into_store(code_mode: &CodeMode, drain: &Drain) {
+    if code_mode.run_store().is_none() {
+        return;
+    }
+    code_mode.park_in_flight();
+    let calls = drain.in_flight();
+    if drain.answered(PARK_DRAIN).await {
+        tracing::info!(
+            calls,
+            "stopping: the runs in flight parked into the run store"
+        );
+    } else {
+        tracing::warn!(
+            left = drain.in_flight(),
+            "stopping: calls still running after the park drain; aborting them"
+        );
+    }
+}
+
 impl CodeModeServer {
     /// Serves code mode over streamable HTTP (MCP 2025-11-25 transport) on `listener` until
     /// `shutdown` is cancelled: every HTTP session gets its own [`CodeModeServer`] and so its own
-    /// scope; stateless requests (no `Mcp-Session-Id`) share one scope of this call, whose parked
-    /// runs are dropped when it returns. rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
+    /// scope; stateless requests (no `Mcp-Session-Id`) share one scope, the same in every process
+    /// (one per principal with [`CodeModeServer::with_http_auth`]; `crate::shared_scope`), whose
+    /// parked runs this process drops when it returns (a durable store keeps their records).
+    /// With `with_http_auth`, a request without a valid bearer token gets `401` before rmcp sees
+    /// it (`crate::http_auth`). rmcp's defaults guard the endpoint: only `Host` headers naming `localhost`,
     /// `127.0.0.1` or `::1` are accepted (DNS-rebinding protection), request bodies are capped,
     /// and sessions live in memory. A request whose `Origin` is not a loopback origin
     /// ([`LOOPBACK_ORIGINS`]; any port) is refused with `403 Forbidden` (the MCP transport's
@@ -23,10 +56,11 @@ impl CodeModeServer {
     /// answered `204 No Content` (rmcp answers `202`). Hosts should bind a loopback address (the CLI refuses
     /// others); every path is served (clients use `/mcp`). Accepted sockets get `TCP_NODELAY`.
     ///
-    /// When `shutdown` is cancelled the server stops accepting, [`Drain::stop`]s: every call in
-    /// flight aborts its run and answers the JSON-RPC error [`SHUTTING_DOWN`](crate::drain::SHUTTING_DOWN), and the call
-    /// returns once the answers are written and the connections closed, at most
-    /// [`SHUTDOWN_DRAIN`] later.
+    /// When `shutdown` is cancelled the server stops accepting; with a durable run store its runs
+    /// in flight first park into the store (`park_into_store`, at most [`PARK_DRAIN`]); then it
+    /// [`Drain::stop`]s: every call still in flight aborts its run and answers the JSON-RPC error
+    /// [`SHUTTING_DOWN`], and the call returns once the answers are written and the connections
+    /// closed, at most [`SHUTDOWN_DRAIN`] after the park step.
     ///
     /// Errors: [`ServeError::Io`] when accepting a connection fails.
     pub async fn serve_http(
@@ -45,7 +79,7 @@ impl CodeModeServer {
         config.cancellation_token = sessions.clone();
         let _end_sessions = sessions.clone().drop_guard();
         config.allowed_origins = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
-        let (code_mode, source, host, forward, drain, states, tasks, direct) = (
+        let (code_mode, source, host, forward, drain, states, tasks, direct, auth) = (
             self.code_mode,
             self.source,
             self.host,
@@ -54,11 +88,24 @@ impl CodeModeServer {
             self.states,
             self.tasks,
             self.direct,
+            self.auth,
         );
+        if auth.is_some() {
+            config.allowed_hosts.clear();
+        }
         // rmcp calls the factory once per stateful session (at `initialize`) and once per
         // stateless request; which one a call belongs to is decided per request (see
-        // `session_for`), so every server made here carries the shared stateless session.
-        let stateless = Session::stateless(code_mode.clone());
+        // `session_for`), so every server made here carries the shared stateless sessions.
+        let stateless = {
+            let code_mode = code_mode.clone();
+            let cap = auth.as_ref().and_then(|(_, cap)| *cap);
+            Arc::new(SharedSessions::new(
+                move |scope| Session::shared(code_mode.clone(), scope),
+                cap,
+            ))
+        };
+        let checker = auth.as_ref().map(|(check, _)| check.clone());
+        let parker = code_mode.clone();
         let sessions_drain = drain.clone();
         let service = StreamableHttpService::new(
             move || {
@@ -68,6 +115,7 @@ impl CodeModeServer {
                     source: source.clone(),
                     host: host.clone(),
                     stateless: Some(stateless.clone()),
+                    auth: auth.clone(),
                     forward: forward.clone(),
                     drain: sessions_drain.clone(),
                     states: states.clone(),
@@ -92,14 +140,37 @@ impl CodeModeServer {
                 tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
             }
             let service = service.clone();
-            let service = hyper::service::service_fn(move |request: http::Request<_>| {
+            let checker = checker.clone();
+            let service = hyper::service::service_fn(move |mut request: http::Request<_>| {
                 let service = service.clone();
+                let checker = checker.clone();
                 async move {
                     if let Some(refused) = crate::origin::refuse_foreign_origin(request.headers()) {
                         return Ok::<_, std::convert::Infallible>(refused);
                     }
+                    let principal = match &checker {
+                        Some(checker) => match checker.admit(&mut request, peer) {
+                            Ok(principal) => Some(principal),
+                            Err(refused) => return Ok(*refused),
+                        },
+                        None => None,
+                    };
+                    let session = request
+                        .headers()
+                        .get("mcp-session-id")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
                     let delete = request.method() == http::Method::DELETE;
                     let mut response = service.handle::<hyper::body::Incoming>(request).await;
+                    if let (Some(checker), Some(principal)) = (&checker, &principal) {
+                        let deleted = delete && response.status().is_success();
+                        checker.note_session(
+                            principal,
+                            session.as_deref(),
+                            response.headers(),
+                            deleted,
+                        );
+                    }
                     if delete && response.status() == http::StatusCode::ACCEPTED {
                         *response.status_mut() = http::StatusCode::NO_CONTENT;
                     }
@@ -132,6 +203,7 @@ impl CodeModeServer {
         // responses they are writing and close, then the MCP sessions (and the open GET
         // streams) end.
         let deadline = tokio::time::Instant::now() + SHUTDOWN_DRAIN;
+        park_into_store(&parker, &drain).await;
         drain.stop();
         if !drain.answered(SHUTDOWN_DRAIN).await {
             tracing::warn!(

@@ -19,9 +19,10 @@
 //!   shuts down), the runs it parked are dropped and their pending tool calls cancelled (docs/contract/lifecycle.md#runs; docs/contract/lifecycle.md#s5-3 "dropped when their session ends").
 //!
 //! - Over HTTP, requests without an `Mcp-Session-Id` (stateless 2026-07-28 clients) share one
-//!   code-mode session per [`CodeModeServer::serve_http`] call (`mcp-stateless-<uuid>`), so a run
-//!   one of them parks can be resumed by the next; it ends when the server stops (docs/mcp.md,
-//!   "Stateless HTTP clients").
+//!   code-mode scope (`mcp-stateless`, the same in every process, or one per principal with
+//!   `--auth`; `crate::shared_scope`), so a run one of them parks can be resumed by the next, on
+//!   any instance sharing the run store (docs/mcp.md, "Stateless HTTP clients";
+//!   docs/deployment.md).
 //!
 //! Nothing here writes to stdout (it is the protocol on stdio); diagnostics go to `tracing`.
 //!
@@ -38,7 +39,9 @@ use rmcp::service::{QuitReason, RoleServer, ServerInitializeError};
 use rmcp::transport::IntoTransport;
 
 use crate::drain::Drain;
+use crate::http_auth::HttpAuth;
 use crate::mrtr::RequestStates;
+use crate::shared_scope::SharedSessions;
 use crate::tasks::RunTasks;
 
 mod calls;
@@ -55,6 +58,7 @@ pub use env::{disabled_result, EnvSource, ServeHost, CODE_MODE_DISABLED};
 pub use results::{
     unavailable_note, META_TELEMETRY, META_UNAVAILABLE, NOTE_KEY, TOOLS_LIST_TTL_MS,
 };
+pub use http::PARK_DRAIN;
 pub use session::SESSION_ENDED;
 
 use results::mcp_tool;
@@ -119,9 +123,11 @@ pub struct CodeModeServer {
     source: Arc<dyn EnvSource>,
     host: Option<Arc<ServeHost>>,
     session: Arc<Session>,
-    /// Over HTTP: the one session every stateless request of this server shares (see
-    /// [`CodeModeServer::serve_http`]); `None` on other transports.
-    stateless: Option<Arc<Session>>,
+    /// Over HTTP: the shared sessions of stateless requests, anonymous or one per principal
+    /// (`crate::shared_scope`); `None` on other transports.
+    stateless: Option<Arc<SharedSessions<Session>>>,
+    /// Over HTTP with `--auth`: the bearer-token check and the per-principal run cap.
+    auth: Option<(Arc<HttpAuth>, Option<usize>)>,
     /// Where downstream servers' elicitation and sampling go: told the client of every call.
     forward: Option<Arc<crate::forward::Forwarder>>,
     /// The calls in flight of every session, and the signal that the server stops.
@@ -145,6 +151,7 @@ impl CodeModeServer {
             source,
             host: None,
             stateless: None,
+            auth: None,
             forward: None,
             drain: Drain::new(),
             states: Arc::new(RequestStates::per_process()),
@@ -166,6 +173,15 @@ impl CodeModeServer {
     /// "Shutdown"); `serve_http` calls it when its `shutdown` token is cancelled.
     pub fn drain(&self) -> &Drain {
         &self.drain
+    }
+
+    /// The same server requiring bearer tokens over HTTP (`auth`, `crate::http_auth`), with at
+    /// most `cap` parked runs per principal in this process (`None`: only the process-wide
+    /// cap). Stateless requests of each principal share its scope (`crate::shared_scope`), and
+    /// any `Host` header is accepted (the bind may be non-loopback; the token is the guard).
+    pub fn with_http_auth(mut self, auth: Arc<HttpAuth>, cap: Option<usize>) -> Self {
+        self.auth = Some((auth, cap));
+        self
     }
 
     /// The same server with `host`: the policy, hooks and trajectory of every run of its

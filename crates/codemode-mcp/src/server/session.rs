@@ -22,6 +22,11 @@ pub(super) struct Session {
     /// The approvals of the session's 2026-07-28 requests, answered by MRTR (`crate::mrtr`):
     /// no delegate, so they stay outstanding until a retry's `inputResponses` answers them.
     pub(super) mrtr: OnceLock<Arc<ApprovalBroker>>,
+    /// A shared scope (stateless HTTP requests, `crate::shared_scope`): when the process lets go
+    /// of it, its runs stay in a durable store.
+    shared: bool,
+    /// For a stateful HTTP session opened with a bearer token: its principal, noted for the cap.
+    pub(super) owner: OnceLock<crate::shared_scope::OwnerNote>,
 }
 
 /// The reason of approvals still outstanding when their MCP session ends.
@@ -33,10 +38,9 @@ impl Session {
         Session::with_prefix(code_mode, "")
     }
 
-    /// The shared session of stateless HTTP requests: `session_id = "mcp-stateless-<uuid>"`,
-    /// `session_key = "mcp:stateless:<uuid>"`.
-    pub(super) fn stateless(code_mode: Arc<CodeMode>) -> Arc<Session> {
-        Session::with_prefix(code_mode, "stateless")
+    /// A shared session of stateless HTTP requests with `scope` (`crate::shared_scope`).
+    pub(super) fn shared(code_mode: Arc<CodeMode>, scope: RunScope) -> Arc<Session> {
+        Session::with_scope(code_mode, scope, true)
     }
 
     fn with_prefix(code_mode: Arc<CodeMode>, prefix: &str) -> Arc<Session> {
@@ -46,16 +50,23 @@ impl Session {
         } else {
             (format!("{prefix}-"), format!("{prefix}:"))
         };
+        let scope = RunScope {
+            session_id: Some(format!("mcp-{dash}{id}")),
+            session_key: Some(format!("mcp:{colon}{id}")),
+            ..RunScope::default()
+        };
+        Session::with_scope(code_mode, scope, false)
+    }
+
+    fn with_scope(code_mode: Arc<CodeMode>, scope: RunScope, shared: bool) -> Arc<Session> {
         Arc::new(Session {
             code_mode,
-            scope: RunScope {
-                session_id: Some(format!("mcp-{dash}{id}")),
-                session_key: Some(format!("mcp:{colon}{id}")),
-                ..RunScope::default()
-            },
+            scope,
             peer: PeerSlot::new(),
             approvals: OnceLock::new(),
             mrtr: OnceLock::new(),
+            shared,
+            owner: OnceLock::new(),
         })
     }
 
@@ -89,7 +100,11 @@ impl Drop for Session {
         {
             approvals.deny_all(Some(SESSION_ENDED));
         }
-        let dropped = self.code_mode.end_session(&self.scope);
+        let dropped = if self.shared {
+            self.code_mode.release_session(&self.scope)
+        } else {
+            self.code_mode.end_session(&self.scope)
+        };
         if dropped > 0 {
             tracing::info!(
                 session = ?self.scope.session_id,

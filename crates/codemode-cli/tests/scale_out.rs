@@ -1,0 +1,359 @@
+//! `codemode serve --http` scaled out (issue 24 items 3 and 4; docs/deployment.md): real
+//! `serve` processes, a real `redis-server`, real HTTP requests of a stateless 2026-07-28 client.
+//!
+//! - Anonymous stateless requests share one scope that is the same in every instance on one
+//!   store: a run parked through A is resumed by a `wait` on B.
+//! - `--auth FILE`: 401 with `WWW-Authenticate` without a valid token (and the token is in no
+//!   log), runs scoped to their principal, the per-principal cap, and a non-loopback bind
+//!   refused without `--auth`.
+
+#[path = "../../codemode-snapshot/tests/support/redis_server.rs"]
+mod redis_server;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use redis_server::RedisServer;
+use serde_json::{json, Value};
+
+/// A 32-byte sealing key, standard base64 (the test's own; never a real one).
+const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+/// A running `codemode serve --http 127.0.0.1:0`, killed by pid when dropped.
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Serve {
+    /// Starts `serve --http 127.0.0.1:0` with `args` and waits for its URL on stderr.
+    fn start(args: &[&str]) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .env("CODEMODE_STATE_KEY", KEY)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn codemode serve");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        let url = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                panic!("serve exited before serving: {seen}");
+            }
+            if let Some(url) = line
+                .trim()
+                .strip_prefix("codemode: serving MCP over streamable HTTP at ")
+            {
+                break url.to_string();
+            }
+            seen.push_str(&line);
+        };
+        // Keep draining stderr so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while stderr.read_line(&mut sink).unwrap_or(0) > 0 {
+                sink.clear();
+            }
+        });
+        Serve { child, url }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One stateless 2026-07-28 `tools/call` of `tool` with `arguments`, with `token` as bearer
+/// token; the HTTP status, the `WWW-Authenticate` header and the JSON-RPC response (`Null` when
+/// the body is not one).
+async fn call(
+    url: &str,
+    token: Option<&str>,
+    tool: &str,
+    arguments: Value,
+) -> (u16, Option<String>, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }});
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(body.to_string());
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_string());
+    let text = response.text().await.unwrap();
+    let message = serde_json::from_str::<Value>(&text)
+        .ok()
+        .or_else(|| {
+            text.lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+                .find(|message| message.get("id") == Some(&json!(1)))
+        })
+        .unwrap_or(Value::Null);
+    (status, challenge, message)
+}
+
+/// The `structuredContent` of a successful call (the code-mode result).
+async fn result(url: &str, token: Option<&str>, tool: &str, arguments: Value) -> Value {
+    let (status, _, message) = call(url, token, tool, arguments).await;
+    assert_eq!(status, 200, "{message}");
+    message["result"]["structuredContent"].clone()
+}
+
+const PARK: &str = "text('before'); await yield_control(); text('after'); return 7";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anonymous_stateless_wait_resumes_on_another_instance() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let state = redis.url(0);
+    let a = Serve::start(&["--state", &state]);
+    let b = Serve::start(&["--state", &state]);
+    let parked = result(&a.url, None, "exec", json!({"code": PARK})).await;
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    assert_eq!(
+        parked["output"],
+        json!([{"type": "text", "text": "before"}])
+    );
+    let run_id = parked["runId"].clone();
+    let done = result(&b.url, None, "wait", json!({"runId": run_id})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["value"], 7);
+    assert_eq!(done["output"], json!([{"type": "text", "text": "after"}]));
+    // Finished: neither instance has it any more.
+    let again = result(&a.url, None, "wait", json!({"runId": run_id})).await;
+    assert_eq!(again["error"], "code mode run is unavailable or expired.");
+
+    // A's own restart does not lose it either: park on B, stop B, wait on a new B.
+    let parked = result(&b.url, None, "exec", json!({"code": PARK})).await;
+    drop(b);
+    let b = Serve::start(&["--state", &state]);
+    let done = result(&b.url, None, "wait", json!({"runId": parked["runId"]})).await;
+    assert_eq!(done["value"], 7, "{done}");
+}
+
+/// Writes an auth file for `alice` (token `tok-alice`) and `bob` (token `tok-bob`), mode 600.
+fn auth_file(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("tokens");
+    let text = format!(
+        "# codemode serve --auth\n{} alice\n{} bob\n",
+        codemode_mcp::http_auth::token_hash("tok-alice"),
+        codemode_mcp::http_auth::token_hash("tok-bob"),
+    );
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_tokens_scope_runs_to_their_principal() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = auth_file(dir.path());
+    let log = dir.path().join("serve.log");
+    let state = redis.url(1);
+    let (tokens, log_arg) = (tokens.to_str().unwrap(), log.to_str().unwrap());
+    let common = [
+        "--state",
+        &state,
+        "--auth",
+        tokens,
+        "--runs-per-principal",
+        "2",
+    ];
+    let a = Serve::start(&[&common[..], &["--log-file", log_arg]].concat());
+    let b = Serve::start(&common);
+
+    let (status, challenge, _) = call(&a.url, None, "exec", json!({"code": "return 1"})).await;
+    assert_eq!(status, 401);
+    assert_eq!(challenge.as_deref(), Some("Bearer realm=\"codemode\""));
+    let (status, challenge, _) = call(
+        &a.url,
+        Some("tok-mallory"),
+        "exec",
+        json!({"code": "return 1"}),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge.as_deref(),
+        Some("Bearer realm=\"codemode\", error=\"invalid_token\"")
+    );
+
+    let parked = result(&a.url, Some("tok-alice"), "exec", json!({"code": PARK})).await;
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    let run_id = parked["runId"].clone();
+    // Bob sees neither Alice's run here nor on the other instance.
+    for url in [&a.url, &b.url] {
+        let refused = result(url, Some("tok-bob"), "wait", json!({"runId": run_id})).await;
+        assert_eq!(
+            refused["error"], "code mode run belongs to a different session.",
+            "{refused}"
+        );
+    }
+    let done = result(&b.url, Some("tok-alice"), "wait", json!({"runId": run_id})).await;
+    assert_eq!(done["value"], 7, "{done}");
+
+    // The cap: two parked runs per principal in one process; Bob is not affected.
+    for _ in 0..2 {
+        let parked = result(&a.url, Some("tok-alice"), "exec", json!({"code": PARK})).await;
+        assert_eq!(parked["status"], "waiting", "{parked}");
+    }
+    let refused = result(&a.url, Some("tok-alice"), "exec", json!({"code": PARK})).await;
+    assert_eq!(refused["status"], "failed");
+    assert_eq!(refused["error"], "too many suspended code mode runs.");
+    let bobs = result(&a.url, Some("tok-bob"), "exec", json!({"code": PARK})).await;
+    assert_eq!(bobs["status"], "waiting", "{bobs}");
+
+    drop(a);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("refused an MCP HTTP request without a valid bearer token"),
+        "{logged}"
+    );
+    for token in ["tok-alice", "tok-bob", "tok-mallory"] {
+        assert!(!logged.contains(token), "{token} in the log: {logged}");
+    }
+}
+
+#[test]
+fn a_non_loopback_bind_needs_auth_and_a_bad_auth_file_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "codemode: --http 0.0.0.0:0: not a loopback address; code mode hands whoever can reach it the configured tools, so serve it on 127.0.0.1 or ::1, or require bearer tokens with --auth FILE\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("tokens");
+    std::fs::write(&bad, "not-a-hash alice\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["serve", "--http", "0.0.0.0:0", "--auth"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "codemode: --auth {}: line 1: expected `<sha256 hex of the token> <principal>`\n",
+            bad.display()
+        )
+    );
+}
+
+/// An MCP config with npm's server-everything, written into `dir`.
+fn everything_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let config = dir.join("servers.json");
+    let server = codemode_test_support::npm_server("mcp-server-everything");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"everything": {"command": server}}}).to_string(),
+    )
+    .unwrap();
+    config
+}
+
+/// Waits (at most 60 s) until `url`'s MCP servers are connected: an `exec` no longer names
+/// unavailable servers.
+async fn connected(url: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, _, message) = call(url, None, "exec", json!({"code": "return 1"})).await;
+        if message["result"]["_meta"]["codemode/unavailableServers"].is_null() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{message}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// `SIGTERM` with a durable store: the `exec` in flight (a 30 s tool call) answers `waiting`
+/// instead of an error, the process exits within a bound, and another instance resumes the run,
+/// whose lost call rejects inside the program.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_parks_the_runs_in_flight_into_the_store() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = everything_config(dir.path());
+    let state = redis.url(2);
+    let args = ["--state", &state, "--mcp-config", config.to_str().unwrap()];
+    let a = Serve::start(&args);
+    connected(&a.url).await;
+    let code = "try { await MCP.everything.triggerLongRunningOperation({duration: 30, steps: 2}); return 'finished'; } catch (e) { return 'caught: ' + e.message; }";
+    let url = a.url.clone();
+    let exec = tokio::spawn(async move {
+        call(
+            &url,
+            None,
+            "exec",
+            json!({"code": code, "timeoutMs": 60000}),
+        )
+        .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let stopping = std::time::Instant::now();
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(a.child.id() as i32, libc::SIGTERM) }, 0);
+    let (status, _, message) = exec.await.unwrap();
+    assert_eq!(status, 200, "{message}");
+    let parked = &message["result"]["structuredContent"];
+    assert_eq!(parked["status"], "waiting", "{message}");
+    let mut a = a;
+    let exited = loop {
+        if let Some(status) = a.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < std::time::Duration::from_secs(10),
+            "serve did not exit within 10 s of SIGTERM"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(exited.success(), "{exited:?}");
+    let b = Serve::start(&args);
+    // The record is sealed to the catalog: B must list the same tools first.
+    connected(&b.url).await;
+    let done = result(&b.url, None, "wait", json!({"runId": parked["runId"]})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let value = done["value"].as_str().unwrap();
+    assert!(
+        value.starts_with("caught: tool call \"")
+            && value.ends_with("\" was lost: the codemode process running it stopped"),
+        "{value}"
+    );
+}
