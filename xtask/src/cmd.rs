@@ -68,8 +68,6 @@ pub(crate) fn mcp_servers_dir() -> PathBuf {
     root().join("target").join("mcp-servers")
 }
 
-/// `cargo test --workspace` with the environment the MCP tests read: the one build `test` and
-/// `demo` share.
 /// `cargo test --workspace` with the environment the MCP tests read (`CODEMODE_MCP_SERVERS`,
 /// `CODEMODE_CONFORMANCE`, `CODEMODE_PYTHON_MCP`).
 pub(crate) fn test_build() -> Command {

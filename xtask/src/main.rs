@@ -10,10 +10,13 @@
 //!   is older), into `target/conformance`
 //!   (`conformance.rs`). Last, a Python venv with the pinned `mcp` SDK from PyPI in
 //!   `target/python-mcp` for the tests that drive it as a real MCP client (`python.rs`).
-//! - `demo`: setup, build what `test` builds (the two share one build: same targets, features and
-//!   profile), run the `codemode` binary on every program in `examples/`, then run
+//! - `demo`: only what the demo runs, in three numbered steps with their times: the npm MCP
+//!   servers (no guest toolchain, conformance suite, Python or redis), then `cargo build -p
+//!   codemode-cli` with the checked-in guest (`CODEMODE_GUEST=prebuilt`: no clang, no nested
+//!   guest build), then the `codemode` binary on every program in `examples/` and
 //!   `examples/mcp/notes.js` against the npm `server-memory` and `server-filesystem` (the README's
-//!   two-server MCP example) in a scratch directory under `target/mcp-demo`.
+//!   two-server MCP example) in a scratch directory under `target/mcp-demo`. `test` installs
+//!   the rest and builds the test profile.
 //! - `test`: setup, the lint gates (citations, layers, `cargo fmt --check`, `cargo clippy --workspace --all-targets
 //!   -- -D warnings`, clippy on the wasm guest, `cargo xtask guest --check`, `cargo doc --no-deps` with `RUSTDOCFLAGS=-D
 //!   warnings`), then `cargo test --workspace` with `CODEMODE_MCP_SERVERS` set to
@@ -72,7 +75,9 @@ usage: cargo xtask <task> [options]     (--help anywhere prints this and changes
              used); the npm MCP servers into target/mcp-servers, the MCP conformance suite (and Node 22 when the
              system Node is older) into target/conformance, a Python venv with the mcp SDK into
              target/python-mcp (needs Node 20+, npm, python3)
-  demo       setup, build, then run every program in examples/ and the two-server MCP example
+  demo       only what the demo needs: the npm MCP servers into target/mcp-servers (Node 20+, npm),
+             cargo build -p codemode-cli with the checked-in guest (no clang), then every program
+             in examples/ and the two-server MCP example
   test       setup, the lint gates, then cargo test --workspace (what CI runs)
   e2e        setup, build, then the 16-step end-to-end plan [--bin PATH]
   cluster    setup, build, then serve --http scaled out: redis-server, haproxy, three instances,
@@ -101,7 +106,7 @@ fn main() -> ExitCode {
     }
     let result = match task.as_str() {
         "setup" => setup(),
-        "demo" => setup().and_then(|()| demo()),
+        "demo" => demo(),
         "test" => setup().and_then(|()| test(&rest)),
         "lint" => setup_guest().and_then(|()| lint()),
         "bench" if rest.iter().any(|a| a == "--peer") => {
@@ -278,11 +283,36 @@ fn setup_guest() -> Result<(), String> {
     Ok(())
 }
 
+/// One numbered step of `demo`, timed: prints `[n/3] what…` before and `[n/3] done in …` after.
+fn step<T>(n: u32, what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    println!("\n[{n}/3] {what}…");
+    let started = std::time::Instant::now();
+    let out = work()?;
+    println!("[{n}/3] done in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(out)
+}
+
+/// `cargo xtask demo`: only what the demo runs (README, "Try it"). *Choice:* the CLI alone in
+/// the dev profile with the checked-in guest, rather than `test`'s whole build (38 min on a
+/// 2-core machine) or a release build (full optimisation of wasmtime and swc costs more than it
+/// saves on four short programs); the price is that a later `cargo xtask test` rebuilds the
+/// crates whose features the test build changes.
 fn demo() -> Result<(), String> {
-    // The same build as `test` (every workspace target, dev-dependencies included): building only
-    // `codemode-cli` resolves other features (criterion, proptest and the CLI's rmcp test client
-    // turn on features of zerocopy, fnv and rmcp), so `demo` after `test` rebuilt 79 crates.
-    run(test_build().arg("--no-run"))?;
+    let started = std::time::Instant::now();
+    step(
+        1,
+        "installing the npm MCP servers of the MCP example",
+        setup_mcp_servers,
+    )?;
+    step(
+        2,
+        "building the codemode CLI (cargo build -p codemode-cli, checked-in guest; about 11 min on 2 cores from scratch, seconds when built)",
+        || {
+            run(cargo()
+                .args(["build", "-p", "codemode-cli"])
+                .env("CODEMODE_GUEST", "prebuilt"))
+        },
+    )?;
     // Where cargo put the binary: `CARGO_TARGET_DIR` (relative to the workspace) or `target/`.
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -295,6 +325,24 @@ fn demo() -> Result<(), String> {
         })
         .unwrap_or_else(|| root().join("target"));
     let bin = target.join("debug").join("codemode");
+    let failed = step(
+        3,
+        "running the examples (the first run compiles the guest module once, ~20 s)",
+        || run_examples(&bin),
+    )?;
+    println!(
+        "\ndemo finished in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        return Err(format!("{failed} example(s) did not complete"));
+    }
+    Ok(())
+}
+
+/// Runs every program in `examples/`, `return 1+2` and the MCP example with `bin`; how many did
+/// not complete.
+fn run_examples(bin: &Path) -> Result<usize, String> {
     let mut examples: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
         .map_err(|e| format!("examples/: {e}"))?
         .filter_map(Result::ok)
@@ -306,7 +354,7 @@ fn demo() -> Result<(), String> {
     for example in &examples {
         let rel = example.strip_prefix(root()).unwrap_or(example);
         println!("\n=== codemode exec --pretty {}", rel.display());
-        let status = Command::new(&bin)
+        let status = Command::new(bin)
             .current_dir(root())
             .args(["exec", "--pretty"])
             .arg(rel)
@@ -317,16 +365,13 @@ fn demo() -> Result<(), String> {
         }
     }
     println!("\n=== codemode exec -e 'return 1+2'");
-    run(Command::new(&bin)
+    run(Command::new(bin)
         .current_dir(root())
         .args(["exec", "-e", "return 1+2"]))?;
-    if !mcp_demo(&bin)? {
+    if !mcp_demo(bin)? {
         failed += 1;
     }
-    if failed > 0 {
-        return Err(format!("{failed} example(s) did not complete"));
-    }
-    Ok(())
+    Ok(failed)
 }
 
 /// The README's two-server MCP example on the installed npm servers: `examples/mcp/notes.js`

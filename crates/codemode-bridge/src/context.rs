@@ -23,7 +23,9 @@ pub enum ContextSection {
     Tools = 0,
     /// `API` virtual files: JSON array of `{path, description, bytes, content}`.
     ApiFiles = 1,
-    /// The `MCP` namespace: JSON `{paths: [[segment, …]], serverNames: [[identifier, serverName]]}`.
+    /// The `MCP` namespace: JSON `{paths: [[segment, …]], serverNames: [[identifier, serverName]],
+    /// offline: [[identifier, serverName, message]]}` (`offline`: configured servers that are not
+    /// connected; `MCP.<identifier>` throws `message`, docs/mcp.md).
     Mcp = 2,
     /// The `tools.<name>` conveniences: JSON array of `[name, id]` pairs, in catalog order.
     Conveniences = 3,
@@ -50,7 +52,7 @@ struct Inner {
     sections: [Box<str>; 4],
     /// Convenience name → tool id, for `codemode.context_convenience`.
     conveniences: HashMap<String, String>,
-    /// Whether the `MCP` global exists (the namespace has at least one callable path).
+    /// Whether the `MCP` global exists (a callable path, or a configured server that is offline).
     has_mcp: bool,
     /// Set for the eager install: the whole context JSON handed to `setup` in `cm_start`.
     eager: Option<Box<str>>,
@@ -63,7 +65,7 @@ pub struct RunContext(Arc<Inner>);
 impl RunContext {
     /// A lazily installed context from its JSON sections: `tools_json` (array of compact
     /// entries), `api_files_json` (array of `{path, description, bytes, content}`), `mcp_json`
-    /// (`{paths, serverNames}`; `has_mcp` says whether `paths` is non-empty) and the
+    /// (`{paths, serverNames, offline}`; `has_mcp` says whether `paths` or `offline` is non-empty) and the
     /// conveniences as `(name, id)` pairs in catalog order (the caller computes them with the
     /// catalog's rule, docs/contract/catalog.md#s3-4). The texts must be valid JSON; the guest
     /// parses them with `JSON.parse` and fails the touching access if they are not.

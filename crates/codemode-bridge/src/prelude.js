@@ -46,6 +46,7 @@
   const charCodeAt = String.prototype.charCodeAt;
   const stringEndsWith = String.prototype.endsWith;
   const stringStartsWith = String.prototype.startsWith;
+  const stringLastIndexOf = String.prototype.lastIndexOf;
   const arrayJoin = Array.prototype.join;
   const getPrototypeOf = Object.getPrototypeOf;
   const numberParse = Number.parseInt;
@@ -577,7 +578,12 @@
         const out = [];
         for (let i = 0; i < files.length; i++) {
           const f = files[i];
-          if (p === "" || f.path === p || apply(stringStartsWith, f.path, [p + "/"])) {
+          // A per-tool file (`nested`) is listed only under its own directory
+          // (`API.list("mcp/<server>")`, docs/mcp.md "One tool's declaration").
+          const shown = f.nested === true
+            ? p !== "" && (f.path === p || apply(slice, f.path, [0, apply(stringLastIndexOf, f.path, ["/"])]) === p)
+            : p === "" || f.path === p || apply(stringStartsWith, f.path, [p + "/"]);
+          if (shown) {
             const entry = create(null);
             entry.path = f.path;
             entry.description = f.description;
@@ -679,17 +685,40 @@
   }
 
   function makeMcp(mcp) {
-    const paths = mcp !== null && typeof mcp === "object" && isArray(mcp.paths) ? mcp.paths : [];
-    if (paths.length === 0) return undefined;
+    const object = mcp !== null && typeof mcp === "object";
+    const paths = object && isArray(mcp.paths) ? mcp.paths : [];
+    const offline = object && isArray(mcp.offline) ? mcp.offline : [];
+    if (paths.length === 0 && offline.length === 0) return undefined;
     return fillMcp(create(null), mcp);
   }
 
+  // The getter of `MCP.<server>` for a configured server that is not connected: it throws
+  // `message` (`MCP server "<name>" is not connected: …`, docs/mcp.md).
+  function offlineGetter(message) {
+    return function () {
+      throw new ErrorCtor(message);
+    };
+  }
+
   // Builds the scopes of `mcp` (whose `paths` is an array) into the null-prototype `root` and
-  // deep-freezes it.
+  // deep-freezes it. `mcp.offline` ([[identifier, serverName, message]]) adds a non-enumerable
+  // accessor per offline server (so `Object.keys(MCP)` lists the servers that can be called).
   function fillMcp(root, mcp) {
     const object = mcp !== null && typeof mcp === "object";
     const paths = object && isArray(mcp.paths) ? mcp.paths : [];
     const names = object && isArray(mcp.serverNames) ? mcp.serverNames : [];
+    const offline = object && isArray(mcp.offline) ? mcp.offline : [];
+    for (let i = 0; i < offline.length; i++) {
+      const entry = offline[i];
+      if (!isArray(entry) || typeof entry[0] !== "string" || typeof entry[2] !== "string") continue;
+      defineProperty(root, entry[0], {
+        __proto__: null,
+        get: offlineGetter(entry[2]),
+        set: undefined,
+        enumerable: false,
+        configurable: true,
+      });
+    }
     for (let i = 0; i < names.length; i++) {
       const scope = create(null);
       defineProperty(scope, "$serverName", data(names[i][1], false, true, false));

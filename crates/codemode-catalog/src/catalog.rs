@@ -15,6 +15,7 @@ use crate::error::{LookupError, LookupOp};
 use crate::hint::{input_hint, output_hint, UNKNOWN};
 use crate::index::{quick_index_line, render_quick_index};
 use crate::js::{cmp_utf16, is_identifier, js_trim};
+use crate::mcp::offline::OfflineServer;
 use crate::mcp::McpNamespace;
 use crate::search::{SearchDoc, SearchIndex};
 use crate::spec::{McpToolDocs, ToolOrigin, ToolSpec};
@@ -260,6 +261,8 @@ pub struct Catalog {
     /// The search index over the guest-visible entries and, per document, its entry's
     /// position; built on the first search or suggestion (docs/contract/decisions.md#d15).
     search_index: OnceLock<(SearchIndex, Vec<usize>)>,
+    /// Configured MCP servers that are not connected ([`Catalog::with_offline_mcp_servers`]).
+    offline_mcp: Vec<OfflineServer>,
 }
 
 /// Where a spec lands: source, id owner segment, `sourceName`, group.
@@ -482,7 +485,25 @@ impl Catalog {
             namespace: OnceLock::new(),
             run_context: OnceLock::new(),
             search_index: OnceLock::new(),
+            offline_mcp: Vec::new(),
         })
+    }
+
+    /// This catalog with `servers`, configured MCP servers that are not connected (still
+    /// connecting or failed): the guest's `MCP` exists, `MCP.<server>` of each throws
+    /// `MCP server "<name>" is not connected: …`, and `API.list()` lists a file per server that
+    /// says so (docs/mcp.md, "Servers that are not connected"). Their order is kept.
+    pub fn with_offline_mcp_servers(mut self, servers: Vec<OfflineServer>) -> Catalog {
+        self.offline_mcp = servers;
+        // Built from the offline list: drop anything computed before it was set.
+        self.namespace = OnceLock::new();
+        self.run_context = OnceLock::new();
+        self
+    }
+
+    /// The configured MCP servers that are not connected ([`Catalog::with_offline_mcp_servers`]).
+    pub fn offline_mcp_servers(&self) -> &[OfflineServer] {
+        &self.offline_mcp
     }
 
     /// The guest run context of this catalog: `init` builds it on the first call, every later

@@ -65,6 +65,6 @@ pub use hint::{input_hint, output_hint};
 pub use index::QUICK_INDEX_MAX_CHARS;
 pub use mcp::{
     api_list, api_read, namespace_prompt, ApiFile, ApiFileError, McpMethod, McpNamespace,
-    McpServer, McpToolDocs, NamespaceAction, NamespaceError,
+    McpServer, McpToolDocs, NamespaceAction, NamespaceError, OfflineServer, OfflineState,
 };
 pub use spec::{CatalogMode, ControlKind, McpOperation, ToolOrigin, ToolSpec};

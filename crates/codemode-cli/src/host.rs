@@ -40,10 +40,14 @@ pub(crate) struct HostArgs {
     /// MCP.SERVER.TOOL({...}).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Budget of one request to an MCP server, in ms (at least 100); connecting to a server may
-    /// take as long, up to 30000.
+    /// Budget of one request to an MCP server, in ms (at least 100).
     #[arg(long, value_name = "N", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub mcp_timeout_ms: u64,
+    /// Budget for connecting to an MCP server and listing its tools, in ms (at least 100); a
+    /// server's own `connectTimeoutMs` wins. Long by default because `npx -y` downloads the
+    /// package on first use; a server that fails (exits, refuses) fails at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MCP_CONNECT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(100..))]
+    pub mcp_connect_timeout_ms: u64,
     /// The cell's timeoutMs: budget of each exec/wait call in ms (clamped to 100-60000).
     #[arg(long, value_name = "N")]
     pub timeout_ms: Option<u64>,
@@ -58,6 +62,10 @@ pub(crate) struct HostArgs {
     #[arg(long, value_name = "FILE")]
     pub trajectory: Option<PathBuf>,
 }
+
+/// `--mcp-connect-timeout-ms`'s default: 180 s, room for a first `npx -y` download on a slow
+/// machine (docs/mcp.md, "Servers that are not connected").
+pub(crate) const DEFAULT_MCP_CONNECT_TIMEOUT_MS: u64 = 180_000;
 
 /// Loads a config file (JSON or JSON5), or without one the spec's defaults, the config `{}`:
 /// `enabled` is then `"auto"` (docs/contract/decisions.md#d8), exactly what `--config` with `{}`
@@ -221,7 +229,7 @@ fn build(
         let call_timeout = Duration::from_millis(args.mcp_timeout_ms);
         let options = ClientOptions {
             call_timeout,
-            connect_timeout: defaults.connect_timeout.min(call_timeout),
+            connect_timeout: Duration::from_millis(args.mcp_connect_timeout_ms),
             ..defaults
         };
         let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();
@@ -249,11 +257,11 @@ fn build(
             }
         };
         if mcp_in_background {
-            let budget = options.connect_timeout + codemode_mcp::hub::MIN_RELIST_INTERVAL;
             let hub = {
                 let _entered = runtime.enter();
                 McpHub::start_forwarding(&config, options, forward.clone())
             };
+            let budget = hub.connect_budget();
             let watched = hub.clone();
             runtime.spawn(async move {
                 watched.settle(budget).await;
@@ -382,22 +390,34 @@ impl Host {
             hub.retry_failed();
         }
         let generation = self.hub.as_ref().map_or(0, McpHub::generation);
+        // Servers still connecting or failed: `MCP.<server>` says so (docs/mcp.md, "Servers that
+        // are not connected"); a catalog with one is rebuilt per run, so its time is current.
+        let offline = self.hub.as_ref().map(McpHub::offline).unwrap_or_default();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((seen, catalog)) = cache.as_ref() {
-            if *seen == generation {
+            if *seen == generation && offline.is_empty() && catalog.offline_mcp_servers().is_empty()
+            {
                 return Ok(catalog.clone());
             }
         }
+        let specs = self.specs();
+        let catalog = Arc::new(
+            Catalog::build(specs, &self.limits)
+                .map_err(|e| Failure::Usage(format!("catalog: {e}")))?
+                .with_offline_mcp_servers(offline),
+        );
+        *cache = Some((generation, catalog.clone()));
+        Ok(catalog)
+    }
+
+    /// The tools the catalog is built from, in the same order: the static or built-in tools,
+    /// then the MCP servers' current entries (the policy applied to both).
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         let mut specs = self.base_specs.clone();
         if let Some(hub) = &self.hub {
             specs.extend(hub.specs_allowed(&self.policy));
         }
-        let catalog = Arc::new(
-            Catalog::build(specs, &self.limits)
-                .map_err(|e| Failure::Usage(format!("catalog: {e}")))?,
-        );
-        *cache = Some((generation, catalog.clone()));
-        Ok(catalog)
+        specs
     }
 
     /// The environment of one `exec` or `wait`: current catalog, executor, the config's policy

@@ -21,8 +21,8 @@
 //!   (no file is the config `{}`: `enabled` `"auto"`, as `--config` with `{}` gives).
 //! - `codemode catalog [--tools FILE | --root DIR] [--mcp-config FILE] …` shows what the model
 //!   and the guest would see of the catalog `exec` runs against: `ALL_TOOLS`, the quick index,
-//!   search hits, a described entry, or (`--surface`) the provider-facing `exec`/`wait`
-//!   definitions.
+//!   search hits, a described entry, (`--surface`) the provider-facing `exec`/`wait`
+//!   definitions, or (`--tokens`, `tokens.rs`) what direct exposure and code mode cost in tokens.
 //! - `codemode agent --script FILE …` runs one agent turn with a scripted model and prints its
 //!   envelope `{payload, transcript, trajectory?, meta, …}` (`agent.rs`).
 //!
@@ -52,6 +52,7 @@ mod serve;
 mod session;
 mod state;
 mod static_tools;
+mod tokens;
 mod tools;
 
 use std::io::Read;
@@ -181,6 +182,10 @@ struct CatalogArgs {
     /// Print tools.describe(ID).
     #[arg(long, value_name = "ID", group = "view")]
     describe: Option<String>,
+    /// Print the tokens a model is shown for these tools with direct exposure and with code
+    /// mode (o200k and cl100k), per server and in total, and a recommendation.
+    #[arg(long, group = "view")]
+    tokens: bool,
     /// Pretty-print --surface (the other views are always pretty).
     #[arg(long)]
     pretty: bool,
@@ -291,9 +296,15 @@ fn catalog(args: CatalogArgs) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::from(1));
     };
     let catalog = host.catalog();
+    let specs = host.specs();
     host.shutdown(&runtime);
     runtime.shutdown_background();
     let catalog = catalog?;
+    if args.tokens {
+        let report = tokens::report(&specs, &catalog);
+        print_line(&tokens::render(&report))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let view = if let Some(query) = args.search {
         CatalogView::Search {
             query,

@@ -104,17 +104,76 @@ fn a_server_that_cannot_start_is_reported_and_left_out() {
             "--mcp-config",
             file.to_str().unwrap(),
             "-e",
-            "return typeof MCP",
+            "try { MCP.ghost; return typeof MCP; } catch (e) { return [typeof MCP, e.message]; }",
         ],
         None,
     );
     assert_eq!(out.status.code(), Some(0));
     let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(stdout["value"], "undefined");
+    // `MCP` exists and says why the server is missing (docs/mcp.md, "Servers that are not
+    // connected").
+    assert_eq!(
+        stdout["value"],
+        json!(["object", "MCP server \"ghost\" is not connected: failed: MCP server \"ghost\" failed to start \"/nonexistent/mcp-server\": No such file or directory (os error 2)"])
+    );
     assert_eq!(stdout["telemetry"]["sources"]["mcp"], 0);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "codemode: MCP server \"ghost\" failed to start \"/nonexistent/mcp-server\": No such file or directory (os error 2)\n"
+    );
+}
+
+/// A server that never answers is given up after its own `connectTimeoutMs`, not the CLI's
+/// 180 s default, and `API.list()` says why it is missing.
+#[test]
+fn a_servers_connect_timeout_bounds_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "servers.json",
+        r#"{"mcpServers": {"mute": {"command": "sleep", "args": ["30"], "connectTimeoutMs": 400}}}"#,
+    );
+    let started = std::time::Instant::now();
+    let out = codemode(
+        &[
+            "exec",
+            "--mcp-config",
+            file.to_str().unwrap(),
+            "-e",
+            "return (await API.list()).files.map((f) => f.description);",
+        ],
+        None,
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let descriptions = stdout["value"].as_array().unwrap();
+    assert_eq!(descriptions.len(), 2, "{stdout}");
+    assert_eq!(
+        descriptions[0],
+        "Root MCP namespace declaration and server list."
+    );
+    let offline = descriptions[1].as_str().unwrap();
+    assert!(
+        offline.starts_with("MCP server \"mute\" is not connected: failed: MCP server \"mute\" did not finish connecting")
+            && offline.contains(" within 400 ms"),
+        "{offline}"
+    );
+}
+
+/// `--mcp-connect-timeout-ms` is checked like `--mcp-timeout-ms` (at least 100).
+#[test]
+fn the_connect_timeout_flag_is_checked() {
+    let out = codemode(
+        &["exec", "--mcp-connect-timeout-ms", "5", "-e", "return 1"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--mcp-connect-timeout-ms") && stderr.contains("5 is not in 100.."),
+        "{stderr}"
     );
 }
 

@@ -167,6 +167,7 @@ async fn serve_over_streamable_http_on_loopback() {
                     },
                 )]
                 .into(),
+                ..Default::default()
             },
             ClientOptions::default(),
         )

@@ -65,6 +65,25 @@ pub use codemode_runtime as runtime;
 /// See [`bridge`].
 pub use codemode_telemetry as telemetry;
 
+/// The Rust blocks of README.md and docs/, compiled (and run, unless marked `no_run` or
+/// `ignore` with the reason in the block) as doctests of this crate by `cargo test --workspace`,
+/// so the snippets a reader copies keep compiling. Not part of the API.
+#[cfg(doctest)]
+pub mod doc_snippets {
+    #[doc = include_str!("../../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../../docs/catalog.md")]
+    pub struct Catalog;
+    #[doc = include_str!("../../../docs/config.md")]
+    pub struct Config;
+    #[doc = include_str!("../../../docs/host.md")]
+    pub struct Host;
+    #[doc = include_str!("../../../docs/snapshot-store.md")]
+    pub struct SnapshotStore;
+    #[doc = include_str!("../../../docs/source-preparation.md")]
+    pub struct SourcePreparation;
+}
+
 pub mod prelude {
     //! What a Rust host embedding code mode needs, in one import (`crates/codemode-facade/examples/
     //! embed.rs` is a complete program):

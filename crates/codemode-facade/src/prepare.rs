@@ -64,8 +64,14 @@ pub(crate) fn lazy_run_context(catalog: &Catalog) -> RunContext {
         .into_iter()
         .map(|(path, _)| path)
         .collect();
-    let has_mcp = !paths.is_empty();
-    let mcp = json!({"paths": paths, "serverNames": namespace.server_names()});
+    // Configured servers that are not connected keep `MCP` defined (docs/mcp.md, "Servers that
+    // are not connected").
+    let has_mcp = !paths.is_empty() || !namespace.offline().is_empty();
+    let mcp = json!({
+        "paths": paths,
+        "serverNames": namespace.server_names(),
+        "offline": namespace.offline_context(),
+    });
     let conveniences = catalog
         .conveniences()
         .iter()
@@ -73,7 +79,7 @@ pub(crate) fn lazy_run_context(catalog: &Catalog) -> RunContext {
         .collect();
     RunContext::new(
         json!(catalog.all_tools()).to_string(),
-        json!(namespace.api_files()).to_string(),
+        json!(api_files(&namespace)).to_string(),
         mcp.to_string(),
         has_mcp,
         conveniences,
@@ -88,13 +94,22 @@ pub(crate) fn eager_run_context(catalog: &Catalog) -> RunContext {
     let mcp = json!({
         "paths": namespace.callable_paths().into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
         "serverNames": namespace.server_names(),
+        "offline": namespace.offline_context(),
     });
     RunContext::eager(
         json!({
             "tools": catalog.all_tools(),
-            "apiFiles": namespace.api_files(),
+            "apiFiles": api_files(&namespace),
             "mcp": mcp,
         })
         .to_string(),
     )
+}
+
+/// The guest's `API` files: the contract's (docs/contract/mcp.md#s7-4), then one per tool
+/// (docs/mcp.md, "One tool's declaration").
+fn api_files(namespace: &codemode_catalog::McpNamespace) -> Vec<codemode_catalog::ApiFile> {
+    let mut files = namespace.api_files();
+    files.extend(namespace.tool_files());
+    files
 }

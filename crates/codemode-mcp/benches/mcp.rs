@@ -42,6 +42,7 @@ fn benches(c: &mut Criterion) {
                 timeout: None,
             },
         )]),
+        ..Default::default()
     };
     let hub = rt.block_on(McpHub::connect(&config, ClientOptions::default()));
     assert!(hub.status()[0].connected);

@@ -19,7 +19,9 @@
 //! values, `url` and `headers` values are replaced by the variable from `codemode`'s own
 //! environment (the default when it is unset or empty; `$${` is a literal `${`); an unset
 //! variable without a default is a config error naming the server, the field and the variable. `timeoutMs` (a positive
-//! integer, at most [`MAX_TIMEOUT_MS`]) replaces the per-request timeout for that server.
+//! integer, at most [`MAX_TIMEOUT_MS`]) replaces the per-request timeout for that server, and
+//! `connectTimeoutMs` (the same range) its budget for connecting and the first listing
+//! ([`McpServersConfig::connect_timeouts`]; docs/mcp.md, "Servers that are not connected").
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,10 @@ pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub struct McpServersConfig {
     /// Server name → how to reach it.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// Server name → its `connectTimeoutMs`: how long connecting and the first listing may take
+    /// (an `npx -y` download on first use can take minutes); a server without one keeps
+    /// [`crate::ClientOptions::connect_timeout`].
+    pub connect_timeouts: BTreeMap<String, Duration>,
 }
 
 /// How to reach one MCP server.
@@ -187,6 +193,9 @@ pub enum ServerProblem {
     /// `timeoutMs` is not an integer from 1 to [`MAX_TIMEOUT_MS`].
     #[error("\"timeoutMs\" must be an integer from 1 to {MAX_TIMEOUT_MS} (milliseconds)")]
     Timeout,
+    /// `connectTimeoutMs` is not an integer from 1 to [`MAX_TIMEOUT_MS`].
+    #[error("\"connectTimeoutMs\" must be an integer from 1 to {MAX_TIMEOUT_MS} (milliseconds)")]
+    ConnectTimeout,
     /// `type`/`transport` is not a string.
     #[error("\"type\" must be a string")]
     TypeNotAString,
@@ -327,6 +336,17 @@ impl McpServersConfig {
             config
                 .servers
                 .insert(name.clone(), parse_server(name, server, lookup)?);
+            match server.get("connectTimeoutMs") {
+                None | Some(Value::Null) => {}
+                Some(value) => match value.as_u64() {
+                    Some(ms @ 1..=MAX_TIMEOUT_MS) => {
+                        config
+                            .connect_timeouts
+                            .insert(name.clone(), Duration::from_millis(ms));
+                    }
+                    _ => return Err(ServerProblem::ConnectTimeout.of(name)),
+                },
+            }
         }
         Ok(config)
     }
@@ -745,7 +765,32 @@ mod tests {
                 err(json!({"mcpServers": {"t": {"command": "x", "timeoutMs": bad}}})),
                 "MCP server \"t\": \"timeoutMs\" must be an integer from 1 to 86400000 (milliseconds)"
             );
+            assert_eq!(
+                err(json!({"mcpServers": {"t": {"command": "x", "connectTimeoutMs": bad}}})),
+                "MCP server \"t\": \"connectTimeoutMs\" must be an integer from 1 to 86400000 (milliseconds)"
+            );
         }
+    }
+
+    #[test]
+    fn connect_timeouts_are_per_server() {
+        let config = McpServersConfig::from_value(&json!({"mcpServers": {
+            "slow": {"command": "npx", "args": ["-y", "pkg"], "connectTimeoutMs": 600000},
+            "web": {"url": "https://h/mcp", "connectTimeoutMs": 5000, "timeoutMs": 100},
+            "plain": {"command": "x", "connectTimeoutMs": null},
+        }}))
+        .unwrap();
+        assert_eq!(
+            config.connect_timeouts,
+            BTreeMap::from([
+                ("slow".to_string(), Duration::from_millis(600_000)),
+                ("web".to_string(), Duration::from_millis(5_000)),
+            ])
+        );
+        assert_eq!(
+            config.servers["web"].timeout(),
+            Some(Duration::from_millis(100))
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
-use codemode_catalog::{McpOperation, ToolOrigin, ToolSpec};
+use codemode_catalog::{McpOperation, OfflineServer, OfflineState, ToolOrigin, ToolSpec};
 use codemode_config::ToolPolicy;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -60,6 +60,9 @@ struct ServerEntry {
     /// Set once the first connect-and-list attempt has finished (either way).
     attempted: std::sync::atomic::AtomicBool,
     safe_name: String,
+    /// Budget of one whole listing, connect included: the server's `connectTimeoutMs`, else
+    /// [`ClientOptions::connect_timeout`].
+    listing_timeout: Duration,
     /// The last good listing, or why there never was one (shared: statuses and refreshes read it).
     listing: RwLock<Result<ServerListing, Arc<ClientError>>>,
     refresh: Mutex<RefreshState>,
@@ -68,7 +71,7 @@ struct ServerEntry {
 struct HubInner {
     servers: Vec<ServerEntry>,
     retry_failed_after: Duration,
-    /// Budget of one whole listing, connect included ([`ClientOptions::connect_timeout`]).
+    /// The longest of the servers' listing budgets ([`ServerEntry::listing_timeout`]).
     listing_timeout: Duration,
     routes: RwLock<HashMap<String, Route>>,
     generation: tokio::sync::watch::Sender<u64>,
@@ -119,14 +122,21 @@ pub struct McpHub {
 
 impl McpHub {
     /// Connects to every server in `config` concurrently and lists it, in at most
-    /// [`ClientOptions::connect_timeout`] (plus [`MIN_RELIST_INTERVAL`]) for connect and
-    /// listing together. Never fails as a whole: a server that cannot be reached is reported by
+    /// [`ClientOptions::connect_timeout`] or the longest per-server `connectTimeoutMs`
+    /// ([`McpHub::connect_budget`]) for connect and listing together. Never fails as a whole: a server that cannot be reached is reported by
     /// [`McpHub::status`] and contributes no entries. Must run inside a tokio runtime.
     pub async fn connect(config: &McpServersConfig, options: ClientOptions) -> McpHub {
         let hub = McpHub::start(config, options);
-        let budget = hub.inner.listing_timeout + MIN_RELIST_INTERVAL;
+        let budget = hub.connect_budget();
         hub.settle(budget).await;
         hub
+    }
+
+    /// How long the first connect-and-list of every server can take: the longest listing budget
+    /// (per-server `connectTimeoutMs`, else [`ClientOptions::connect_timeout`]) plus
+    /// [`MIN_RELIST_INTERVAL`].
+    pub fn connect_budget(&self) -> Duration {
+        self.inner.listing_timeout + MIN_RELIST_INTERVAL
     }
 
     /// Starts connecting to every server in `config` in the background and returns at once
@@ -187,8 +197,13 @@ impl McpHub {
                             tokio::spawn(refresh(inner, index));
                         }
                     });
+                    let mut server_options = options.clone();
+                    if let Some(timeout) = config.connect_timeouts.get(name) {
+                        server_options.connect_timeout = *timeout;
+                    }
+                    let listing_timeout = server_options.connect_timeout;
                     let client =
-                        ServerClient::new(name, server.clone(), options.clone(), on_changed);
+                        ServerClient::new(name, server.clone(), server_options, on_changed);
                     let client = match &forward {
                         Some(forward) => client.with_forwarder(forward.clone()),
                         None => client,
@@ -196,6 +211,7 @@ impl McpHub {
                     ServerEntry {
                         client: Arc::new(client),
                         safe_name: safe_names[index].clone(),
+                        listing_timeout,
                         attempted: std::sync::atomic::AtomicBool::new(false),
                         listing: RwLock::new(Err(Arc::new(ClientError::NotListedYet {
                             server: name.clone(),
@@ -207,7 +223,12 @@ impl McpHub {
             HubInner {
                 servers,
                 retry_failed_after: options.retry_failed_after,
-                listing_timeout: options.connect_timeout,
+                listing_timeout: config
+                    .servers
+                    .keys()
+                    .filter_map(|name| config.connect_timeouts.get(name))
+                    .copied()
+                    .fold(options.connect_timeout, Duration::max),
                 routes: RwLock::new(HashMap::new()),
                 generation: tokio::sync::watch::channel(0).0,
                 settled: tokio::sync::watch::channel(0).0,
@@ -254,6 +275,34 @@ impl McpHub {
                 Some(Unavailable {
                     server: server.client.name().to_string(),
                     reason,
+                })
+            })
+            .collect()
+    }
+
+    /// The configured servers with no successful listing yet, in name order, as the catalog shows
+    /// them to a run ([`codemode_catalog::Catalog::with_offline_mcp_servers`]): still
+    /// connecting (for how long since [`McpHub::start`]) or failed, with the last connect or
+    /// listing error (docs/mcp.md, "Servers that are not connected").
+    pub fn offline(&self) -> Vec<OfflineServer> {
+        let elapsed = self.inner.started.elapsed();
+        self.inner
+            .servers
+            .iter()
+            .filter_map(|server| {
+                let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
+                let error = listing.as_ref().err()?;
+                let state = if server.attempted.load(std::sync::atomic::Ordering::Acquire) {
+                    OfflineState::Failed {
+                        reason: error.to_string(),
+                    }
+                } else {
+                    OfflineState::Connecting { elapsed }
+                };
+                Some(OfflineServer {
+                    server_name: server.client.name().to_string(),
+                    safe_server_name: server.safe_name.clone(),
+                    state,
                 })
             })
             .collect()
@@ -497,12 +546,12 @@ async fn refresh_then(inner: Arc<HubInner>, index: usize, first: bool) {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .started = Some(now);
-        let listing = tokio::time::timeout(inner.listing_timeout, server.client.list())
+        let listing = tokio::time::timeout(server.listing_timeout, server.client.list())
             .await
             .unwrap_or_else(|_| {
                 Err(ClientError::ListingTimeout {
                     server: server.client.name().to_string(),
-                    timeout: inner.listing_timeout,
+                    timeout: server.listing_timeout,
                 })
             })
             .map_err(Arc::new);

@@ -47,6 +47,7 @@ async fn hub(dir: &std::path::Path) -> McpHub {
                 timeout: Some(Duration::from_secs(10)),
             },
         )]),
+        ..Default::default()
     };
     let hub = McpHub::connect(&config, ClientOptions::default()).await;
     assert!(hub.status()[0].connected, "{:?}", hub.status());

@@ -27,6 +27,7 @@ fn stdio(flags: &[&str], timeout: Option<Duration>) -> McpServersConfig {
                 timeout,
             },
         )]),
+        ..Default::default()
     }
 }
 
@@ -65,6 +66,7 @@ impl HttpServer {
                     timeout,
                 },
             )]),
+            ..Default::default()
         }
     }
 }

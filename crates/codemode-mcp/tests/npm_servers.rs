@@ -32,6 +32,7 @@ fn config(servers: Vec<(&str, ServerConfig)>) -> McpServersConfig {
             .into_iter()
             .map(|(n, s)| (n.to_string(), s))
             .collect::<BTreeMap<_, _>>(),
+        ..Default::default()
     }
 }
 

@@ -31,6 +31,7 @@ fn stdio(flags: &[&str]) -> McpServersConfig {
                 timeout: None,
             },
         )]),
+        ..Default::default()
     }
 }
 
@@ -69,6 +70,7 @@ impl HttpServer {
                     timeout: None,
                 },
             )]),
+            ..Default::default()
         }
     }
 }

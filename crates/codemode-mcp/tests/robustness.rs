@@ -25,6 +25,7 @@ fn stdio_config(command: &str, args: Vec<String>) -> McpServersConfig {
                 timeout: None,
             },
         )]),
+        ..Default::default()
     }
 }
 
@@ -541,6 +542,7 @@ async fn a_server_that_was_down_is_retried() {
                 timeout: None,
             },
         )]),
+        ..Default::default()
     };
     let options = ClientOptions {
         retry_failed_after: Duration::from_millis(100),

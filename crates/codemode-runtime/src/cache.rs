@@ -434,6 +434,9 @@ mod imp {
     }
 }
 
+#[cfg(all(test, unix))]
+mod refusals;
+
 #[cfg(test)]
 mod tests {
     use std::ffi::OsString;

@@ -193,12 +193,30 @@ impl Runtime {
             GUEST_SHA256.trim(),
             Some(&variant),
             options.cache_dir.as_deref(),
-            || preinitialise(&engine, &linker, guest_sha256),
+            || {
+                // A first run in a new project is otherwise silent for as long as this takes
+                // (README, "Embedding in Rust": the first-run time and the profile lines).
+                tracing::info!("{FIRST_COMPILE_NOTICE}");
+                preinitialise(&engine, &linker, guest_sha256)
+            },
         )
         .map_err(|e| stop_ticker(RuntimeError::setup("cannot pre-initialise the guest", e)))?;
         let guest_setup = match origin {
             crate::cache::Origin::Cache => GuestSetup::Cached,
-            crate::cache::Origin::Built => GuestSetup::Preinitialised,
+            crate::cache::Origin::Built => {
+                tracing::info!(
+                    "compiled the guest module in {:.1} s{}",
+                    started.elapsed().as_secs_f64(),
+                    match &options.cache_dir {
+                        Some(dir) => format!(
+                            "; later runs load it from the module cache {}",
+                            dir.display()
+                        ),
+                        None => String::new(),
+                    }
+                );
+                GuestSetup::Preinitialised
+            }
         };
         let pre = linker
             .instantiate_pre(&module)
@@ -301,6 +319,13 @@ fn preinit_variant(init_input: &[u8]) -> String {
         .collect();
     format!("preinit-{hex}")
 }
+
+/// The line logged (tracing `info`) before the guest is compiled on a module-cache miss: what is
+/// happening and how long it takes, measured on a 2-core machine (README, "Embedding in Rust").
+/// The time depends on how wasmtime's cranelift was compiled, which this crate cannot see: an
+/// embedding project's `dev` profile builds it unoptimised unless the project sets `opt-level = 2`
+/// for `cranelift-codegen` and `regalloc2`.
+pub(crate) const FIRST_COMPILE_NOTICE: &str = "compiling the guest module (first run, ~20 s; ~80 s when cranelift is built unoptimised: set opt-level = 2 for [profile.dev.package.cranelift-codegen] and [profile.dev.package.regalloc2]; later runs load it from the module cache)…";
 
 /// The pre-initialised guest: [`GUEST_WASM`] instrumented by wizer (every mutable global and the
 /// memory exported), compiled and instantiated with `linker` (WASI and the codemode imports,

@@ -43,6 +43,11 @@ pub struct ApiFile {
     pub bytes: usize,
     /// The declaration text.
     pub content: String,
+    /// A per-tool file (`mcp/<identifier>/<method>.d.ts`, [`McpNamespace::tool_files`]):
+    /// `API.list` shows it only when asked for its directory (`API.list("mcp/<identifier>")`).
+    /// Serialised as `nested: true` only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub nested: bool,
 }
 
 impl McpNamespace {
@@ -78,9 +83,11 @@ impl McpNamespace {
     /// />` line per server, a blank line, the root declaration), then `mcp/<identifier>.d.ts`
     /// per server in identifier order. A server whose identifier is `index` has no file of its
     /// own (it would clash with the index): its declaration is appended to `mcp/index.d.ts`
-    /// after a blank line. Empty when the namespace is empty.
+    /// after a blank line. Configured servers that are not connected add a comment line each to
+    /// the index and a file each ([`McpNamespace::offline`], docs/mcp.md "Servers that are not
+    /// connected"). Empty when the namespace is empty and no server is offline.
     pub fn api_files(&self) -> Vec<ApiFile> {
-        if self.is_empty() {
+        if !self.has_global() {
             return Vec::new();
         }
         let mut index = String::new();
@@ -89,6 +96,9 @@ impl McpNamespace {
                 "/// <reference path=\"./{}.d.ts\" />\n",
                 s.identifier
             ));
+        }
+        for s in &self.offline {
+            index.push_str(&format!("// MCP.{}: {}.\n", s.identifier, s.message));
         }
         index.push('\n');
         index.push_str(&self.root_declaration());
@@ -111,6 +121,7 @@ impl McpNamespace {
                 server_declaration(s, &s.methods.iter().collect::<Vec<_>>()),
             ));
         }
+        files.extend(self.offline_files());
         files
     }
 }
@@ -121,6 +132,35 @@ fn api_file(path: String, description: String, content: String) -> ApiFile {
         description,
         bytes: content.len(),
         content,
+        nested: false,
+    }
+}
+
+impl McpNamespace {
+    /// One file per method, `mcp/<identifier>/<method>.d.ts` (`mcp/github/createIssue.d.ts`,
+    /// `mcp/github/resources.read.d.ts`), holding only that method's declaration
+    /// ([`super::dts::tool_declaration`]), in server then method order; described as
+    /// `Declaration of MCP.<identifier>.<method> (<serverName>).`. A model that needs one tool
+    /// reads about what `tools/list` would have shown for it, instead of the whole server file
+    /// (docs/mcp.md, "One tool's declaration"). Not part of [`McpNamespace::api_files`]: they are
+    /// `nested`, listed only under their server's directory.
+    pub fn tool_files(&self) -> Vec<ApiFile> {
+        let mut files = Vec::new();
+        for s in &self.servers {
+            for m in &s.methods {
+                let mut file = api_file(
+                    format!("mcp/{}/{}.d.ts", s.identifier, m.method),
+                    format!(
+                        "Declaration of MCP.{}.{} ({}).",
+                        s.identifier, m.method, s.server_name
+                    ),
+                    super::dts::tool_declaration(s, m),
+                );
+                file.nested = true;
+                files.push(file);
+            }
+        }
+        files
     }
 }
 /// `MCP.<server>.$api(selector?, options?)` for one server (docs/contract/mcp.md#s7-3).
@@ -250,6 +290,11 @@ pub fn api_list(files: &[ApiFile], prefix: Option<&Value>) -> Value {
     let listed: Vec<Value> = files
         .iter()
         .filter(|f| {
+            if f.nested {
+                // Per-tool files: only under their own directory, or by their own path.
+                let dir = f.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+                return !prefix.is_empty() && (f.path == prefix || dir == prefix);
+            }
             prefix.is_empty()
                 || f.path == prefix
                 || (f.path.starts_with(prefix) && f.path[prefix.len()..].starts_with('/'))

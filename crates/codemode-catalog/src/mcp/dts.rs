@@ -153,6 +153,22 @@ pub fn server_declaration(server: &McpServer, methods: &[&McpMethod]) -> String 
     out
 }
 
+/// One method's declaration alone (the per-tool file `mcp/<identifier>/<method>.d.ts`):
+/// `declare namespace MCP.<identifier> {` (`MCP.<identifier>.<group>` for `resources.*` and
+/// `prompts.*`) around the same block the server file has for it, without the server file's
+/// preamble of shared result types (`McpToolResult` and the rest are declared in
+/// `mcp/<identifier>.d.ts`).
+pub fn tool_declaration(server: &McpServer, m: &McpMethod) -> String {
+    let scope = match m.path.as_slice() {
+        [group, _] => format!("{}.{group}", server.identifier),
+        _ => server.identifier.clone(),
+    };
+    let mut out = format!("declare namespace MCP.{scope} {{\n");
+    push_block(&mut out, server, m, "  ");
+    out.push('}');
+    out
+}
+
 fn push_block(out: &mut String, server: &McpServer, m: &McpMethod, indent: &str) {
     let block = tool_block(m);
     let block = if block.len() > MAX_TOOL_BLOCK_BYTES {

@@ -45,6 +45,7 @@ use crate::spec::McpOperation;
 pub mod api;
 pub mod dts;
 pub mod ident;
+pub mod offline;
 pub mod prompt;
 pub mod route;
 
@@ -53,14 +54,15 @@ pub use api::{
     MAX_API_DESCRIPTION_CHARS, MAX_API_SCHEMA_BYTES,
 };
 pub use dts::{
-    server_declaration, DECLARATION_RULES, MAX_DEFAULT_CHARS, MAX_DOC_LINES, MAX_DOC_LINE_CHARS,
-    MAX_NAME_CHARS, MAX_NESTED_PROPERTIES, MAX_PARAMS, MAX_TOOL_BLOCK_BYTES, MAX_TYPE_CHARS,
-    MAX_TYPE_DEPTH, MAX_TYPE_ENUM_VALUES, MAX_TYPE_NODES, MAX_TYPE_UNION_MEMBERS,
+    server_declaration, tool_declaration, DECLARATION_RULES, MAX_DEFAULT_CHARS, MAX_DOC_LINES,
+    MAX_DOC_LINE_CHARS, MAX_NAME_CHARS, MAX_NESTED_PROPERTIES, MAX_PARAMS, MAX_TOOL_BLOCK_BYTES,
+    MAX_TYPE_CHARS, MAX_TYPE_DEPTH, MAX_TYPE_ENUM_VALUES, MAX_TYPE_NODES, MAX_TYPE_UNION_MEMBERS,
 };
 pub use ident::{
     to_identifier, unique_identifier, FORBIDDEN_SEGMENTS, KEYWORDS, RESERVED_GLOBALS,
     RESERVED_SERVER_MEMBERS,
 };
+pub use offline::{OfflineMcpServer, OfflineServer, OfflineState};
 pub use prompt::namespace_prompt;
 pub use route::{map_input, NamespaceError, MCP_NAMESPACE_ID, ONE_OBJECT_ARGUMENT};
 
@@ -113,6 +115,8 @@ pub struct McpServer {
 pub struct McpNamespace {
     servers: Vec<McpServer>,
     callable: HashMap<Vec<String>, Callable>,
+    /// Configured servers that are not connected (docs/mcp.md, "Servers that are not connected").
+    offline: Vec<offline::OfflineMcpServer>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -187,7 +187,15 @@ impl McpNamespace {
                 callable.insert(key, Callable::Method(si, mi));
             }
         }
-        McpNamespace { servers, callable }
+        let offline = super::offline::offline_identifiers(
+            catalog.offline_mcp_servers(),
+            servers.iter().map(|s| s.identifier.clone()),
+        );
+        McpNamespace {
+            servers,
+            callable,
+            offline,
+        }
     }
 
     /// The host checks of a `namespace` bridge request, in the order of docs/contract/mcp.md#s7-2:
