@@ -24,6 +24,11 @@
 //!   checklist items against the built `codemode agent` and the fixtures in `xtask/e2e/`
 //!   (`e2e.rs`); one `step N  PASS|FAIL  …` line each, non-zero exit on any failure. `--bin PATH`
 //!   runs against that binary without building.
+//! - `interop [--bin PATH] [CHECK…]`: setup, the same build as `test`, then `codemode serve`
+//!   driven by real clients installed pinned into `target/interop` (Claude Code, Gemini CLI, the
+//!   MCP Inspector CLI, the TypeScript SDK 2.x with ext-tasks; the Python SDK of setup): `mcp
+//!   list` over stdio and HTTP, both protocol eras, Tasks and approvals, one Claude Code agent
+//!   turn against a local Messages API stand-in (`interop.rs`; docs/mcp.md, "Interop").
 //! - `lint`: the guest part of setup, then only the lint gates of `test`.
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
@@ -52,6 +57,7 @@ mod conformance;
 mod e2e;
 mod fuzz;
 mod guest;
+mod interop;
 mod layers;
 mod peer;
 mod python;
@@ -70,6 +76,9 @@ usage: cargo xtask <task> [options]     (--help anywhere prints this and changes
   demo       setup, build, then run every program in examples/ and the two-server MCP example
   test       setup, the lint gates, then cargo test --workspace (what CI runs)
   e2e        setup, build, then the 16-step end-to-end plan [--bin PATH]
+  interop    setup, build, then codemode serve driven by real clients (Claude Code, Gemini CLI,
+             MCP Inspector, TypeScript and Python SDKs; installed pinned into target/interop)
+             [--bin PATH] [CHECK...]
   lint       the lint gates only (citations, layers, fmt, clippy, guest clippy, guest --check,
              rustdoc)
   bench      the criterion benchmarks; --peer [--bin PATH] [--iterations N] [--warmup N] runs
@@ -106,6 +115,7 @@ fn main() -> ExitCode {
         "fuzz" => setup_guest().and_then(|()| fuzz::task(&rest)),
         "guest" => setup_guest().and_then(|()| guest::task(&root(), &rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
+        "interop" => setup().and_then(|()| interop::task(&rest)),
         _ => {
             eprintln!("{HELP}");
             return ExitCode::from(2);
@@ -273,18 +283,7 @@ fn demo() -> Result<(), String> {
     // `codemode-cli` resolves other features (criterion, proptest and the CLI's rmcp test client
     // turn on features of zerocopy, fnv and rmcp), so `demo` after `test` rebuilt 79 crates.
     run(test_build().arg("--no-run"))?;
-    // Where cargo put the binary: `CARGO_TARGET_DIR` (relative to the workspace) or `target/`.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|dir| {
-            if dir.is_absolute() {
-                dir
-            } else {
-                root().join(dir)
-            }
-        })
-        .unwrap_or_else(|| root().join("target"));
-    let bin = target.join("debug").join("codemode");
+    let bin = cmd::codemode_bin();
     let mut examples: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
         .map_err(|e| format!("examples/: {e}"))?
         .filter_map(Result::ok)
