@@ -64,7 +64,7 @@ class Tasks(ClientExtension):
     identifier = TASKS
 
     def __init__(self):
-        self.log = {"toolsCall": 0, "tasksGet": 0, "tasksUpdate": 0, "statuses": []}
+        self.log = {"toolsCall": 0, "tasksGet": 0, "tasksUpdate": 0, "statuses": [], "asked": []}
 
     def claims(self):
         return [ResultClaim(result_type="task", model=CreatedTask, resolve=self.follow)]
@@ -75,6 +75,7 @@ class Tasks(ClientExtension):
     async def follow(self, created: CreatedTask, ctx: ClaimContext) -> types.CallToolResult:
         self.log["toolsCall"] += 1
         self.log["statuses"].append(created.status)
+        answered = set()
         with anyio.fail_after(60):
             while True:
                 got = await self.send(ctx, "tasks/get", {"taskId": created.task_id})
@@ -87,12 +88,20 @@ class Tasks(ClientExtension):
                 if status in ("failed", "cancelled"):
                     raise RuntimeError(f"task {status}: {json.dumps(got)}")
                 if status == "input_required":
-                    answers = {key: {"action": "accept", "content": {"approve": True}}
-                               for key in got["inputRequests"]}
-                    await self.send(ctx, "tasks/update",
-                                    {"taskId": created.task_id, "inputResponses": answers})
-                    self.log["tasksUpdate"] += 1
-                    continue
+                    # Each input request is answered once: a `tasks/get` right after the
+                    # `tasks/update` can still list it until the run has taken the answer.
+                    requests = {key: request for key, request in got["inputRequests"].items()
+                                if key not in answered}
+                    for request in requests.values():
+                        self.log["asked"].append(request["params"]["message"].splitlines()[0])
+                    if requests:
+                        answers = {key: {"action": "accept", "content": {"approve": True}}
+                                   for key in requests}
+                        await self.send(ctx, "tasks/update",
+                                        {"taskId": created.task_id, "inputResponses": answers})
+                        answered.update(answers)
+                        self.log["tasksUpdate"] += 1
+                        continue
                 await anyio.sleep(got.get("pollIntervalMs", 1000) / 1000)
 
 

@@ -209,6 +209,10 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
             codemode_bin()
         }
     };
+    // Children run in their scratch HOME: they need the binary's absolute path.
+    let bin = bin
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
     setup(&root)?;
     let scratch = dir(&root).join("run");
     let _ = std::fs::remove_dir_all(&scratch);
@@ -307,7 +311,8 @@ impl Serve {
             child,
             url: String::new(),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // The first start compiles the guest into the empty cache: minutes on a loaded debug build.
+        let deadline = Instant::now() + Duration::from_secs(300);
         loop {
             let text = std::fs::read_to_string(&log_path).unwrap_or_default();
             let url = text.lines().find_map(|line| {
@@ -324,7 +329,7 @@ impl Serve {
             }
             if Instant::now() > deadline {
                 return Err(format!(
-                    "codemode serve --http printed no URL in 30 s: {text}"
+                    "codemode serve --http printed no URL in 300 s: {text}"
                 ));
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -462,8 +467,18 @@ fn claude_mcp_list(ctx: &Ctx) -> Result<String, String> {
             Duration::from_secs(60),
         )
     };
-    let mut add = strings(&["mcp", "add", "-s", "user", "-e", &ctx.cache_env()]);
-    add.extend(strings(&["codemode-stdio", "--"]));
+    // `-e` takes every value up to the next option, so it comes after the name, before `--`.
+    let env = ctx.cache_env();
+    let mut add = strings(&[
+        "mcp",
+        "add",
+        "-s",
+        "user",
+        "codemode-stdio",
+        "-e",
+        &env,
+        "--",
+    ]);
     add.push(ctx.bin.display().to_string());
     add.extend(ctx.serve_args());
     claude(&add)?;
@@ -661,7 +676,8 @@ fn sdk_results(
     )?;
     completed_with(mrtr, SUM_TEXT)?;
     Ok(format!(
-        "task: 1 tools/call, {polls} tasks/get, {statuses:?}; approval by tasks/update and by MRTR → {SUM_TEXT:?}"
+        "task: 1 tools/call, {polls} tasks/get, {}; approval by tasks/update and by MRTR → {SUM_TEXT:?}",
+        json!(statuses)
     ))
 }
 
