@@ -742,8 +742,9 @@ fn claude_agent_turn(ctx: &Ctx) -> Result<String, String> {
             &config,
             &json!({"mcpServers": {"codemode": {"type": "http", "url": ctx.url}}}),
         )?;
+        let home = ctx.home("claude-turn")?;
         let out = output(
-            ctx.command(ctx.clients.join("claude"), &ctx.home("claude-turn")?)
+            ctx.command(ctx.clients.join("claude"), &home)
                 .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
                 .env("ANTHROPIC_API_KEY", "sk-interop-stand-in")
                 .env("DISABLE_TELEMETRY", "1")
@@ -791,8 +792,37 @@ fn claude_agent_turn(ctx: &Ctx) -> Result<String, String> {
             "no request carried the tool_result",
             &json!(sent.lines().count()),
         )?;
+        // What Claude Code recorded: its session transcript holds the tool result it kept.
+        let session = answer["session_id"].as_str().unwrap_or_default();
+        let projects = home.join(".claude").join("projects");
+        let transcript = std::fs::read_dir(&projects)
+            .map_err(|e| format!("{}: {e}", projects.display()))?
+            .filter_map(Result::ok)
+            .map(|project| project.path().join(format!("{session}.jsonl")))
+            .find(|path| path.exists())
+            .ok_or(format!(
+                "no transcript of session {session:?} under {}",
+                projects.display()
+            ))?;
+        let recorded_lines = std::fs::read_to_string(&transcript)
+            .map_err(|e| format!("{}: {e}", transcript.display()))?;
+        let kept = recorded_lines.lines().any(|line| {
+            serde_json::from_str::<Value>(line).is_ok_and(|entry| {
+                entry["toolUseResult"]
+                    .as_str()
+                    .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                    .is_some_and(|result| {
+                        result["value"] == wanted && result["status"] == "completed"
+                    })
+            })
+        });
+        expect(
+            kept,
+            "the transcript has no toolUseResult with codemode's run",
+            &json!(transcript),
+        )?;
         Ok(format!(
-            "tool_use mcp__codemode__exec → {}; {} Messages requests",
+            "tool_use mcp__codemode__exec → {}; {} Messages requests; kept in the transcript",
             recorded.chars().take(120).collect::<String>(),
             sent.lines().count()
         ))
