@@ -831,3 +831,57 @@ fn claude_agent_turn(ctx: &Ctx) -> Result<String, String> {
     let _ = stub.wait();
     outcome
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script's output: its `RESULT` lines, the ones the SDK checks read.
+    fn script_output(task_calls: u64, update_asked: &str) -> Vec<u8> {
+        let done = |value: &str| json!({"status": "completed", "value": value, "output": [{"type": "text", "text": "after the slow tool"}]});
+        format!(
+            "noise\nRESULT task {}\nRESULT tasks_update {}\nRESULT mrtr {}\n",
+            json!({"protocol": "2026-07-28", "toolsCall": task_calls, "tasksGet": 3,
+                   "statuses": ["working", "completed"], "structuredContent": done(SLOW_TEXT)}),
+            json!({"statuses": ["input_required", "completed"], "asked": [update_asked],
+                   "structuredContent": done(SUM_TEXT)}),
+            json!({"protocol": "2026-07-28", "asked": [SUM_ASKED], "structuredContent": done(SUM_TEXT)}),
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_sdk_checks_pass_on_one_tools_call_and_fail_on_two() {
+        fn calls(r: &Value) -> &Value {
+            &r["toolsCall"]
+        }
+        fn gets(r: &Value) -> &Value {
+            &r["tasksGet"]
+        }
+        let good = sdk_results(&results(&script_output(1, SUM_ASKED)), calls, gets);
+        assert_eq!(
+            good.unwrap(),
+            format!("task: 1 tools/call, 3 tasks/get, [\"working\",\"completed\"]; approval by tasks/update and by MRTR → {SUM_TEXT:?}")
+        );
+        let twice = sdk_results(&results(&script_output(2, SUM_ASKED)), calls, gets);
+        assert!(twice
+            .unwrap_err()
+            .starts_with("task: exactly one tools/call: "));
+        let unasked = sdk_results(&results(&script_output(1, "something else")), calls, gets);
+        assert!(unasked
+            .unwrap_err()
+            .starts_with("tasks_update: one approval asked: "));
+        let missing = sdk_results(&results(b"RESULT task {}\n"), calls, gets);
+        assert!(missing.unwrap_err().starts_with("task: protocol"));
+    }
+
+    #[test]
+    fn mcp_list_lines_are_found_by_server_name() {
+        let text = "Checking MCP server health…\n\ncodemode-stdio: /bin/codemode serve - ✔ Connected\ncodemode-http: http://127.0.0.1:1/mcp (HTTP) - ✘ Failed to connect\n";
+        assert_eq!(
+            line_of(text, "codemode-http"),
+            Some("codemode-http: http://127.0.0.1:1/mcp (HTTP) - ✘ Failed to connect")
+        );
+        assert_eq!(line_of(text, "codemode-other"), None);
+    }
+}
