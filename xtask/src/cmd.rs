@@ -43,6 +43,23 @@ pub(crate) fn cargo() -> Command {
     cmd
 }
 
+/// The `codemode` binary of the shared build ([`test_build`]): under `CARGO_TARGET_DIR`
+/// (relative to the workspace) when set, else `target/`, in `debug/`.
+pub(crate) fn codemode_bin() -> PathBuf {
+    let root = root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| {
+            if dir.is_absolute() {
+                dir
+            } else {
+                root.join(dir)
+            }
+        })
+        .unwrap_or_else(|| root.join("target"));
+    target.join("debug").join("codemode")
+}
+
 /// The npm MCP servers the `codemode-mcp` tests run: (package, exact version, binary in
 /// `node_modules/.bin`).
 pub(crate) const MCP_SERVERS: [(&str, &str, &str); 3] = [

@@ -31,6 +31,11 @@
 //!   `redis-server` behind HAProxy (the config of docs/deployment.md), driven by the Python `mcp`
 //!   client: the five scenarios of `cluster.rs`, one `cluster N  PASS|FAIL  …` line each.
 //!   `--bin PATH` runs against that binary without building.
+//! - `interop [--bin PATH] [CHECK…]`: setup, the same build as `test`, then `codemode serve`
+//!   driven by real clients installed pinned into `target/interop` (Claude Code, Gemini CLI, the
+//!   MCP Inspector CLI, the TypeScript SDK 2.x with ext-tasks; the Python SDK of setup): `mcp
+//!   list` over stdio and HTTP, both protocol eras, Tasks and approvals, one Claude Code agent
+//!   turn against a local Messages API stand-in (`interop.rs`; docs/mcp.md, "Interop").
 //! - `lint`: the guest part of setup, then only the lint gates of `test`.
 //! - `citations`: check that every `docs/contract/…` reference (and Markdown link into it) names
 //!   an existing file and anchor, and that nothing cites the old out-of-repository spec files
@@ -60,6 +65,7 @@ mod conformance;
 mod e2e;
 mod fuzz;
 mod guest;
+mod interop;
 mod layers;
 mod peer;
 mod python;
@@ -82,6 +88,9 @@ usage: cargo xtask <task> [options]     (--help anywhere prints this and changes
   e2e        setup, build, then the 16-step end-to-end plan [--bin PATH]
   cluster    setup, build, then serve --http scaled out: redis-server, haproxy, three instances,
              the Python mcp client; five scenarios [--bin PATH]
+  interop    setup, build, then codemode serve driven by real clients (Claude Code, Gemini CLI,
+             MCP Inspector, TypeScript and Python SDKs; installed pinned into target/interop)
+             [--bin PATH] [CHECK...]
   lint       the lint gates only (citations, layers, fmt, clippy, guest clippy, guest --check,
              rustdoc)
   bench      the criterion benchmarks; --peer [--bin PATH] [--iterations N] [--warmup N] runs
@@ -119,6 +128,7 @@ fn main() -> ExitCode {
         "guest" => setup_guest().and_then(|()| guest::task(&root(), &rest)),
         "e2e" => setup().and_then(|()| e2e::task(&rest)),
         "cluster" => setup().and_then(|()| cluster::task(&rest)),
+        "interop" => setup().and_then(|()| interop::task(&rest)),
         _ => {
             eprintln!("{HELP}");
             return ExitCode::from(2);
@@ -313,18 +323,7 @@ fn demo() -> Result<(), String> {
                 .env("CODEMODE_GUEST", "prebuilt"))
         },
     )?;
-    // Where cargo put the binary: `CARGO_TARGET_DIR` (relative to the workspace) or `target/`.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|dir| {
-            if dir.is_absolute() {
-                dir
-            } else {
-                root().join(dir)
-            }
-        })
-        .unwrap_or_else(|| root().join("target"));
-    let bin = target.join("debug").join("codemode");
+    let bin = cmd::codemode_bin();
     let failed = step(
         3,
         "running the examples (the first run compiles the guest module once, ~20 s)",

@@ -116,10 +116,12 @@ return {{files: listing.content[0].text, todo: todo.content[0].text.trim(),
     assert!(!logged.is_empty());
 }
 
-/// `codemode serve --http 127.0.0.1:0`: streamable HTTP on loopback, driven by our own MCP client.
-/// Every HTTP session is its own code-mode session.
+/// `codemode serve --http 127.0.0.1:0`: streamable HTTP on loopback, driven by codemode's own MCP
+/// client (`McpHub`, which speaks 2026-07-28 and declares the Tasks extension): a parking `exec`
+/// is answered with a task, which the client follows with `tasks/get` to the run's end (docs/mcp.md,
+/// "Runs as Tasks"). Legacy clients (raw `initialize` sessions here) get the `waiting` result and
+/// `wait`, and every HTTP session of theirs is its own code-mode session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the rmcp test client now speaks 2026-07-28 and declares the Tasks extension, so serve answers the parking exec with a task instead of a waiting result with a runId; the test must follow the task (issue 23)"]
 async fn serve_over_streamable_http_on_loopback() {
     use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
     use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
@@ -155,25 +157,23 @@ async fn serve_over_streamable_http_on_loopback() {
         "{url}"
     );
 
-    let connect = || async {
-        McpHub::connect(
-            &McpServersConfig {
-                servers: [(
-                    "cm".to_string(),
-                    ServerConfig::Http {
-                        url: url.clone(),
-                        headers: Default::default(),
-                        timeout: None,
-                    },
-                )]
-                .into(),
-                ..Default::default()
-            },
-            ClientOptions::default(),
-        )
-        .await
-    };
-    let call = |hub: &McpHub, tool: &str, input: Value| {
+    let hub = McpHub::connect(
+        &McpServersConfig {
+            servers: [(
+                "cm".to_string(),
+                ServerConfig::Http {
+                    url: url.clone(),
+                    headers: Default::default(),
+                    timeout: None,
+                },
+            )]
+            .into(),
+            ..Default::default()
+        },
+        ClientOptions::default(),
+    )
+    .await;
+    let call = |tool: &str, input: Value| {
         hub.executor(None).execute(ToolCall {
             tool_id: format!("mcp:cm:cm__{tool}"),
             tool_name: format!("cm__{tool}"),
@@ -185,15 +185,12 @@ async fn serve_over_streamable_http_on_loopback() {
             code_mode_run_id: None,
         })
     };
-    let first = connect().await;
-    let names: Vec<String> = first.specs().into_iter().map(|s| s.name).collect();
+    let names: Vec<String> = hub.specs().into_iter().map(|s| s.name).collect();
     assert_eq!(names, ["cm__exec", "cm__wait"]);
     // `serve`'s own servers connect in the background and no exec waits for them (issue 23).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let probe = call(&first, "exec", json!({"code": "return 1"}))
-            .await
-            .unwrap();
+        let probe = call("exec", json!({"code": "return 1"})).await.unwrap();
         if probe["_meta"]["codemode/unavailableServers"].is_null() {
             break;
         }
@@ -201,7 +198,6 @@ async fn serve_over_streamable_http_on_loopback() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let done = call(
-        &first,
         "exec",
         json!({"code": "return (await MCP.memory.readGraph({})).content[0].text"}),
     )
@@ -211,32 +207,129 @@ async fn serve_over_streamable_http_on_loopback() {
         done["structuredContent"]["value"],
         "{\n  \"entities\": [],\n  \"relations\": []\n}"
     );
-    // A run parked in one HTTP session cannot be resumed from another.
-    let parked = call(
-        &first,
+    // A run that parks: serve answers the Tasks client with a task and drives the run; the hub
+    // polls it, so the one call ends with the completed run (a `waiting` result would carry a
+    // runId and no value).
+    let followed = call(
         "exec",
-        json!({"code": "await yield_control(); return 7"}),
+        json!({"code": "console.log('parking'); await yield_control(); return 7"}),
     )
     .await
     .unwrap();
-    let run_id = parked["structuredContent"]["runId"].clone();
-    let second = connect().await;
-    let other = call(&second, "wait", json!({"runId": run_id}))
-        .await
-        .unwrap();
+    let structured = &followed["structuredContent"];
+    assert_eq!(structured["status"], "completed", "{followed}");
+    assert_eq!(structured["value"], 7, "{followed}");
+    assert!(structured["runId"].is_null(), "{followed}");
+    assert!(
+        structured["output"].to_string().contains("parking"),
+        "{followed}"
+    );
+    hub.shutdown().await;
+
+    // Legacy sessions: a run parked in one HTTP session cannot be resumed from another.
+    let http = reqwest::Client::new();
+    let first = LegacySession::open(&http, &url).await;
+    let second = LegacySession::open(&http, &url).await;
+    let parked = first
+        .call(
+            &http,
+            "exec",
+            json!({"code": "await yield_control(); return 7"}),
+        )
+        .await;
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    let run_id = parked["runId"].clone();
+    let other = second.call(&http, "wait", json!({"runId": run_id})).await;
     assert_eq!(
-        other["structuredContent"]["error"],
+        other["error"],
         "code mode run belongs to a different session."
     );
-    let resumed = call(&first, "wait", json!({"runId": run_id}))
-        .await
-        .unwrap();
-    assert_eq!(resumed["structuredContent"]["value"], 7);
+    let resumed = first.call(&http, "wait", json!({"runId": run_id})).await;
+    assert_eq!(resumed["value"], 7, "{resumed}");
 
-    first.shutdown().await;
-    second.shutdown().await;
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// A legacy (2025-11-25) MCP session over streamable HTTP, spoken raw: `initialize`, the
+/// `Mcp-Session-Id` it returns on every later request.
+struct LegacySession {
+    url: String,
+    id: String,
+}
+
+impl LegacySession {
+    async fn open(http: &reqwest::Client, url: &str) -> LegacySession {
+        let response = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "legacy-session", "version": "1"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .unwrap_or_else(|| panic!("no session id: {response:?}"))
+            .to_str()
+            .unwrap()
+            .to_string();
+        let _ = response.text().await.unwrap();
+        let session = LegacySession {
+            url: url.to_string(),
+            id,
+        };
+        session
+            .post(
+                http,
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            )
+            .await;
+        session
+    }
+
+    /// Posts `message` in the session; the response body.
+    async fn post(&self, http: &reqwest::Client, message: Value) -> String {
+        http.post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(message.to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// A `tools/call` of `tool`; the result's `structuredContent`.
+    async fn call(&self, http: &reqwest::Client, tool: &str, arguments: Value) -> Value {
+        let text = self
+            .post(
+                http,
+                json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": tool, "arguments": arguments}}),
+            )
+            .await;
+        let response = serde_json::from_str::<Value>(&text)
+            .ok()
+            .or_else(|| {
+                text.lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+                    .find(|message| message.get("id") == Some(&json!(2)))
+            })
+            .unwrap_or_else(|| panic!("no response: {text}"));
+        response["result"]["structuredContent"].clone()
+    }
 }
 
 /// The `exec` arguments `{code}` and the call's JSON (`content`, `structuredContent`, …).

@@ -269,17 +269,7 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
     let bin = match args {
         [] => {
             crate::cmd::run(crate::cmd::test_build().arg("--no-run"))?;
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .map(|dir| {
-                    if dir.is_absolute() {
-                        dir
-                    } else {
-                        root.join(dir)
-                    }
-                })
-                .unwrap_or_else(|| root.join("target"));
-            target.join("debug").join("codemode")
+            crate::cmd::codemode_bin()
         }
         [flag, path] if flag == "--bin" => PathBuf::from(path),
         _ => return Err("usage: cargo xtask e2e [--bin PATH]".into()),
