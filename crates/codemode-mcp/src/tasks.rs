@@ -85,6 +85,22 @@ impl Entry {
         state.updated_at = now();
     }
 
+    /// The requests `answered` leave the task's outstanding input requests at once, so a
+    /// `tasks/get` right after `tasks/update` does not ask them again (a client would answer
+    /// twice); with none left the task is `working` until its run's next step sets its status.
+    fn settle_answered<'a>(&self, answered: impl IntoIterator<Item = &'a String>) {
+        let mut state = self.state();
+        if let TaskPayload::InputRequired { input_requests } = &mut state.payload {
+            for key in answered {
+                input_requests.remove(key);
+            }
+            if input_requests.is_empty() {
+                state.payload = TaskPayload::Working;
+            }
+            state.updated_at = now();
+        }
+    }
+
     fn task(&self, id: &str) -> Task {
         let state = self.state();
         let mut task = Task::new(
@@ -203,6 +219,7 @@ impl RunTasks {
                 .approvals
                 .answer(approval, crate::mrtr::decision_of_response(response));
         }
+        entry.settle_answered(responses.keys());
         Ok(())
     }
 

@@ -250,6 +250,15 @@ async fn a_tasks_approval_is_answered_by_tasks_update() {
     )
     .await;
     assert!(ack.get("error").is_none(), "{ack}");
+    // At once, before the run has taken the answer: the answered request is no longer asked.
+    let after = request(&f.url, 51, "tasks/get", json!({"taskId": id})).await;
+    assert!(
+        matches!(
+            after["result"]["status"].as_str(),
+            Some("working" | "completed")
+        ),
+        "{after}"
+    );
     let (done, _) = poll_while(&f.url, &id, &["working", "input_required"]).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(

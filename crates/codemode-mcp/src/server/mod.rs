@@ -55,10 +55,10 @@ mod session;
 
 pub use direct::{DirectTools, DIRECT_INSTRUCTIONS};
 pub use env::{disabled_result, EnvSource, ServeHost, CODE_MODE_DISABLED};
+pub use http::PARK_DRAIN;
 pub use results::{
     unavailable_note, META_TELEMETRY, META_UNAVAILABLE, NOTE_KEY, TOOLS_LIST_TTL_MS,
 };
-pub use http::PARK_DRAIN;
 pub use session::SESSION_ENDED;
 
 use results::mcp_tool;
