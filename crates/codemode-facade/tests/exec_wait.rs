@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{RunScope, ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_config::{CodeModeConfig, Enabled};
 use codemode_facade::{CodeMode, CodeModeResult, ErrorCode, RunEnv, WaitReason};
@@ -48,7 +48,7 @@ impl ToolExecutor for Exec {
             tokio::time::sleep(delay).await;
             this.in_flight.fetch_sub(1, Ordering::SeqCst);
             if call.tool_name == "fail" {
-                return Err("fast failure".to_string());
+                return Err(ToolError::failed("fast failure"));
             }
             let details = json!({"name": call.tool_name, "input": call.input});
             Ok(
