@@ -1,6 +1,8 @@
 //! exec/wait end to end over the real runtime, with a scripted tool executor. Exact values from
 //! docs/contract/examples.md#s10 where it gives them.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -319,12 +321,7 @@ fn exec_cases() -> Vec<Case> {
                 "value": 3,
                 "output": [{"type": "text", "text": "hi"}],
                 "replaySafe": false,
-                "telemetry": {
-                    "catalogSize": 4,
-                    "sources": {"openclaw": 4, "mcp": 0, "client": 0},
-                    "searchCount": 0, "describeCount": 0, "callCount": 0,
-                    "visibleTools": ["exec", "wait"]
-                }
+                "telemetry": common::core_telemetry(4, 0)
             })),
         ),
         Case::new(
