@@ -78,7 +78,7 @@ fn a_deeply_nested_config_is_a_usage_error_for_every_subcommand() {
     let deep = common::write_file(
         dir.path(),
         "deep.json5",
-        format!(
+        &format!(
             "{{tools: {{codeMode: {}1{}}}}}",
             "{a:".repeat(20_000),
             "}".repeat(20_000)
@@ -87,7 +87,7 @@ fn a_deeply_nested_config_is_a_usage_error_for_every_subcommand() {
     let arrays = common::write_file(
         dir.path(),
         "arrays.json",
-        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+        &format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
     );
     for (file, column) in [(&deep, 395), (&arrays, 128)] {
         let want = format!(
