@@ -13,8 +13,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use codemode_bridge::ToolExecutor;
-use codemode_mcp::{McpHub, McpServersConfig};
-use serde_json::{json, Value};
+use codemode_mcp::McpServersConfig;
+use serde_json::json;
 
 use common::{
     assert_initialized_with_2025_11_25, call, client_info, connect, log_lines, text, tool_call,
