@@ -5,7 +5,7 @@ use criterion::Criterion;
 /// `criterion_main!`, but on a thread with a leg-sized stack as the facade uses, so guest calls
 /// do not hop to a helper thread and the numbers are those of real legs: runs `group` (a
 /// `criterion_group!`) there, then prints the summary.
-pub fn main_on_leg_stack(group: fn()) {
+pub(crate) fn main_on_leg_stack(group: fn()) {
     codemode_runtime::on_leg_stack(|| {
         group();
         Criterion::default().configure_from_args().final_summary();
