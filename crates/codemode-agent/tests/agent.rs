@@ -11,7 +11,7 @@ use codemode_agent::{
     Activation, AgentError, AgentTurn, Payload, PayloadCheck, PayloadError, ReferenceError, Script,
     ScriptError, TurnFlags, TurnStep,
 };
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::{CatalogMode, ToolSpec};
 use codemode_config::{ActivationReason, ProviderCatalogs};
 use codemode_facade::surface::{exec_tool, wait_tool, ToolDefinition};
@@ -225,7 +225,7 @@ impl ToolExecutor for Tools {
                     json!("ready")
                 }
                 "deploy" => json!("deployed"),
-                other => return Err(format!("no tool {other}")),
+                other => return Err(ToolError::unknown_tool(format!("no tool {other}"))),
             };
             Ok(
                 json!({"content": [{"type": "text", "text": details.to_string()}], "details": details}),

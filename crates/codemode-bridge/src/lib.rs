@@ -15,8 +15,6 @@
 //! builds for the wasm32-wasip1 guest.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,6 +24,9 @@ pub use abi::{wrap_user_code, USER_SCRIPT_NAME, WRAPPER_PREFIX, WRAPPER_SUFFIX};
 
 mod context;
 pub use context::{ContextSection, RunContext};
+
+mod executor;
+pub use executor::{RunScope, ToolCall, ToolError, ToolErrorKind, ToolExecutor, ToolFuture};
 
 pub mod js;
 
@@ -251,58 +252,6 @@ impl Delivery {
     pub fn to_guest_input(&self) -> Vec<u8> {
         serde_json::to_vec(&self.to_wire()).unwrap_or_default()
     }
-}
-
-/// Who is running a nested tool call: the scope of the code-mode run (docs/contract/catalog.md#nested). All fields are optional; hosts fill what they know.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunScope {
-    /// The agent run id.
-    pub run_id: Option<String>,
-    /// The session id.
-    pub session_id: Option<String>,
-    /// The session key.
-    pub session_key: Option<String>,
-    /// The agent id.
-    pub agent_id: Option<String>,
-}
-
-/// One nested tool call handed to the host's [`ToolExecutor`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    /// The exact catalog id, e.g. `openclaw:core:read`.
-    pub tool_id: String,
-    /// The registered tool name, e.g. `read`.
-    pub tool_name: String,
-    /// The JSON-adapted input object (`{}` when the guest passed none).
-    pub input: Value,
-    /// The code-mode run's scope.
-    pub scope: RunScope,
-    /// The bridge id of the guest request (`bridge:callValue:3`).
-    pub bridge_id: String,
-    /// The nested call's own tool-call id, `tool_search_code:<parent>:<tool name>:<seq>`
-    /// (docs/contract/catalog.md#s3-5): `<parent>` is the original `exec` tool-call id, sanitised, and `<seq>`
-    /// counts the run's nested calls from 1, across `wait`s.
-    pub tool_call_id: String,
-    /// The original `exec` tool-call id, when the host gave one.
-    pub parent_tool_call_id: Option<String>,
-    /// The code-mode run id once the run has parked (`cm_<uuid>`), else `None`.
-    pub code_mode_run_id: Option<String>,
-}
-
-/// The future a [`ToolExecutor`] returns: a JSON-compatible tool result (usually
-/// `{content: [...], details: ...}`) or an error message that reaches the guest as `new Error(msg)`.
-pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'static>>;
-
-/// Runs catalog tools for nested calls. Hosts implement it over their normal tool execution
-/// path (policy, approvals, hooks, telemetry: docs/contract/catalog.md#nested).
-///
-/// Calls may run concurrently and may outlive the `exec` that started them (the run then parks
-/// and `wait` picks the result up). The host wraps every call in a timeout, so an executor need
-/// not, but it must not block the thread it is polled on.
-pub trait ToolExecutor: Send + Sync + 'static {
-    /// Starts one tool call.
-    fn execute(&self, call: ToolCall) -> ToolFuture;
 }
 
 /// Counts per method, handy for telemetry and tests.

@@ -173,7 +173,7 @@ pub(crate) fn run(args: AgentArgs) -> Result<ExitCode, Failure> {
             Arc::new(hub.executor(fallback))
         }
         (None, Some(executor)) => executor,
-        (None, None) => Arc::new(NoTools),
+        (None, None) => Arc::new(crate::tools::NoTools),
     };
     let cost = args
         .model
@@ -225,14 +225,4 @@ fn static_tools_with_direct(
     }
     let (_, executor) = static_tools::StaticTools::load(&items.to_string(), limits)?;
     Ok((specs, Arc::new(executor)))
-}
-
-/// The executor of a turn without tools.
-struct NoTools;
-
-impl ToolExecutor for NoTools {
-    fn execute(&self, call: codemode_bridge::ToolCall) -> codemode_bridge::ToolFuture {
-        let id = call.tool_id;
-        Box::pin(async move { Err(format!("no tool executor for {id}")) })
-    }
 }

@@ -282,7 +282,7 @@ fn build(
     let executor: Arc<dyn ToolExecutor> = match (&hub, base_executor) {
         (Some(hub), fallback) => Arc::new(hub.executor(fallback)),
         (None, Some(executor)) => executor,
-        (None, None) => Arc::new(hub_less_executor()),
+        (None, None) => Arc::new(crate::tools::NoTools),
     };
     let visible_tools = codemode_facade::model_surface(base_specs.clone(), &[]).visible_tools;
     let host = Host {
@@ -367,19 +367,6 @@ fn trajectory(path: Option<&Path>, agent: Option<&str>) -> Result<Trajectory, Fa
     let sinks: Vec<Arc<dyn codemode_telemetry::TrajectorySink>> =
         vec![Arc::new(file), Arc::new(TracingSink::new())];
     Ok(Trajectory::new(Arc::new(FanOut::new(sinks)), scope))
-}
-
-/// The executor of a host without any tools: every call fails (the catalog is empty, so only a
-/// hand-made bridge request could reach it).
-fn hub_less_executor() -> impl ToolExecutor {
-    struct NoTools;
-    impl ToolExecutor for NoTools {
-        fn execute(&self, call: codemode_bridge::ToolCall) -> codemode_bridge::ToolFuture {
-            let id = call.tool_id;
-            Box::pin(async move { Err(format!("no tool executor for {id}")) })
-        }
-    }
-    NoTools
 }
 
 impl Host {

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use serde_json::{Map, Value};
 
@@ -212,13 +212,13 @@ impl StaticTools {
 
 impl StaticTool {
     /// Runs the tool once with `input`: waits `delay`, then settles per `behaviour`.
-    pub(crate) async fn run(self: Arc<Self>, input: Value) -> Result<Value, String> {
+    pub(crate) async fn run(self: Arc<Self>, input: Value) -> Result<Value, ToolError> {
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
         match &self.behaviour {
             Behaviour::Result(details) => Ok(crate::tools::tool_result(details.clone())),
-            Behaviour::Error(message) => Err(message.clone()),
+            Behaviour::Error(message) => Err(ToolError::failed(message.clone())),
             Behaviour::Echo => Ok(crate::tools::tool_result(
                 serde_json::json!({"input": input}),
             )),
@@ -226,7 +226,9 @@ impl StaticTool {
                 let action = input.get("action").and_then(Value::as_str).unwrap_or("");
                 match by_action.get(action) {
                     Some(details) => Ok(crate::tools::tool_result(details.clone())),
-                    None => Err(format!("no result for action {action:?}")),
+                    None => Err(ToolError::invalid_input(format!(
+                        "no result for action {action:?}"
+                    ))),
                 }
             }
         }
@@ -238,8 +240,9 @@ impl ToolExecutor for StaticTools {
         match self.by_id.get(&call.tool_id) {
             Some(tool) => Box::pin(tool.clone().run(call.input)),
             None => {
-                let message = format!("unknown static tool {}", call.tool_id);
-                Box::pin(async move { Err(message) })
+                let error =
+                    ToolError::unknown_tool(format!("unknown static tool {}", call.tool_id));
+                Box::pin(async move { Err(error) })
             }
         }
     }
@@ -364,11 +367,11 @@ mod tests {
         );
         assert_eq!(
             tool.clone().run(json!({"action": "pair"})).await,
-            Err("no result for action \"pair\"".to_string())
+            Err(ToolError::invalid_input("no result for action \"pair\""))
         );
         assert_eq!(
             tool.run(json!({})).await,
-            Err("no result for action \"\"".to_string())
+            Err(ToolError::invalid_input("no result for action \"\""))
         );
         assert_eq!(
             err(r#"[{"name": "a", "resultByAction": []}]"#),
@@ -417,7 +420,7 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(
             tool("openclaw:core:b").run(json!({})).await,
-            Err("boom".to_string())
+            Err(ToolError::failed("boom"))
         );
         assert!(started.elapsed() >= Duration::from_millis(20));
         assert_eq!(

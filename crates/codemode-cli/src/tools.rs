@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::ToolSpec;
 use serde_json::{json, Value};
 
@@ -129,14 +129,32 @@ impl ToolExecutor for WorkspaceTools {
             let name = call.tool_name.clone();
             let input = call.input;
             let details = tokio::task::spawn_blocking(move || match name.as_str() {
-                "read" => read(&root, &input),
-                "list" => list(&root, &input),
-                "grep" => grep(&root, &input),
-                other => Err(format!("unknown built-in tool {other}")),
+                "read" => read(&root, &input).map_err(ToolError::failed),
+                "list" => list(&root, &input).map_err(ToolError::failed),
+                "grep" => grep(&root, &input).map_err(ToolError::failed),
+                other => Err(ToolError::unknown_tool(format!(
+                    "unknown built-in tool {other}"
+                ))),
             })
             .await
-            .map_err(|e| format!("tool task failed: {e}"))??;
+            .map_err(|e| ToolError::failed(format!("tool task failed: {e}")))??;
             Ok(tool_result(details))
+        })
+    }
+}
+
+/// The executor of a host or agent turn without any tools: every call fails with
+/// `no tool executor for <id>` (the catalog is empty, so only a hand-made bridge request could
+/// reach it).
+pub(crate) struct NoTools;
+
+impl ToolExecutor for NoTools {
+    fn execute(&self, call: ToolCall) -> ToolFuture {
+        let id = call.tool_id;
+        Box::pin(async move {
+            Err(ToolError::unknown_tool(format!(
+                "no tool executor for {id}"
+            )))
         })
     }
 }

@@ -1,23 +1,20 @@
 //! `codemode agent`: a scripted turn end to end through the binary, with exact envelope values
 //! (docs/contract/host.md#h5, #h6).
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{json, Value};
 
 fn write(dir: &Path, name: &str, value: &Value) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, value.to_string()).unwrap();
-    path.display().to_string()
+    common::write_file(dir, name, &value.to_string())
+        .display()
+        .to_string()
 }
 
 fn agent(args: &[&str]) -> (i32, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .arg("agent")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = common::codemode().arg("agent").args(args).output().unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     let value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
     (

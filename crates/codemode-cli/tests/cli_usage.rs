@@ -2,17 +2,11 @@
 //! a usage error, `codemode config` says where its values came from and agrees with
 //! `--config {}`, and `codemode completions SHELL` prints a completion script.
 
-use std::process::{Command, Output};
+mod common;
 
 use serde_json::{json, Value};
 
-fn codemode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .env_remove("CODEMODE_LOG")
-        .output()
-        .unwrap()
-}
+use common::output as codemode;
 
 #[test]
 fn an_unknown_language_is_a_usage_error() {
@@ -41,8 +35,7 @@ fn an_unknown_language_is_a_usage_error() {
 #[test]
 fn config_defaults_are_the_empty_config_and_say_so() {
     let dir = tempfile::tempdir().unwrap();
-    let empty = dir.path().join("empty.json");
-    std::fs::write(&empty, "{}").unwrap();
+    let empty = common::write_file(dir.path(), "empty.json", "{}");
     let defaults: Value = serde_json::from_slice(&codemode(&["config"]).stdout).unwrap();
     let from_file: Value =
         serde_json::from_slice(&codemode(&["config", "--config", empty.to_str().unwrap()]).stdout)
@@ -84,15 +77,14 @@ fn completions_for_bash_zsh_and_fish() {
 #[test]
 fn index_explain_says_why_an_output_is_unknown() {
     let dir = tempfile::tempdir().unwrap();
-    let tools = dir.path().join("tools.json");
-    std::fs::write(
-        &tools,
+    let tools = common::write_file(
+        dir.path(),
+        "tools.json",
         r#"[{"name": "plain", "description": "No schema.", "result": 1},
  {"name": "open", "description": "Open.", "outputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}, "result": {"a": "x"}},
  {"name": "closed", "description": "Closed.", "outputSchema": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}, "result": {"a": "x"}},
  {"name": "broken", "description": "Broken.", "outputSchema": {"type": 5}, "result": 1}]"#,
-    )
-    .unwrap();
+    );
     let tools = tools.to_str().unwrap();
     let index = codemode(&["catalog", "--tools", tools, "--index"]);
     let explained = codemode(&["catalog", "--tools", tools, "--index", "--explain"]);

@@ -268,14 +268,14 @@ fn run_suite(
 
 /// `codemode serve --http 127.0.0.1:0` with `args` after it, and the URL it serves.
 fn serve_http(args: &[&str]) -> (Reaped, String) {
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut serve = codemode_test_support::process::spawn_with(
+        Command::new(env!("CARGO_BIN_EXE_codemode"))
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args),
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
     let stderr = serve.stderr.take().unwrap();
     let serve = Reaped(serve);
     let mut lines = BufReader::new(stderr).lines();

@@ -3,23 +3,15 @@
 //! docs/threat-model.md "Host memory"), so a chatty run that yields forever cannot make the
 //! host concatenate output without bound.
 
-use std::process::Command;
+mod common;
 
 use serde_json::{json, Value};
 
 fn exec(config: &str, code: &str) -> (Option<i32>, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("config.json");
-    std::fs::write(&path, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["exec", "--config", path.to_str().unwrap(), "-e", code])
-        .env_remove("CODEMODE_LOG")
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        serde_json::from_slice(&out.stdout).unwrap(),
-    )
+    let path = common::write_file(dir.path(), "config.json", config);
+    let (code, value) = common::json_run(&["exec", "--config", path.to_str().unwrap(), "-e", code]);
+    (Some(code), value)
 }
 
 #[test]

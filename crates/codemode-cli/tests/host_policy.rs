@@ -4,11 +4,16 @@
 //! (`--approve`, the session's `approve` line), the `--trajectory` file, and secrets in the
 //! environment that never leave it.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
 
 use serde_json::{json, Value};
+
+use common::{
+    executable_script as script, stderr_text as stderr, stdout_json, write_file as write, LineChild,
+};
 
 /// The static tools every test runs against.
 const TOOLS: &str = r#"[
@@ -22,40 +27,14 @@ const TOOLS: &str = r#"[
 /// A secret in the environment of every `codemode` these tests start.
 const SECRET: &str = "s3cr3t-7f1d2c9a-do-not-leak";
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// An executable shell script `name` in `dir`.
-fn script(dir: &Path, name: &str, body: &str) -> String {
-    let path = write(dir, name, &format!("#!/bin/sh\n{body}\n"));
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    path.to_str().unwrap().to_string()
-}
-
 /// Runs `codemode <args>` with `stdin` (closed after writing) and the secret in its environment.
 fn codemode(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .env("CODEMODE_TEST_SECRET", SECRET)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run_with_stdin(
+        common::codemode()
+            .args(args)
+            .env("CODEMODE_TEST_SECRET", SECRET),
+        stdin.as_bytes(),
+    );
     for stream in [&out.stdout, &out.stderr] {
         assert!(
             !String::from_utf8_lossy(stream).contains(SECRET),
@@ -92,19 +71,8 @@ impl Setup {
         args.extend_from_slice(extra);
         args.extend(["-e", code]);
         let out = codemode(&args, "");
-        let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{e}: stdout {:?}, stderr {:?}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        (value, out)
+        (stdout_json(&out), out)
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// What a guessed id of the denied `deploy` gets: the catalog's unknown-tool error, whose
@@ -375,12 +343,9 @@ fn approve_takes_all_or_none() {
     );
 }
 
-/// A `codemode session` driven line by line.
-struct Session {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-}
+/// A `codemode session` driven line by line, with the secret in its environment: no line it
+/// writes may contain it.
+struct Session(LineChild);
 
 impl Session {
     fn start(args: &[&str]) -> Session {
@@ -388,39 +353,21 @@ impl Session {
     }
 
     fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-            .arg("session")
-            .args(args)
-            .env("CODEMODE_TEST_SECRET", SECRET)
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Session {
-            child,
-            stdin,
-            stdout,
-        }
+        let env = [&[("CODEMODE_TEST_SECRET", SECRET)], env].concat();
+        Session(common::session(args, &env, Stdio::piped()))
     }
 
     fn ask(&mut self, request: Value) -> Value {
-        writeln!(self.stdin, "{request}").unwrap();
-        self.stdin.flush().unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
+        self.0.send(&request);
+        let line = self.0.read_line();
         assert!(!line.contains(SECRET), "{line}");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
     }
 
     /// Closes stdin and returns the exit code and stderr.
     fn finish(self) -> (Option<i32>, String) {
-        drop(self.stdin);
-        let out = self.child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let out = self.0.finish();
+        let stderr = stderr(&out);
         assert!(!stderr.contains(SECRET), "{stderr}");
         (out.status.code(), stderr)
     }
@@ -790,8 +737,7 @@ return [w.city, e.input, slow];"#;
 #[cfg(unix)]
 #[test]
 fn exec_asks_on_a_terminal() {
-    use std::io::Read;
-    use std::os::fd::FromRawFd;
+    use std::io::{Read, Write};
 
     let s = setup(json!({"tools": {"approvals": {"require": ["publish"]}}}));
     for (typed, expected) in [
@@ -801,38 +747,16 @@ fn exec_asks_on_a_terminal() {
             json!("Tool \"openclaw:core:publish\" was not approved: denied"),
         ),
     ] {
-        let (mut master, slave) = {
-            let (mut master, mut slave) = (0, 0);
-            // SAFETY: openpty writes two descriptors into the given integers; the null pointers
-            // ask for no name, termios or window size.
-            let rc = unsafe {
-                libc::openpty(
-                    &mut master,
-                    &mut slave,
-                    std::ptr::null_mut(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                )
-            };
-            assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-            // SAFETY: both descriptors were just opened and are owned by nothing else.
-            unsafe {
-                (
-                    std::fs::File::from_raw_fd(master),
-                    std::fs::File::from_raw_fd(slave),
-                )
-            }
-        };
-        let child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-            .args(["exec", "--tools", &s.tools, "--config", &s.config, "-e"])
-            .arg("try { return await tools.publish({x: 1}); } catch (e) { return e.message; }")
-            .env("CODEMODE_TEST_SECRET", SECRET)
-            .stdin(slave.try_clone().unwrap())
-            .stderr(slave.try_clone().unwrap())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(slave);
+        let (mut master, slave) = common::openpty();
+        let child = common::spawn_with(
+            common::codemode()
+                .args(["exec", "--tools", &s.tools, "--config", &s.config, "-e"])
+                .arg("try { return await tools.publish({x: 1}); } catch (e) { return e.message; }")
+                .env("CODEMODE_TEST_SECRET", SECRET),
+            slave.try_clone().unwrap(),
+            Stdio::piped(),
+            slave,
+        );
         // Read the terminal until the question is complete, then answer it.
         let (seen_tx, seen_rx) = std::sync::mpsc::channel();
         let mut reader = master.try_clone().unwrap();

@@ -1,18 +1,14 @@
 //! Limit errors say which limit, the size that hit it and the setting to change, after the
 //! contract's message (issue 16 item 3), seen from the real binary.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
-fn codemode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .env_remove("CODEMODE_LOG")
-        .output()
-        .unwrap()
-}
+use common::output as codemode;
 
 fn result(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
@@ -74,12 +70,11 @@ fn returning_all_tools_over_the_limit_names_size_limit_and_setting() {
 #[test]
 fn a_smaller_max_output_bytes_is_named_in_the_error() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.json");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir.path(),
+        "config.json",
         r#"{"tools": {"codeMode": {"maxOutputBytes": 1024}}}"#,
-    )
-    .unwrap();
+    );
     let out = codemode(&[
         "exec",
         "--config",
@@ -108,8 +103,11 @@ fn a_timeout_names_timeout_ms() {
 #[test]
 fn too_many_pending_calls_names_max_pending_tool_calls() {
     let dir = tempfile::tempdir().unwrap();
-    let tools = dir.path().join("tools.json");
-    std::fs::write(&tools, r#"[{"name": "slow", "result": 1, "delayMs": 50}]"#).unwrap();
+    let tools = common::write_file(
+        dir.path(),
+        "tools.json",
+        r#"[{"name": "slow", "result": 1, "delayMs": 50}]"#,
+    );
     let out = codemode(&[
         "exec",
         "--tools",

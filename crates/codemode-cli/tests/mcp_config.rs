@@ -2,33 +2,21 @@
 //! that cannot start is reported and left out, and a real server's tools are reachable as
 //! `MCP.<server>.<tool>`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::Output;
 
 use serde_json::{json, Value};
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use common::write_file as write;
 
-fn codemode(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut input = child.stdin.take().unwrap();
-        if let Some(text) = stdin {
-            input.write_all(text.as_bytes()).unwrap();
-        }
-    }
-    child.wait_with_output().unwrap()
+/// `codemode exec --mcp-config <file> -e <code>`, no stdin.
+fn exec_with(file: &Path, code: &str) -> Output {
+    common::run(
+        &["exec", "--mcp-config", file.to_str().unwrap(), "-e", code],
+        "",
+    )
 }
 
 #[test]
@@ -39,16 +27,7 @@ fn bad_mcp_config_is_a_usage_error() {
         "bad.json",
         r#"{"mcpServers": {"x": {"command": "y", "args": "not an array"}}}"#,
     );
-    let out = codemode(
-        &[
-            "exec",
-            "--mcp-config",
-            file.to_str().unwrap(),
-            "-e",
-            "return 1",
-        ],
-        None,
-    );
+    let out = exec_with(&file, "return 1");
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
@@ -70,16 +49,7 @@ fn an_unset_config_variable_is_a_usage_error() {
         "vars.json",
         r#"{"mcpServers": {"gh": {"command": "${CODEMODE_TEST_BIN:-npx}", "env": {"GITHUB_TOKEN": "${CODEMODE_TEST_UNSET_TOKEN}"}}}}"#,
     );
-    let out = codemode(
-        &[
-            "exec",
-            "--mcp-config",
-            file.to_str().unwrap(),
-            "-e",
-            "return 1",
-        ],
-        None,
-    );
+    let out = exec_with(&file, "return 1");
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
@@ -98,15 +68,9 @@ fn a_server_that_cannot_start_is_reported_and_left_out() {
         "servers.json",
         r#"{"mcpServers": {"ghost": {"command": "/nonexistent/mcp-server"}}}"#,
     );
-    let out = codemode(
-        &[
-            "exec",
-            "--mcp-config",
-            file.to_str().unwrap(),
-            "-e",
-            "try { MCP.ghost; return typeof MCP; } catch (e) { return [typeof MCP, e.message]; }",
-        ],
-        None,
+    let out = exec_with(
+        &file,
+        "try { MCP.ghost; return typeof MCP; } catch (e) { return [typeof MCP, e.message]; }",
     );
     assert_eq!(out.status.code(), Some(0));
     let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -191,20 +155,14 @@ fn session_reaches_an_mcp_server_across_lines() {
         r#"{"tool": "exec", "args": {"code": "return (await API.list('mcp')).files.map((f) => f.path)"}}"#,
         "\n"
     );
-    let out = codemode(
-        &["session", "--mcp-config", file.to_str().unwrap()],
-        Some(script),
-    );
+    let out = common::run(&["session", "--mcp-config", file.to_str().unwrap()], script);
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = common::json_lines(&out);
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["value"], "The sum of 2 and 40 is 42.");
     assert_eq!(
@@ -216,7 +174,7 @@ fn session_reaches_an_mcp_server_across_lines() {
 #[test]
 fn serve_without_any_tool_source_says_so() {
     // stdin is closed at once: the MCP session ends before it starts, after the warning.
-    let out = codemode(&["serve"], None);
+    let out = common::run(&["serve"], "");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.starts_with(

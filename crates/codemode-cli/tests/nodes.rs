@@ -2,7 +2,7 @@
 //! over `openclaw:core:nodes`, declared with `resultByAction` in a `--tools` file, and the `exec`
 //! description's nodes line (docs/contract/surface.md#s2-4).
 
-use std::process::Command;
+mod common;
 
 use serde_json::{json, Value};
 
@@ -18,21 +18,7 @@ const TOOLS: &str = r#"[
 ]"#;
 
 fn exec(code: &str) -> (i32, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let tools = dir.path().join("tools.json");
-    std::fs::write(&tools, TOOLS).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["exec", "--tools", tools.to_str().unwrap(), "-e", code])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {stdout:?}; stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap(), value)
+    common::exec_with_tools(TOOLS, code, &[])
 }
 
 #[test]
@@ -60,14 +46,7 @@ fn nodes_over_a_static_tool() {
             },
             "output": [{"type": "text", "text": "keys [\"id\",\"name\",\"invoke\",\"listDir\"]"}],
             "replaySafe": false,
-            "telemetry": {
-                "catalogSize": 1,
-                "sources": {"openclaw": 1, "mcp": 0, "client": 0},
-                "searchCount": 0,
-                "describeCount": 0,
-                "callCount": 5,
-                "visibleTools": ["exec", "wait"]
-            }
+            "telemetry": common::core_telemetry(1, 5)
         })
     );
 }

@@ -7,23 +7,25 @@
 
 #![cfg(unix)]
 
+mod common;
+
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::stderr_text as stderr;
+
 /// Runs `codemode args…` with empty stdin, killed after 20 s (a hang fails the test instead of
 /// stalling the suite).
 fn codemode(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .env_remove("CODEMODE_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::spawn_with(
+        common::codemode().args(args),
+        Stdio::null(),
+        Stdio::piped(),
+        Stdio::piped(),
+    );
     let started = Instant::now();
     loop {
         if child.try_wait().unwrap().is_some() {
@@ -56,10 +58,6 @@ fn codemode(args: &[&str]) -> Output {
     }
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 fn mkfifo(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(Command::new("mkfifo")
@@ -77,22 +75,20 @@ fn s(path: &Path) -> &str {
 #[test]
 fn a_deeply_nested_config_is_a_usage_error_for_every_subcommand() {
     let dir = tempfile::tempdir().unwrap();
-    let deep = dir.path().join("deep.json5");
-    std::fs::write(
-        &deep,
-        format!(
+    let deep = common::write_file(
+        dir.path(),
+        "deep.json5",
+        &format!(
             "{{tools: {{codeMode: {}1{}}}}}",
             "{a:".repeat(20_000),
             "}".repeat(20_000)
         ),
-    )
-    .unwrap();
-    let arrays = dir.path().join("arrays.json");
-    std::fs::write(
-        &arrays,
-        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
-    )
-    .unwrap();
+    );
+    let arrays = common::write_file(
+        dir.path(),
+        "arrays.json",
+        &format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+    );
     for (file, column) in [(&deep, 395), (&arrays, 128)] {
         let want = format!(
             "codemode: config file {} is not valid JSON or JSON5: nested deeper than 127 levels at line 1 column {column}\n",
@@ -153,8 +149,7 @@ fn fifos_are_refused_at_once() {
 #[test]
 fn a_trajectory_file_another_user_owns_is_refused_and_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let planted = dir.path().join("t.jsonl");
-    std::fs::write(&planted, "planted\n").unwrap();
+    let planted = common::write_file(dir.path(), "t.jsonl", "planted\n");
     if std::fs::metadata(&planted).unwrap().uid() != 0 {
         eprintln!("skipped: chown to uid 65534 needs root");
         return;
@@ -179,8 +174,7 @@ fn a_trajectory_file_another_user_owns_is_refused_and_untouched() {
     assert_eq!(std::fs::read_to_string(&planted).unwrap(), "planted\n");
 
     // A config another user could have written (hooks run commands) is refused the same way.
-    let config = dir.path().join("config.json");
-    std::fs::write(&config, "{}").unwrap();
+    let config = common::write_file(dir.path(), "config.json", "{}");
     std::os::unix::fs::chown(&config, Some(65534), Some(65534)).unwrap();
     let out = codemode(&["exec", "--config", s(&config), "-e", "return 1"]);
     assert_eq!(out.status.code(), Some(2));
@@ -196,8 +190,7 @@ fn a_trajectory_file_another_user_owns_is_refused_and_untouched() {
 #[test]
 fn operator_files_others_can_write_or_links_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let tools = dir.path().join("tools.json");
-    std::fs::write(&tools, r#"[{"name": "a", "result": 1}]"#).unwrap();
+    let tools = common::write_file(dir.path(), "tools.json", r#"[{"name": "a", "result": 1}]"#);
     std::fs::set_permissions(&tools, std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = codemode(&["exec", "--tools", s(&tools), "-e", "return 1"]);
     assert_eq!(out.status.code(), Some(2));

@@ -1,6 +1,8 @@
 //! Signs of life (issue 16 item 7): a status line on a terminal, nothing when stderr is not
 //! one, and `CODEMODE_LOG=info` saying what codemode does, without colour codes in a pipe.
 
+mod common;
+
 use std::io::Read;
 use std::process::{Command, Stdio};
 
@@ -14,21 +16,24 @@ fn tools_file(dir: &std::path::Path) -> String {
     path.to_str().unwrap().to_string()
 }
 
+/// `codemode exec --tools <tools> -e "return await tools.slow({})"`, without `CODEMODE_LOG`.
+fn slow_exec(tools: &str) -> Command {
+    let mut command = common::codemode();
+    command.args([
+        "exec",
+        "--tools",
+        tools,
+        "-e",
+        "return await tools.slow({})",
+    ]);
+    command
+}
+
 #[test]
 fn nothing_but_the_result_when_stderr_is_not_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools_file(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args([
-            "exec",
-            "--tools",
-            &tools,
-            "-e",
-            "return await tools.slow({})",
-        ])
-        .env_remove("CODEMODE_LOG")
-        .output()
-        .unwrap();
+    let out = slow_exec(&tools).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["value"], "done");
@@ -38,14 +43,7 @@ fn nothing_but_the_result_when_stderr_is_not_a_terminal() {
 fn info_logs_say_what_codemode_does_without_colour_in_a_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools_file(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args([
-            "exec",
-            "--tools",
-            &tools,
-            "-e",
-            "return await tools.slow({})",
-        ])
+    let out = slow_exec(&tools)
         .env("CODEMODE_LOG", "info")
         .output()
         .unwrap();
@@ -70,47 +68,10 @@ fn info_logs_say_what_codemode_does_without_colour_in_a_pipe() {
 #[cfg(unix)]
 #[test]
 fn a_terminal_sees_a_status_line_that_is_erased_at_the_end() {
-    use std::os::fd::FromRawFd;
-
     let dir = tempfile::tempdir().unwrap();
     let tools = tools_file(dir.path());
-    let (mut master, slave) = {
-        let (mut master, mut slave) = (0, 0);
-        // SAFETY: openpty writes two descriptors into the given integers; the null pointers ask
-        // for no name, termios or window size.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: both descriptors were just opened and are owned by nothing else.
-        unsafe {
-            (
-                std::fs::File::from_raw_fd(master),
-                std::fs::File::from_raw_fd(slave),
-            )
-        }
-    };
-    let child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args([
-            "exec",
-            "--tools",
-            &tools,
-            "-e",
-            "return await tools.slow({})",
-        ])
-        .env_remove("CODEMODE_LOG")
-        .stdin(Stdio::null())
-        .stderr(slave.try_clone().unwrap())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(slave);
+    let (mut master, slave) = common::openpty();
+    let child = common::spawn_with(&mut slow_exec(&tools), Stdio::null(), Stdio::piped(), slave);
     let reader = std::thread::spawn(move || {
         let mut seen = Vec::new();
         let mut buf = [0u8; 4096];

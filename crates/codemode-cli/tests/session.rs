@@ -1,102 +1,48 @@
 //! `codemode session` against the built binary: exec/wait across lines and malformed lines.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use common::{json_lines as lines, write_file as write};
 
 const TOOLS: &str = r#"[
     {"name": "slow", "result": {"ok": true}, "delayMs": 1000},
     {"name": "echo", "echo": true}
 ]"#;
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// Telemetry of a run over [`TOOLS`] with `calls` tool calls.
 fn telemetry(calls: u64) -> Value {
-    json!({
-        "catalogSize": 2,
-        "sources": {"openclaw": 2, "mcp": 0, "client": 0},
-        "searchCount": 0,
-        "describeCount": 0,
-        "callCount": calls,
-        "visibleTools": ["exec", "wait"]
-    })
+    common::core_telemetry(2, calls)
+}
+
+/// Telemetry of an answer that ran nothing (no catalog).
+fn empty_telemetry() -> Value {
+    common::core_telemetry(0, 0)
 }
 
 /// Runs a whole session script on stdin and returns the output.
 fn run_script(args: &[&str], script: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .arg("session")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-/// Parses stdout as JSON lines.
-fn lines(out: &Output) -> Vec<Value> {
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::run(&[&["session"], args].concat(), script)
 }
 
 #[test]
 fn exec_waiting_then_wait_completes_across_lines() {
     let dir = tempfile::tempdir().unwrap();
     let tools = write(dir.path(), "tools.json", TOOLS);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["session", "--tools", tools.to_str().unwrap()])
-        .args(["--timeout-ms", "100"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut ask = |request: Value| -> Value {
-        writeln!(stdin, "{request}").unwrap();
-        stdin.flush().unwrap();
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.ends_with('\n'), "{line:?}");
-        serde_json::from_str(&line).unwrap()
-    };
+    let mut session = common::session(
+        &["--tools", tools.to_str().unwrap(), "--timeout-ms", "100"],
+        &[],
+        Stdio::piped(),
+    );
+    let mut ask = |request: Value| -> Value { session.ask(&request) };
 
     let code = r#"text("start"); const r = await tools.slow({}); text("end"); return r;"#;
     let waiting = ask(json!({"tool": "exec", "args": {"code": code}}));
-    let run_id = waiting["runId"].as_str().unwrap().to_string();
-    assert!(run_id.starts_with("cm_") && run_id.len() == 39, "{run_id}");
-    assert_eq!(
-        waiting,
-        json!({
-            "status": "waiting",
-            "runId": run_id,
-            "reason": "pending_tools",
-            "pendingToolCalls": [{"id": "bridge:callValue:1", "method": "callValue"}],
-            "replaySafe": false,
-            "output": [{"type": "text", "text": "start"}],
-            "telemetry": telemetry(1)
-        })
-    );
+    let run_id = common::assert_parked_on_first_call(&waiting, telemetry(1));
 
     // Another run in between, on the same session, does not disturb the parked one.
     let echoed = ask(json!({"tool": "exec", "args": {"code": "return await tools.echo({n: 7})"}}));
@@ -136,23 +82,13 @@ fn exec_waiting_then_wait_completes_across_lines() {
             "code": "invalid_input",
             "output": [],
             "replaySafe": false,
-            "telemetry": {
-                "catalogSize": 0,
-                "sources": {"openclaw": 0, "mcp": 0, "client": 0},
-                "searchCount": 0,
-                "describeCount": 0,
-                "callCount": 0,
-                "visibleTools": ["exec", "wait"]
-            }
+            "telemetry": empty_telemetry()
         })
     );
 
-    drop(stdin);
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-    assert_eq!(rest, "");
+    let rest = session.finish();
+    assert_eq!(rest.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&rest.stdout), "");
 }
 
 #[test]
@@ -175,14 +111,7 @@ fn malformed_lines_get_invalid_input_and_the_session_goes_on() {
     assert_eq!(String::from_utf8(out.stderr.clone()).unwrap(), "");
     let invalid =
         |error: &str| json!({"status": "failed", "error": error, "code": "invalid_input"});
-    let builtin = json!({
-        "catalogSize": 3,
-        "sources": {"openclaw": 3, "mcp": 0, "client": 0},
-        "searchCount": 0,
-        "describeCount": 0,
-        "callCount": 0,
-        "visibleTools": ["exec", "wait"]
-    });
+    let builtin = common::core_telemetry(3, 0);
     assert_eq!(
         lines(&out),
         vec![
@@ -206,14 +135,7 @@ fn malformed_lines_get_invalid_input_and_the_session_goes_on() {
                 "code": "invalid_input",
                 "output": [],
                 "replaySafe": false,
-                "telemetry": {
-                    "catalogSize": 0,
-                    "sources": {"openclaw": 0, "mcp": 0, "client": 0},
-                    "searchCount": 0,
-                    "describeCount": 0,
-                    "callCount": 0,
-                    "visibleTools": ["exec", "wait"]
-                }
+                "telemetry": empty_telemetry()
             }),
             json!({
                 "status": "completed",
@@ -229,20 +151,10 @@ fn malformed_lines_get_invalid_input_and_the_session_goes_on() {
 #[test]
 fn invalid_utf8_line_is_invalid_input() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["session", "--root", dir.path().to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"tool\": \"exec\xff\"}\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run_with_stdin(
+        common::codemode().args(["session", "--root", dir.path().to_str().unwrap()]),
+        b"{\"tool\": \"exec\xff\"}\n",
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         lines(&out),

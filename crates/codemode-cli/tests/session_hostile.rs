@@ -5,29 +5,25 @@
 
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use common::write_file as write;
 
 /// A `before_tool_call` hook for the outer `exec` that sends it to approval.
 fn ask_hook_config(dir: &Path, timeout_ms: u64) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let hook = write(
+    let hook = common::executable_script(
         dir,
         "ask.sh",
-        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\": \"ask\", \"reason\": \"check the program\"}'\n",
+        "cat >/dev/null\necho '{\"decision\": \"ask\", \"reason\": \"check the program\"}'",
     );
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     write(
         dir,
         "config.json",
@@ -39,6 +35,20 @@ fn ask_hook_config(dir: &Path, timeout_ms: u64) -> PathBuf {
     )
 }
 
+/// A session with [`ask_hook_config`] (`timeoutMs` = `timeout_ms`) writing its trajectory to
+/// `dir/t.jsonl`; that file's path.
+fn ask_hook_session(dir: &Path, timeout_ms: u64) -> (Session, PathBuf) {
+    let config = ask_hook_config(dir, timeout_ms);
+    let trajectory = dir.join("t.jsonl");
+    let session = Session::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--trajectory",
+        trajectory.to_str().unwrap(),
+    ]);
+    (session, trajectory)
+}
+
 /// A session whose stdout lines arrive on a channel, so a test can wait for them with a bound.
 struct Session {
     child: Child,
@@ -48,17 +58,7 @@ struct Session {
 
 impl Session {
     fn start(args: &[&str]) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-            .arg("session")
-            .args(args)
-            .env_remove("CODEMODE_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (child, stdin, stdout) = common::session(args, &[], Stdio::null()).into_parts();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in stdout.lines() {
@@ -142,14 +142,7 @@ fn requested_approval(file: &Path) -> String {
 #[test]
 fn an_outer_exec_approval_is_answered_while_the_session_reads_on() {
     let dir = tempfile::tempdir().unwrap();
-    let config = ask_hook_config(dir.path(), 30_000);
-    let trajectory = dir.path().join("t.jsonl");
-    let mut session = Session::start(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--trajectory",
-        trajectory.to_str().unwrap(),
-    ]);
+    let (mut session, trajectory) = ask_hook_session(dir.path(), 30_000);
     session.send(&json!({"id": 1, "tool": "exec", "args": {"code": "return 6 * 7"}}));
     let approval_id = requested_approval(&trajectory);
     // A line read while the exec waits, other than an approve, is answered after it, in order.
@@ -183,14 +176,7 @@ fn an_outer_exec_approval_is_answered_while_the_session_reads_on() {
 #[test]
 fn timeout_ms_bounds_an_unanswered_outer_approval() {
     let dir = tempfile::tempdir().unwrap();
-    let config = ask_hook_config(dir.path(), 1_000);
-    let trajectory = dir.path().join("t.jsonl");
-    let mut session = Session::start(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--trajectory",
-        trajectory.to_str().unwrap(),
-    ]);
+    let (mut session, trajectory) = ask_hook_session(dir.path(), 1_000);
     let started = Instant::now();
     session.send(&json!({"id": 1, "tool": "exec", "args": {"code": "return 1"}}));
     let denied = session.reply(Duration::from_secs(20));

@@ -4,9 +4,12 @@
 //! program; a record changed on disk is refused; a durable store without a key refuses to start;
 //! `codemode state list|purge`.
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Stdio;
+
+use common::LineChild;
 
 use serde_json::{json, Value};
 
@@ -18,44 +21,28 @@ const TOOLS: &str = r#"[
 /// A fixed test key (32 bytes of 0x2a), standard base64.
 const KEY: &str = "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
 
-struct Session {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
+/// A `codemode session` over `tools` with `--state <state>` and the test key, driven line by
+/// line.
+struct Session(LineChild);
 
 impl Session {
     fn start(tools: &Path, state: &str) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-            .args(["session", "--tools", tools.to_str().unwrap()])
-            .args(["--timeout-ms", "300", "--state", state])
-            .env("CODEMODE_STATE_KEY", KEY)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Session {
-            child,
-            stdin,
-            stdout,
-        }
+        let tools = tools.to_str().unwrap();
+        Session(common::session(
+            &["--tools", tools, "--timeout-ms", "300", "--state", state],
+            &[("CODEMODE_STATE_KEY", KEY)],
+            Stdio::inherit(),
+        ))
     }
 
     fn ask(&mut self, request: Value) -> Value {
-        writeln!(self.stdin, "{request}").unwrap();
-        self.stdin.flush().unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+        self.0.ask(&request)
     }
 
     /// `SIGKILL`: nothing is cleaned up.
     fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+        self.0.child.kill().unwrap();
+        self.0.child.wait().unwrap();
     }
 }
 
@@ -114,24 +101,14 @@ fn a_parked_run_survives_sigkill_and_resumes_with_the_same_result() {
             },
             "output": [{"type": "text", "text": "after"}],
             "replaySafe": false,
-            "telemetry": {
-                "catalogSize": 2,
-                "sources": {"openclaw": 2, "mcp": 0, "client": 0},
-                "searchCount": 0,
-                "describeCount": 0,
-                "callCount": 2,
-                "visibleTools": ["exec", "wait"]
-            }
+            "telemetry": common::core_telemetry(2, 2)
         })
     );
     // Completed: gone from the store too.
     let gone = second.ask(wait(&run_id));
     assert_eq!(gone["error"], "code mode run is unavailable or expired.");
     second.kill();
-    let listed = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["state", "list", "--state", &state])
-        .output()
-        .unwrap();
+    let listed = common::output(&["state", "list", "--state", &state]);
     assert_eq!(String::from_utf8_lossy(&listed.stdout), "[]\n");
 }
 
@@ -185,10 +162,7 @@ fn a_record_changed_on_disk_is_refused_and_never_restored() {
     bytes[last] ^= 1;
     std::fs::write(&file, &bytes).unwrap();
 
-    let listed = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["state", "list", "--state", &state])
-        .output()
-        .unwrap();
+    let listed = common::output(&["state", "list", "--state", &state]);
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(listed[0]["runId"], json!(run_id));
     assert_eq!(listed.as_array().unwrap().len(), 1);
@@ -203,10 +177,7 @@ fn a_record_changed_on_disk_is_refused_and_never_restored() {
     );
     second.kill();
 
-    let purged = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["state", "purge", "--all", "--state", &state])
-        .output()
-        .unwrap();
+    let purged = common::output(&["state", "purge", "--all", "--state", &state]);
     assert_eq!(String::from_utf8_lossy(&purged.stdout), "{\"purged\":1}\n");
 }
 
@@ -214,26 +185,24 @@ fn a_record_changed_on_disk_is_refused_and_never_restored() {
 fn a_durable_store_without_a_key_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["session", "--tools", tools.to_str().unwrap()])
-        .args(["--state", "redis://127.0.0.1:1/0"])
-        .env_remove("CODEMODE_STATE_KEY")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    // Both are usage errors (exit 2), with no key in the environment.
+    let usage_error = |args: &[&str]| {
+        let out = common::codemode()
+            .args(args)
+            .env_remove("CODEMODE_STATE_KEY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        common::stderr_text(&out)
+    };
+    let tools = tools.to_str().unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        usage_error(&["session", "--tools", tools, "--state", "redis://127.0.0.1:1/0"]),
         "codemode: --state redis://127.0.0.1:1/0 keeps parked runs outside the process and needs a sealing key: set CODEMODE_STATE_KEY (32 bytes, standard base64) or pass --state-key-file FILE\n"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["serve", "--state", "mysql://x"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        usage_error(&["serve", "--state", "mysql://x"]),
         "codemode: invalid --state \"mysql://x\": unknown scheme; expected memory, dir:PATH or redis://HOST:PORT[/DB]\n"
     );
 }

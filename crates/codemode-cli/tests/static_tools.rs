@@ -1,7 +1,8 @@
 //! `codemode exec` against the built binary: built-in tools and static tools from `--tools FILE`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -16,51 +17,23 @@ const TOOLS: &str = r#"[
 ]"#;
 
 fn write_tools(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("tools.json");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn codemode(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .output()
-        .unwrap()
+    common::write_file(dir, "tools.json", text)
 }
 
 /// Runs `codemode exec --tools <TOOLS> -e CODE EXTRA…` and returns (exit code, stdout JSON).
 fn exec_static(code: &str, extra: &[&str]) -> (i32, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let tools = write_tools(dir.path(), TOOLS);
-    let mut args = vec!["exec", "--tools", tools.to_str().unwrap(), "-e", code];
-    args.extend_from_slice(extra);
-    let out = codemode(&args);
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {stdout:?}; stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap(), value)
+    common::exec_with_tools(TOOLS, code, extra)
 }
 
 /// Telemetry of a run over [`TOOLS`] with `calls` tool calls.
 fn telemetry(calls: u64) -> Value {
-    json!({
-        "catalogSize": 4,
-        "sources": {"openclaw": 4, "mcp": 0, "client": 0},
-        "searchCount": 0,
-        "describeCount": 0,
-        "callCount": calls,
-        "visibleTools": ["exec", "wait"]
-    })
+    common::core_telemetry(4, calls)
 }
 
 #[test]
 fn eval_returns_three_with_builtin_tools() {
     let dir = tempfile::tempdir().unwrap();
-    let out = codemode(&[
+    let out = common::output(&[
         "exec",
         "--root",
         dir.path().to_str().unwrap(),
@@ -75,14 +48,7 @@ fn eval_returns_three_with_builtin_tools() {
             "value": 3,
             "output": [],
             "replaySafe": false,
-            "telemetry": {
-                "catalogSize": 3,
-                "sources": {"openclaw": 3, "mcp": 0, "client": 0},
-                "searchCount": 0,
-                "describeCount": 0,
-                "callCount": 0,
-                "visibleTools": ["exec", "wait"]
-            }
+            "telemetry": common::core_telemetry(3, 0)
         })
     );
     assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
@@ -184,20 +150,7 @@ fn delayed_tool_parks_the_run() {
         &["--timeout-ms", "100", "--wall-clock-ms", "0"],
     );
     assert_eq!(code, 1);
-    let run_id = result["runId"].as_str().unwrap().to_string();
-    assert!(run_id.starts_with("cm_") && run_id.len() == 39, "{run_id}");
-    assert_eq!(
-        result,
-        json!({
-            "status": "waiting",
-            "runId": run_id,
-            "reason": "pending_tools",
-            "pendingToolCalls": [{"id": "bridge:callValue:1", "method": "callValue"}],
-            "replaySafe": false,
-            "output": [{"type": "text", "text": "start"}],
-            "telemetry": telemetry(1)
-        })
-    );
+    common::assert_parked_on_first_call(&result, telemetry(1));
 }
 
 #[test]
@@ -233,7 +186,7 @@ fn direct_only_tools_are_visible_tools() {
         r#"[{"name": "fixed", "result": 1},
             {"name": "computer", "description": "Direct.", "catalogMode": "direct-only", "result": 2}]"#,
     );
-    let out = codemode(&[
+    let out = common::output(&[
         "exec",
         "--tools",
         tools.to_str().unwrap(),
@@ -251,7 +204,7 @@ fn direct_only_tools_are_visible_tools() {
 fn exec_with_file(text: &str) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let tools = write_tools(dir.path(), text);
-    let out = codemode(&["exec", "--tools", tools.to_str().unwrap(), "-e", "return 1"]);
+    let out = common::output(&["exec", "--tools", tools.to_str().unwrap(), "-e", "return 1"]);
     let stderr = String::from_utf8(out.stderr).unwrap();
     let prefix = format!("codemode: --tools {}: ", tools.display());
     let message = stderr
@@ -309,7 +262,7 @@ fn bad_tools_files_are_usage_errors() {
 
 #[test]
 fn missing_tools_file_is_a_usage_error() {
-    let out = codemode(&[
+    let out = common::output(&[
         "exec",
         "--tools",
         "/nonexistent/tools.json",

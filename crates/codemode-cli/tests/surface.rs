@@ -2,12 +2,14 @@
 //! `catalog --surface`, the `"id"` echo of session lines, and the one tools-file format that
 //! `exec --tools` and `catalog --tools` share (issue 16, items 1, 2 and 9).
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::Output;
 
 use codemode_catalog::{Catalog, SearchLimits};
 use serde_json::{json, Value};
+
+use common::{json_lines as stdout_lines, run as codemode, write_file as write};
 
 /// A static tools file as `exec --tools` takes it (behaviour keys included).
 const TOOLS: &str = r#"[
@@ -20,35 +22,15 @@ const TOOLS: &str = r#"[
 const TOOLS_INDEX_LINES: &str =
     "- \"openclaw:core:echo\" { q: string } -> ?\n- \"openclaw:core:slow\" unknown -> ?\n";
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn codemode(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .env_remove("CODEMODE_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
+/// The catalog ids `codemode catalog … --json` printed (exit 0 checked).
+fn catalog_ids(out: &Output) -> Vec<String> {
+    assert_eq!(out.status.code(), Some(0));
+    let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
+    entries
+        .as_array()
         .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout_lines(out: &Output) -> Vec<Value> {
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -246,15 +228,11 @@ fn catalog_reads_the_file_exec_runs() {
     // …and shows under catalog, behaviour keys ignored, description defaulting to "".
     let out = codemode(&["catalog", "--tools", tools, "--json"], "");
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        catalog_ids(&out),
+        ["openclaw:core:echo", "openclaw:core:slow"]
+    );
     let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = entries
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["openclaw:core:echo", "openclaw:core:slow"]);
     assert_eq!(entries[0]["description"], "");
     // A file of bare specs is a catalog too (exec needs a behaviour per tool to run them).
     let bare = write(
@@ -308,16 +286,8 @@ fn catalog_reads_the_file_exec_runs() {
 #[test]
 fn catalog_without_tools_shows_the_builtin_workspace_tools() {
     let out = codemode(&["catalog", "--json"], "");
-    assert_eq!(out.status.code(), Some(0));
-    let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = entries
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        ids,
+        catalog_ids(&out),
         [
             "openclaw:core:grep",
             "openclaw:core:list",

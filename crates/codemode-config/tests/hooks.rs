@@ -1,6 +1,8 @@
 //! Command hook configuration (docs/contract/host.md#h2, docs/contract/host.md#h9) and the `codemode config` report's new fields,
 //! with exact values.
 
+mod common;
+
 use codemode_config::{
     resolve_hooks, ConfigReport, HookConfig, HookSpec, ToolPattern, Warning, WarningKind,
     DEFAULT_HOOK_TIMEOUT_MS, MAX_HOOK_TIMEOUT_MS, MIN_HOOK_TIMEOUT_MS,
@@ -71,20 +73,7 @@ fn timeouts_are_clamped_with_warnings() {
         .map(|h| h.timeout_ms)
         .collect();
     assert_eq!(used, [100, 600_000, 5000, 5000, 5000, 100]);
-    let w: Vec<(&str, &str, &Value, &Value, WarningKind, &str)> = r
-        .warnings
-        .iter()
-        .map(|w| {
-            (
-                w.path.as_str(),
-                w.field.as_str(),
-                &w.given,
-                &w.used,
-                w.kind,
-                w.message.as_str(),
-            )
-        })
-        .collect();
+    let w = common::warning_tuples(&r.warnings);
     assert_eq!(
         w,
         vec![

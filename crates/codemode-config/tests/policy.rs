@@ -1,6 +1,8 @@
 //! Tool policy (docs/contract/host.md#h1, docs/contract/host.md#h3, docs/contract/host.md#h9): patterns, deny-wins, empty allow, per-agent replace/add,
 //! and every warning, with exact values.
 
+mod common;
+
 use codemode_config::{resolve_policy, ToolPattern, ToolPolicy, Warning, WarningKind};
 use serde_json::{json, Value};
 
@@ -187,20 +189,7 @@ fn malformed_pattern_lists() {
     assert_eq!(r.policy.allow, Some(vec![]));
     assert_eq!(strings(&r.policy.deny), ["exec"]);
     assert_eq!(r.policy.approvals.require, vec![]);
-    let w: Vec<(&str, &str, &Value, &Value, WarningKind, &str)> = r
-        .warnings
-        .iter()
-        .map(|w| {
-            (
-                w.path.as_str(),
-                w.field.as_str(),
-                &w.given,
-                &w.used,
-                w.kind,
-                w.message.as_str(),
-            )
-        })
-        .collect();
+    let w = common::warning_tuples(&r.warnings);
     assert_eq!(
         w,
         vec![

@@ -8,6 +8,17 @@ use codemode_config::{
 };
 
 /// Sets one field through its typed setter (not by name), then reads it back by its getter.
+/// `(asked, got)` of both search limits: clamped to 1..=50.
+const SEARCH_LIMIT_CASES: [(u64, u64); 7] = [
+    (0, 1),
+    (1, 1),
+    (0, 1),
+    (1, 1),
+    (50, 50),
+    (51, 50),
+    (u64::MAX, 50),
+];
+
 fn set_typed(field: &str, value: u64) -> u64 {
     let mut c = CodeModeConfig::default();
     match field {
@@ -132,30 +143,8 @@ const EXTREMES: [(NumericField, Extremes); 8] = [
             (u64::MAX, 86_400),
         ],
     ),
-    (
-        SEARCH_DEFAULT_LIMIT,
-        [
-            (0, 1),
-            (1, 1),
-            (0, 1),
-            (1, 1),
-            (50, 50),
-            (51, 50),
-            (u64::MAX, 50),
-        ],
-    ),
-    (
-        MAX_SEARCH_LIMIT,
-        [
-            (0, 1),
-            (1, 1),
-            (0, 1),
-            (1, 1),
-            (50, 50),
-            (51, 50),
-            (u64::MAX, 50),
-        ],
-    ),
+    (SEARCH_DEFAULT_LIMIT, SEARCH_LIMIT_CASES),
+    (MAX_SEARCH_LIMIT, SEARCH_LIMIT_CASES),
 ];
 
 #[test]

@@ -29,7 +29,7 @@ impl ToolExecutor for HostTools {
                         "details": details,
                     }))
                 }
-                other => Err(format!("no such tool: {other}")),
+                other => Err(ToolError::unknown_tool(format!("no such tool: {other}"))),
             }
         })
     }

@@ -90,7 +90,8 @@ pub mod prelude {
     //!
     //! - [`CodeMode`] runs `exec` / `wait` and keeps parked runs; [`CodeModeResult`] is their answer;
     //! - [`RunEnv`] is one run's environment (config, catalog, [`ToolExecutor`], owner scope);
-    //! - [`ToolExecutor`] (with [`ToolCall`], [`ToolFuture`]) runs the nested tool calls;
+    //! - [`ToolExecutor`] (with [`ToolCall`], [`ToolFuture`], [`ToolError`]) runs the nested tool
+    //!   calls;
     //! - [`AbortHandle`] cancels a run;
     //! - [`ToolSpec`] and [`Catalog::build`] (with [`SearchLimits`]) build the catalog;
     //! - [`CodeModeConfig`] (or [`resolve_config`] from the spec's JSON shape) is `tools.codeMode`;
@@ -116,7 +117,7 @@ pub mod prelude {
     pub use crate::pipeline::{ApprovalBroker, ApprovalDecision, HookChain};
     pub use crate::result::{CodeModeResult, ErrorCode};
     pub use crate::surface::{surface_tools, ToolDefinition};
-    pub use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+    pub use codemode_bridge::{RunScope, ToolCall, ToolError, ToolExecutor, ToolFuture};
     pub use codemode_catalog::{Catalog, CatalogMode, SearchLimits, ToolOrigin, ToolSpec};
     pub use codemode_config::{resolve as resolve_config, CodeModeConfig, ToolPolicy};
     pub use codemode_runtime::AbortHandle;

@@ -4,46 +4,20 @@
 //! (docs/contract/decisions.md#d14) and `nodes` (docs/contract/nodes.md#s8,
 //! docs/contract/host.md#h7).
 
-use std::sync::{Arc, Mutex};
+mod common;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use std::sync::Arc;
+
+use codemode_bridge::RunScope;
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_facade::{CodeMode, CodeModeResult, RunEnv, NODES_TOOL_ID};
 use codemode_runtime::{AbortHandle, Runtime};
 use serde_json::{json, Value};
 
+use common::{error, summary, tool_result, value, Calls, Recording};
+
 const UNAWAITED: &str =
     "[Unawaited Promise: use await or Promise.all(...) before emitting or returning values.]";
-
-/// `nodes` answers `status` with `status` and `invoke` with `{"invoked": <input>}`; `echo`
-/// returns `{"input": <input>}`. Every call is recorded as `(tool name, input)`.
-struct Fixture {
-    status: Value,
-    calls: Mutex<Vec<(String, Value)>>,
-}
-
-struct Exec(Arc<Fixture>);
-
-impl ToolExecutor for Exec {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        let fixture = self.0.clone();
-        Box::pin(async move {
-            fixture
-                .calls
-                .lock()
-                .unwrap()
-                .push((call.tool_name.clone(), call.input.clone()));
-            let details = match (call.tool_name.as_str(), call.input.get("action")) {
-                ("nodes", Some(a)) if a == "status" => fixture.status.clone(),
-                ("nodes", _) => json!({"invoked": call.input}),
-                _ => json!({"input": call.input}),
-            };
-            Ok(
-                json!({"content": [{"type": "text", "text": details.to_string()}], "details": details}),
-            )
-        })
-    }
-}
 
 fn status() -> Value {
     json!({"nodes": [
@@ -60,7 +34,7 @@ struct Harness {
     cm: CodeMode,
     env: RunEnv,
     catalog: Arc<Catalog>,
-    fixture: Arc<Fixture>,
+    calls: Calls,
 }
 
 fn harness_with(config: Value, status: Value, with_nodes: bool) -> Harness {
@@ -69,14 +43,21 @@ fn harness_with(config: Value, status: Value, with_nodes: bool) -> Harness {
         specs.push(ToolSpec::core("nodes", "Paired Gateway nodes."));
     }
     let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
-    let fixture = Arc::new(Fixture {
-        status,
-        calls: Mutex::new(Vec::new()),
+    // `nodes` answers `status` with `status` and `invoke` with `{"invoked": <input>}`; `echo`
+    // returns `{"input": <input>}`.
+    let exec = Recording::new(move |call| {
+        let details = match (call.tool_name.as_str(), call.input.get("action")) {
+            ("nodes", Some(a)) if a == "status" => status.clone(),
+            ("nodes", _) => json!({"invoked": call.input}),
+            _ => json!({"input": call.input}),
+        };
+        tool_result(&details.to_string(), details)
     });
+    let calls = exec.calls.clone();
     let env = RunEnv::new(
         codemode_config::resolve(&config).config,
         catalog.clone(),
-        Arc::new(Exec(fixture.clone())),
+        Arc::new(exec),
         RunScope {
             run_id: Some("run-conveniences".into()),
             session_id: Some("session-conveniences".into()),
@@ -88,7 +69,7 @@ fn harness_with(config: Value, status: Value, with_nodes: bool) -> Harness {
         cm: CodeMode::new(Runtime::global().unwrap()),
         env,
         catalog,
-        fixture,
+        calls,
     }
 }
 
@@ -104,30 +85,7 @@ impl Harness {
         self.exec_input(json!({ "code": code })).await
     }
     fn calls(&self) -> Vec<(String, Value)> {
-        self.fixture.calls.lock().unwrap().clone()
-    }
-}
-
-/// `{status, value | error + code, output}` of a result, for exact comparison.
-fn summary(r: &CodeModeResult) -> Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let map = v.as_object_mut().unwrap();
-    map.remove("telemetry");
-    map.remove("replaySafe");
-    v
-}
-
-fn value(r: &CodeModeResult) -> Value {
-    match r {
-        CodeModeResult::Completed { value, .. } => value.clone(),
-        other => panic!("expected completed, got {}", summary(other)),
-    }
-}
-
-fn error(r: &CodeModeResult) -> String {
-    match r {
-        CodeModeResult::Failed { error, .. } => error.clone(),
-        other => panic!("expected failed, got {}", summary(other)),
+        self.calls.lock().unwrap().clone()
     }
 }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{RunScope, ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits};
 use codemode_facade::{CodeMode, CodeModeResult, ErrorCode, RunEnv};
 use codemode_runtime::{AbortHandle, Runtime};
@@ -16,7 +16,7 @@ struct NoTools;
 
 impl ToolExecutor for NoTools {
     fn execute(&self, _call: ToolCall) -> ToolFuture {
-        Box::pin(async { Err("no tools".to_string()) })
+        Box::pin(async { Err(ToolError::unknown_tool("no tools")) })
     }
 }
 

@@ -1,12 +1,14 @@
 //! exec/wait end to end over the real runtime, with a scripted tool executor. Exact values from
 //! docs/contract/examples.md#s10 where it gives them.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{RunScope, ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_config::{CodeModeConfig, Enabled};
 use codemode_facade::{CodeMode, CodeModeResult, ErrorCode, RunEnv, WaitReason};
@@ -48,7 +50,7 @@ impl ToolExecutor for Exec {
             tokio::time::sleep(delay).await;
             this.in_flight.fetch_sub(1, Ordering::SeqCst);
             if call.tool_name == "fail" {
-                return Err("fast failure".to_string());
+                return Err(ToolError::failed("fast failure"));
             }
             let details = json!({"name": call.tool_name, "input": call.input});
             Ok(
@@ -319,12 +321,7 @@ fn exec_cases() -> Vec<Case> {
                 "value": 3,
                 "output": [{"type": "text", "text": "hi"}],
                 "replaySafe": false,
-                "telemetry": {
-                    "catalogSize": 4,
-                    "sources": {"openclaw": 4, "mcp": 0, "client": 0},
-                    "searchCount": 0, "describeCount": 0, "callCount": 0,
-                    "visibleTools": ["exec", "wait"]
-                }
+                "telemetry": common::core_telemetry(4, 0)
             })),
         ),
         Case::new(

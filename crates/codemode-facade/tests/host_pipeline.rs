@@ -2,14 +2,15 @@
 //! #h4, #h9): policy, hooks (nested and outer), approvals with `pendingApprovals`, and the
 //! trajectory of a run checked event by event. Exact values.
 
-use std::collections::HashMap;
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::RunScope;
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_config::{resolve_policy, CodeModeConfig, ToolPolicy};
+use codemode_config::CodeModeConfig;
 use codemode_facade::pipeline::{
     AfterDecision, AfterToolCall, ApprovalBroker, ApprovalDecision, BeforeToolCall, FixedApprover,
     HookChain, HookDecision, HookFuture, ToolHook,
@@ -19,56 +20,19 @@ use codemode_runtime::{AbortHandle, Runtime};
 use codemode_telemetry::{MemorySink, Trajectory};
 use serde_json::{json, Value};
 
+use common::{ops_scope as scope, policy, tool_result, Calls, Recording};
+
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------------------------
 
-/// Returns `{content: [{type: "text", text}], details: {name, input}}` after a per-tool delay and
-/// records every call it runs.
-#[derive(Default)]
-struct Tools {
-    calls: Mutex<Vec<(String, Value)>>,
-    delays: HashMap<String, u64>,
-}
+/// The calls of the harness's tools.
+struct Tools(Calls);
 
 impl Tools {
     fn calls(&self) -> Vec<(String, Value)> {
-        self.calls.lock().unwrap().clone()
+        self.0.lock().unwrap().clone()
     }
-}
-
-struct Exec(Arc<Tools>);
-
-impl ToolExecutor for Exec {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        let tools = self.0.clone();
-        Box::pin(async move {
-            tools
-                .calls
-                .lock()
-                .unwrap()
-                .push((call.tool_name.clone(), call.input.clone()));
-            let delay = tools.delays.get(&call.tool_name).copied().unwrap_or(0);
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-            let details = json!({"name": call.tool_name, "input": call.input});
-            Ok(json!({"content": [{"type": "text", "text": "ok"}], "details": details}))
-        })
-    }
-}
-
-fn scope() -> RunScope {
-    RunScope {
-        run_id: Some("run-1".into()),
-        session_id: Some("session-1".into()),
-        session_key: Some("agent:ops:main".into()),
-        agent_id: Some("ops".into()),
-    }
-}
-
-fn policy(tools: Value) -> ToolPolicy {
-    let resolved = resolve_policy(&json!({ "tools": tools }), None);
-    assert!(resolved.warnings.is_empty());
-    resolved.policy
 }
 
 struct Harness {
@@ -94,12 +58,16 @@ fn harness_from(code_mode: Value, delays: &[(&str, u64)]) -> Harness {
         search_default_limit: config.search_default_limit() as u32,
     };
     let catalog = Arc::new(Catalog::build(specs, &limits).unwrap());
-    let tools = Arc::new(Tools {
-        delays: delays.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
-        ..Tools::default()
-    });
-    let env = RunEnv::new(config, catalog, Arc::new(Exec(tools.clone())), scope())
-        .with_tool_call_id("call_1");
+    // Returns `{content: [{type: "text", text: "ok"}], details: {name, input}}` after the
+    // tool's delay.
+    let exec = delays.iter().fold(
+        Recording::new(|call| {
+            tool_result("ok", json!({"name": call.tool_name, "input": call.input}))
+        }),
+        |exec, (name, ms)| exec.with_delay(name, Duration::from_millis(*ms)),
+    );
+    let tools = Arc::new(Tools(exec.calls.clone()));
+    let env = RunEnv::new(config, catalog, Arc::new(exec), scope()).with_tool_call_id("call_1");
     Harness {
         cm: CodeMode::new(Runtime::global().unwrap()),
         env,

@@ -3,39 +3,17 @@
 //! model: the guest layer"). Host-side bounds (memory, deadlines outside the VM, the file
 //! oracle) have their own tests.
 
-use std::sync::{Arc, Mutex};
+mod common;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
-use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
-use codemode_runtime::{AbortHandle, Runtime};
+use codemode_catalog::ToolSpec;
+use codemode_facade::CodeModeResult;
+use codemode_runtime::AbortHandle;
 use serde_json::{json, Value};
 
-/// Every tool answers `{"input": <input>}`; calls are recorded as `(tool name, input)`.
-struct Exec(Arc<Mutex<Vec<(String, Value)>>>);
-
-impl ToolExecutor for Exec {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        let calls = self.0.clone();
-        Box::pin(async move {
-            calls
-                .lock()
-                .unwrap()
-                .push((call.tool_name.clone(), call.input.clone()));
-            let details = json!({"input": call.input});
-            Ok(json!({"content": [{"type": "text", "text": "ok"}], "details": details}))
-        })
-    }
-}
-
-struct Harness {
-    cm: CodeMode,
-    env: RunEnv,
-    calls: Arc<Mutex<Vec<(String, Value)>>>,
-}
+use common::{summary, tool_result, value, Harness, Recording};
 
 /// A catalog of eight tools whose names and descriptions all match "fast" (`fast`, `fast1` …
-/// `fast7`), under `config`.
+/// `fast7`), under `config`; every tool answers `{"input": <input>}`.
 fn harness_with(config: Value) -> Harness {
     let specs = (0..8)
         .map(|i| {
@@ -47,50 +25,12 @@ fn harness_with(config: Value) -> Harness {
             ToolSpec::core(&name, "Fast echo tool.")
         })
         .collect::<Vec<_>>();
-    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let env = RunEnv::new(
-        codemode_config::resolve(&config).config,
-        catalog,
-        Arc::new(Exec(calls.clone())),
-        RunScope::default(),
-    );
-    Harness {
-        cm: CodeMode::new(Runtime::global().unwrap()),
-        env,
-        calls,
-    }
+    let exec = Recording::new(|call| tool_result("ok", json!({"input": call.input})));
+    Harness::new(&config, specs, exec)
 }
 
 fn harness() -> Harness {
     harness_with(json!(true))
-}
-
-impl Harness {
-    async fn exec(&self, code: &str) -> CodeModeResult {
-        self.cm
-            .exec(&self.env, &json!({ "code": code }), &AbortHandle::new())
-            .await
-    }
-    fn calls(&self) -> Vec<(String, Value)> {
-        self.calls.lock().unwrap().clone()
-    }
-}
-
-/// `{status, value | error + code, output}` of a result, for exact comparison.
-fn summary(r: &CodeModeResult) -> Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let map = v.as_object_mut().unwrap();
-    map.remove("telemetry");
-    map.remove("replaySafe");
-    v
-}
-
-fn value(r: &CodeModeResult) -> Value {
-    match r {
-        CodeModeResult::Completed { value, .. } => value.clone(),
-        other => panic!("expected completed, got {}", summary(other)),
-    }
 }
 
 // ---- item 2: bridge internals are unreachable through stack walking ----

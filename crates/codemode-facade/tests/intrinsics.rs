@@ -6,46 +6,12 @@
 //! are compared, exactly, with the same program run clean. Also the lazy catalog's first touch
 //! through `Reflect` (issue 27 item 8).
 
-use std::sync::{Arc, Mutex};
+mod common;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
-use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
-use codemode_runtime::{AbortHandle, Runtime};
+use codemode_catalog::ToolSpec;
 use serde_json::{json, Value};
 
-/// `nodes` answers `status` with two paired nodes and `invoke` with `{"invoked": <input>}`;
-/// every other tool returns `{"input": <input>}`. Calls are recorded as `(tool name, input)`.
-struct Exec(Arc<Mutex<Vec<(String, Value)>>>);
-
-impl ToolExecutor for Exec {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        let calls = self.0.clone();
-        Box::pin(async move {
-            calls
-                .lock()
-                .unwrap()
-                .push((call.tool_name.clone(), call.input.clone()));
-            let details = match (call.tool_name.as_str(), call.input.get("action")) {
-                ("nodes", Some(a)) if a == "status" => json!({"nodes": [
-                    {"nodeId": "mac-1", "displayName": "Studio Mac", "connected": true,
-                     "paired": true, "commands": ["fs.listDir", "camera.snap"]},
-                    {"nodeId": "pi-2", "displayName": "Kitchen", "connected": true,
-                     "paired": true, "commands": []}
-                ]}),
-                ("nodes", _) => json!({"invoked": call.input}),
-                _ => json!({"input": call.input}),
-            };
-            Ok(json!({"content": [{"type": "text", "text": "ok"}], "details": details}))
-        })
-    }
-}
-
-struct Harness {
-    cm: CodeMode,
-    env: RunEnv,
-    calls: Arc<Mutex<Vec<(String, Value)>>>,
-}
+use common::{summary, tool_result, Harness, Recording};
 
 /// `fast`, `fast1`, the core `nodes` tool and one MCP tool (so `API` has files), with the
 /// catalog installed lazily (the default).
@@ -56,40 +22,31 @@ fn harness() -> Harness {
         ToolSpec::core("nodes", "Paired Gateway nodes."),
         ToolSpec::mcp_tool("docs", "lookup", "Look a word up."),
     ];
-    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let env = RunEnv::new(
-        codemode_config::resolve(&json!(true)).config,
-        catalog,
-        Arc::new(Exec(calls.clone())),
-        RunScope::default(),
-    );
-    Harness {
-        cm: CodeMode::new(Runtime::global().unwrap()),
-        env,
-        calls,
-    }
+    // `nodes` answers `status` with two paired nodes and `invoke` with `{"invoked": <input>}`;
+    // every other tool returns `{"input": <input>}`.
+    let exec = Recording::new(|call| {
+        let details = match (call.tool_name.as_str(), call.input.get("action")) {
+            ("nodes", Some(a)) if a == "status" => json!({"nodes": [
+                {"nodeId": "mac-1", "displayName": "Studio Mac", "connected": true,
+                 "paired": true, "commands": ["fs.listDir", "camera.snap"]},
+                {"nodeId": "pi-2", "displayName": "Kitchen", "connected": true,
+                 "paired": true, "commands": []}
+            ]}),
+            ("nodes", _) => json!({"invoked": call.input}),
+            _ => json!({"input": call.input}),
+        };
+        tool_result("ok", details)
+    });
+    Harness::new(&json!(true), specs, exec)
 }
 
 impl Harness {
     /// Runs `code` and returns the result's summary and the tool calls it made (then forgets them).
     async fn run(&self, code: &str) -> (Value, Vec<(String, Value)>) {
-        let r = self
-            .cm
-            .exec(&self.env, &json!({ "code": code }), &AbortHandle::new())
-            .await;
+        let r = self.exec(code).await;
         let calls = std::mem::take(&mut *self.calls.lock().unwrap());
         (summary(&r), calls)
     }
-}
-
-/// `{status, value | error + code, output}` of a result, for exact comparison.
-fn summary(r: &CodeModeResult) -> Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let map = v.as_object_mut().unwrap();
-    map.remove("telemetry");
-    map.remove("replaySafe");
-    v
 }
 
 /// Descriptor keys and the other keys a naive bridge reads, each set to the value that breaks

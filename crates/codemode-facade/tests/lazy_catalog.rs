@@ -4,29 +4,17 @@
 //! both modes over the real runtime and must give the same result, and the exact value where
 //! it is written down.
 
-use std::sync::{Arc, Mutex};
+mod common;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use std::sync::Arc;
+
+use codemode_bridge::RunScope;
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
 use codemode_runtime::{AbortHandle, Runtime};
 use serde_json::{json, Value};
 
-/// Answers every call with `{"tool": <name>, "input": <input>}`, recording the tool names.
-struct Exec(Arc<Mutex<Vec<String>>>);
-
-impl ToolExecutor for Exec {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        let calls = self.0.clone();
-        Box::pin(async move {
-            calls.lock().unwrap().push(call.tool_name.clone());
-            let details = json!({"tool": call.tool_name, "input": call.input});
-            Ok(
-                json!({"content": [{"type": "text", "text": details.to_string()}], "details": details}),
-            )
-        })
-    }
-}
+use common::{tool_result, Calls, Recording};
 
 fn scope() -> RunScope {
     RunScope {
@@ -59,16 +47,21 @@ struct Harness {
     cm: CodeMode,
     eager: RunEnv,
     lazy: RunEnv,
-    calls: Arc<Mutex<Vec<String>>>,
+    calls: Calls,
 }
 
 fn harness_with(specs: Vec<ToolSpec>) -> Harness {
     let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
-    let calls = Arc::new(Mutex::new(Vec::new()));
+    // Every call is answered with `{"tool": <name>, "input": <input>}`.
+    let exec = Recording::new(|call| {
+        let details = json!({"tool": call.tool_name, "input": call.input});
+        tool_result(&details.to_string(), details)
+    });
+    let calls = exec.calls.clone();
     let lazy = RunEnv::new(
         codemode_config::resolve(&json!(true)).config,
         catalog,
-        Arc::new(Exec(calls.clone())),
+        Arc::new(exec),
         scope(),
     );
     let mut eager = lazy.clone();
@@ -81,13 +74,11 @@ fn harness_with(specs: Vec<ToolSpec>) -> Harness {
     }
 }
 
-/// `{status, value | error + code, output}` of a result, for exact comparison.
+/// `{status, value | error + code, output}` of a result, for exact comparison (its `runId` left
+/// out too: it differs between the modes).
 fn summary(r: &CodeModeResult) -> Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let map = v.as_object_mut().unwrap();
-    map.remove("telemetry");
-    map.remove("replaySafe");
-    map.remove("runId");
+    let mut v = common::summary(r);
+    v.as_object_mut().unwrap().remove("runId");
     v
 }
 

@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
-use codemode_config::{resolve_policy, HookConfig, HookSpec, ToolPolicy};
+use codemode_bridge::{RunScope, ToolCall, ToolError, ToolErrorKind, ToolExecutor};
+use codemode_config::{HookConfig, HookSpec};
 use codemode_facade::pipeline::{
     after_outer_call, before_outer_call, AfterDecision, AfterToolCall, ApprovalBroker,
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, BeforeToolCall, FixedApprover,
@@ -16,51 +18,30 @@ use codemode_facade::pipeline::{
 use codemode_facade::PendingApproval;
 use serde_json::{json, Value};
 
+use common::{ops_scope as scope, policy, Calls, Recording};
+
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------------------------
 
 /// Records every call it runs; `fail` errors, `slow` sleeps 300 ms; returns
 /// `{content: [], details: {name, input}}`.
-#[derive(Default)]
-struct Recorder {
-    calls: Mutex<Vec<(String, Value)>>,
+fn recorder() -> Recording {
+    Recording::fallible(|call| {
+        if call.tool_name == "fail" {
+            return Err(ToolError::failed("fast failure"));
+        }
+        Ok(json!({"content": [], "details": {"name": call.tool_name, "input": call.input}}))
+    })
+    .with_delay("slow", Duration::from_millis(300))
 }
+
+/// The calls of a [`recorder`].
+struct Recorder(Calls);
 
 impl Recorder {
     fn calls(&self) -> Vec<(String, Value)> {
-        self.calls.lock().unwrap().clone()
-    }
-}
-
-struct Exec(Arc<Recorder>);
-
-impl ToolExecutor for Exec {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        let recorder = self.0.clone();
-        Box::pin(async move {
-            recorder
-                .calls
-                .lock()
-                .unwrap()
-                .push((call.tool_name.clone(), call.input.clone()));
-            if call.tool_name == "slow" {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-            if call.tool_name == "fail" {
-                return Err("fast failure".to_string());
-            }
-            Ok(json!({"content": [], "details": {"name": call.tool_name, "input": call.input}}))
-        })
-    }
-}
-
-fn scope() -> RunScope {
-    RunScope {
-        run_id: Some("run-1".into()),
-        session_id: Some("session-1".into()),
-        session_key: Some("agent:ops:main".into()),
-        agent_id: Some("ops".into()),
+        self.0.lock().unwrap().clone()
     }
 }
 
@@ -78,17 +59,9 @@ fn call(name: &str, input: Value) -> ToolCall {
 }
 
 fn pipeline() -> (ToolPipeline, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    (
-        ToolPipeline::new(Arc::new(Exec(recorder.clone()))),
-        recorder,
-    )
-}
-
-fn policy(tools: Value) -> ToolPolicy {
-    let resolved = resolve_policy(&json!({ "tools": tools }), None);
-    assert!(resolved.warnings.is_empty());
-    resolved.policy
+    let exec = recorder();
+    let recorder = Arc::new(Recorder(exec.calls.clone()));
+    (ToolPipeline::new(Arc::new(exec)), recorder)
 }
 
 fn details(name: &str, input: Value) -> Value {
@@ -129,11 +102,11 @@ async fn a_denied_tool_gets_the_unknown_tool_error_and_never_runs() {
     ));
     assert_eq!(
         p.execute(call("write", json!({}))).await,
-        Err("Unknown tool id: openclaw:core:write. Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.".to_string())
+        Err(ToolError::unknown_tool("Unknown tool id: openclaw:core:write. Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name."))
     );
     assert_eq!(
         p.execute(call("grep", json!({}))).await,
-        Err("Unknown tool id: openclaw:core:grep. Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name.".to_string())
+        Err(ToolError::unknown_tool("Unknown tool id: openclaw:core:grep. Use tools.search to find a tool, tools.describe to inspect it, then tools.call with the exact id or name."))
     );
     assert_eq!(
         p.execute(call("read", json!({"path": "a"}))).await,
@@ -157,7 +130,10 @@ async fn an_empty_allow_list_denies_everything() {
     let (p, recorder) = pipeline();
     let p = p.with_policy(policy(json!({"allow": []})));
     let err = p.execute(call("read", json!({}))).await.unwrap_err();
-    assert!(err.starts_with("Unknown tool id: openclaw:core:read. "));
+    assert_eq!(err.kind(), ToolErrorKind::UnknownTool);
+    assert!(err
+        .message()
+        .starts_with("Unknown tool id: openclaw:core:read. "));
     assert!(recorder.calls().is_empty());
 }
 
@@ -234,10 +210,9 @@ async fn a_rust_hook_blocks_one_tool_and_rewrites_another() {
     assert_eq!(
         p.execute(call("write", json!({"path": "x", "content": "y"})))
             .await,
-        Err(
+        Err(ToolError::refused(
             "Tool \"openclaw:core:write\" was blocked before execution: writes are frozen"
-                .to_string()
-        )
+        ))
     );
     assert_eq!(
         p.execute(call("read", json!({"path": "/etc/passwd"})))
@@ -256,18 +231,17 @@ async fn hook_failures_block_with_their_reason() {
     let (p, recorder, _) = guarded();
     assert_eq!(
         p.execute(call("blank", json!({}))).await,
-        Err("Tool \"openclaw:core:blank\" was blocked before execution: hook \"guard\" blocked the call".to_string())
+        Err(ToolError::refused("Tool \"openclaw:core:blank\" was blocked before execution: hook \"guard\" blocked the call"))
     );
     assert_eq!(
         p.execute(call("weird", json!({}))).await,
-        Err("Tool \"openclaw:core:weird\" was blocked before execution: hook \"guard\" answered with an input that is not an object".to_string())
+        Err(ToolError::refused("Tool \"openclaw:core:weird\" was blocked before execution: hook \"guard\" answered with an input that is not an object"))
     );
     assert_eq!(
         p.execute(call("broken", json!({}))).await,
-        Err(
+        Err(ToolError::refused(
             "Tool \"openclaw:core:broken\" was blocked before execution: guard is broken"
-                .to_string()
-        )
+        ))
     );
     assert!(recorder.calls().is_empty());
 }
@@ -285,10 +259,9 @@ async fn after_hooks_see_the_outcome_and_may_replace_it() {
     );
     assert_eq!(
         p.execute(call("secret", json!({}))).await,
-        Err(
+        Err(ToolError::refused(
             "Tool \"openclaw:core:secret\" was blocked after execution: the result is withheld"
-                .to_string()
-        )
+        ))
     );
     assert_eq!(recorder.calls().len(), 3);
     let after = guard.after.lock().unwrap().clone();
@@ -425,7 +398,9 @@ async fn command_hooks_block_rewrite_and_match() {
     ]));
     assert_eq!(
         p.execute(call("write", json!({}))).await,
-        Err("Tool \"openclaw:core:write\" was blocked before execution: no writes".to_string())
+        Err(ToolError::refused(
+            "Tool \"openclaw:core:write\" was blocked before execution: no writes"
+        ))
     );
     assert_eq!(
         p.execute(call("read", json!({"path": "a"}))).await,
@@ -442,7 +417,8 @@ async fn blocked_reason(spec: HookSpec) -> String {
     let p = p.with_hooks(before_hooks(vec![spec]));
     let err = p.execute(call("write", json!({}))).await.unwrap_err();
     assert!(recorder.calls().is_empty(), "the tool ran");
-    err
+    assert_eq!(err.kind(), ToolErrorKind::Refused);
+    err.into_message()
 }
 
 #[tokio::test]
@@ -609,7 +585,7 @@ async fn a_command_after_hook_replaces_the_result_or_withholds_it() {
     );
     assert_eq!(
         p.execute(call("grep", json!({}))).await,
-        Err("Tool \"openclaw:core:grep\" was blocked after execution: hook \"sh\" exited with status 3".to_string())
+        Err(ToolError::refused("Tool \"openclaw:core:grep\" was blocked after execution: hook \"sh\" exited with status 3"))
     );
 }
 
@@ -639,14 +615,18 @@ async fn a_denied_call_never_runs() {
     // No approver: denied.
     assert_eq!(
         p.execute(call("write", json!({}))).await,
-        Err("Tool \"openclaw:core:write\" was not approved: denied".to_string())
+        Err(ToolError::refused(
+            "Tool \"openclaw:core:write\" was not approved: denied"
+        ))
     );
     let p = p.with_approver(Arc::new(FixedApprover(ApprovalDecision::deny_because(
         "not today",
     ))));
     assert_eq!(
         p.execute(call("write", json!({}))).await,
-        Err("Tool \"openclaw:core:write\" was not approved: not today".to_string())
+        Err(ToolError::refused(
+            "Tool \"openclaw:core:write\" was not approved: not today"
+        ))
     );
     // Tools that need no approval are not asked about.
     assert!(p.execute(call("read", json!({}))).await.is_ok());
@@ -726,7 +706,9 @@ async fn the_broker_lists_pending_approvals_and_answers_them_by_id() {
     );
     assert_eq!(
         second.await.unwrap(),
-        Err("Tool \"openclaw:core:write\" was not approved: denied".to_string())
+        Err(ToolError::refused(
+            "Tool \"openclaw:core:write\" was not approved: denied"
+        ))
     );
     assert_eq!(
         recorder.calls(),
@@ -752,7 +734,9 @@ async fn an_approval_outstanding_past_the_ttl_is_denied() {
     let started = Instant::now();
     assert_eq!(
         p.execute(call("write", json!({}))).await,
-        Err("Tool \"openclaw:core:write\" was not approved: approval expired".to_string())
+        Err(ToolError::refused(
+            "Tool \"openclaw:core:write\" was not approved: approval expired"
+        ))
     );
     assert!(started.elapsed() >= Duration::from_millis(150));
     assert!(broker.pending().is_empty());
@@ -803,7 +787,9 @@ async fn a_hook_ask_goes_to_the_broker_delegate_or_an_answer_by_id() {
     // The delegate answers first.
     assert_eq!(
         p.execute(call("read", json!({}))).await,
-        Err("Tool \"openclaw:core:read\" was not approved: the delegate said no".to_string())
+        Err(ToolError::refused(
+            "Tool \"openclaw:core:read\" was not approved: the delegate said no"
+        ))
     );
     assert_eq!(asked.load(Ordering::SeqCst), 1);
     assert_eq!(
@@ -862,7 +848,9 @@ async fn a_dropped_call_leaves_the_broker_and_deny_all_clears_it() {
     assert_eq!(broker.deny_all(None), 1);
     assert_eq!(
         waiting.await.unwrap(),
-        Err("Tool \"openclaw:core:write\" was not approved: approval cancelled".to_string())
+        Err(ToolError::refused(
+            "Tool \"openclaw:core:write\" was not approved: approval cancelled"
+        ))
     );
 }
 

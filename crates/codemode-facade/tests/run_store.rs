@@ -4,30 +4,18 @@
 //! copy the store says ended or moved on is never resumed; a record opened against another
 //! catalog or by another scope is refused.
 
+mod common;
 #[path = "../../codemode-snapshot/tests/support/redis_server.rs"]
 mod redis_server;
 
 use std::sync::Arc;
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::RunScope;
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
 use codemode_runtime::{AbortHandle, Runtime};
 use codemode_snapshot::{open, RunStore, StateKeys, StateUrl};
 use serde_json::{json, Value};
-
-struct Echo;
-
-impl ToolExecutor for Echo {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        Box::pin(async move {
-            let details = json!({"name": call.tool_name, "input": call.input});
-            Ok(
-                json!({"content": [{"type": "text", "text": details.to_string()}], "details": details}),
-            )
-        })
-    }
-}
 
 fn scope() -> RunScope {
     RunScope {
@@ -47,7 +35,12 @@ fn env(tools: &[&str]) -> RunEnv {
         .map(|t| ToolSpec::core(*t, "A tool."))
         .collect();
     let catalog = Arc::new(Catalog::build(specs, &limits).unwrap());
-    RunEnv::new(config, catalog, Arc::new(Echo), scope())
+    // Every tool echoes `{name, input}` as its details and their JSON text.
+    let echo = common::Recording::new(|call| {
+        let details = json!({"name": call.tool_name, "input": call.input});
+        common::tool_result(&details.to_string(), details)
+    });
+    RunEnv::new(config, catalog, Arc::new(echo), scope())
 }
 
 fn front(store: &Arc<dyn RunStore>) -> CodeMode {
@@ -93,12 +86,7 @@ async fn two_fronts_share_runs(store: Arc<dyn RunStore>) {
             "value": {"name": "echo", "input": {"n": 2}},
             "output": [{"type": "text", "text": "3"}],
             "replaySafe": false,
-            "telemetry": {
-                "catalogSize": 1,
-                "sources": {"openclaw": 1, "mcp": 0, "client": 0},
-                "searchCount": 0, "describeCount": 0, "callCount": 1,
-                "visibleTools": ["exec", "wait"]
-            }
+            "telemetry": common::core_telemetry(1, 1)
         })
     );
     // Finished on A: B's copy (parked there after its wait) is dropped, never resumed.

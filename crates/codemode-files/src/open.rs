@@ -56,7 +56,7 @@ pub enum FileError {
         max: u64,
     },
     /// Opening, reading or writing failed (missing file, permissions, not UTF-8, …).
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
 }
 

@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use codemode_bridge::{ToolError, ToolErrorKind};
 use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::ErrorData;
 
@@ -287,6 +288,42 @@ pub enum ClientError {
         /// The listing budget that ran out.
         timeout: Duration,
     },
+}
+
+impl ClientError {
+    /// The error a nested call through [`crate::McpExecutor`] rejects with: this message, with
+    /// the kind [`ToolErrorKind::Failed`] when the server answered (a JSON-RPC error, a failed
+    /// task, a result or input request codemode cannot use) and [`ToolErrorKind::Unavailable`]
+    /// when it could not be reached or gave no answer (connect, spawn, timeout, closed
+    /// connection, shutdown).
+    pub fn tool_error(&self) -> ToolError {
+        let kind = match self {
+            ClientError::Refused { .. }
+            | ClientError::ReplyDropped { .. }
+            | ClientError::Failed { .. }
+            | ClientError::NonObjectPage { .. }
+            | ClientError::NotJson { .. }
+            | ClientError::InputRequest { .. }
+            | ClientError::InputRounds { .. }
+            | ClientError::Malformed { .. }
+            | ClientError::Task { .. } => ToolErrorKind::Failed,
+            ClientError::ConnectTimeout { .. }
+            | ClientError::Connect { .. }
+            | ClientError::CwdNotDirectory { .. }
+            | ClientError::Spawn { .. }
+            | ClientError::StdioNotPiped { .. }
+            | ClientError::HeaderName { .. }
+            | ClientError::HeaderValue { .. }
+            | ClientError::SessionRejected { .. }
+            | ClientError::Timeout { .. }
+            | ClientError::Closed { .. }
+            | ClientError::StreamClosed { .. }
+            | ClientError::ShuttingDown { .. }
+            | ClientError::NotListedYet { .. }
+            | ClientError::ListingTimeout { .. } => ToolErrorKind::Unavailable,
+        };
+        ToolError::new(kind, self.to_string())
+    }
 }
 
 /// ` (stderr: <line>)`, or nothing.

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::{McpOperation, OfflineServer, OfflineState, ToolOrigin, ToolSpec};
 use codemode_config::ToolPolicy;
 use serde::Serialize;
@@ -746,7 +746,11 @@ impl ToolExecutor for McpExecutor {
                 Some(fallback) => fallback.execute(call),
                 None => {
                     let id = call.tool_id;
-                    Box::pin(async move { Err(format!("no tool executor for {id}")) })
+                    Box::pin(async move {
+                        Err(ToolError::unknown_tool(format!(
+                            "no tool executor for {id}"
+                        )))
+                    })
                 }
             };
         };
@@ -756,7 +760,11 @@ impl ToolExecutor for McpExecutor {
             let input = match std::mem::take(&mut call.input) {
                 Value::Object(map) => map,
                 Value::Null => Map::new(),
-                _ => return Err("MCP tools take one object argument.".to_string()),
+                _ => {
+                    return Err(ToolError::invalid_input(
+                        "MCP tools take one object argument.",
+                    ))
+                }
             };
             let string = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_string);
             tracing::debug!(server = client.name(), tool = %route.tool, id = %call.tool_id, "MCP call");
@@ -769,25 +777,29 @@ impl ToolExecutor for McpExecutor {
                 }
                 McpOperation::ResourcesRead => {
                     let Some(uri) = string("uri") else {
-                        return Err("resources.read needs a string uri.".to_string());
+                        return Err(ToolError::invalid_input(
+                            "resources.read needs a string uri.",
+                        ));
                     };
                     client.read_resource(&uri).await
                 }
                 McpOperation::PromptsGet => {
                     let Some(name) = string("name") else {
-                        return Err("prompts.get needs a string name.".to_string());
+                        return Err(ToolError::invalid_input("prompts.get needs a string name."));
                     };
                     let arguments = match input.get("arguments") {
                         None | Some(Value::Null) => None,
                         Some(Value::Object(arguments)) => Some(arguments.clone()),
                         Some(_) => {
-                            return Err("prompts.get arguments must be an object.".to_string())
+                            return Err(ToolError::invalid_input(
+                                "prompts.get arguments must be an object.",
+                            ))
                         }
                     };
                     client.get_prompt(&name, arguments).await
                 }
             };
-            result.map_err(|e| e.to_string())
+            result.map_err(|e| e.tool_error())
         })
     }
 }

@@ -6,25 +6,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig};
-use serde_json::{json, Value};
+use serde_json::json;
 
-async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
-    let name = format!("t__{tool}");
-    hub.executor(None)
-        .execute(ToolCall {
-            tool_id: format!("mcp:t:{name}"),
-            tool_name: name,
-            input,
-            scope: RunScope::default(),
-            bridge_id: "bridge:namespace:1".into(),
-            tool_call_id: "tool_search_code:test:t:1".into(),
-            parent_tool_call_id: None,
-            code_mode_run_id: None,
-        })
-        .await
-}
+use common::call;
 
 /// The child sees exactly the SDKs' default variables that are set here, plus its configured
 /// `env` with `${VAR}` expanded from this process's environment, and nothing else (cargo's
@@ -112,7 +97,9 @@ async fn timeout_ms_is_the_servers_call_timeout() {
     let err = call(&hub, "hang", json!({})).await.unwrap_err();
     assert_eq!(
         err,
-        "MCP server \"t\" did not answer tools/call \"hang\" within 300 ms"
+        codemode_bridge::ToolError::unavailable(
+            "MCP server \"t\" did not answer tools/call \"hang\" within 300 ms"
+        )
     );
     assert!(started.elapsed() < Duration::from_secs(30));
     hub.shutdown().await;

@@ -2,22 +2,17 @@
 //! documentation: tool annotations, `outputSchema` and resource templates. The server is a raw
 //! JSON-RPC server in Node.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use codemode_catalog::{api_read, Catalog, McpNamespace, SearchLimits};
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
 
-const SERVER: &str = r#"
-const rl = require("readline").createInterface({ input: process.stdin });
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-rl.on("line", (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined) return;
-  if (m.method === "initialize") {
-    send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion,
-      capabilities: { tools: {}, resources: {} }, serverInfo: { name: "declared", version: "1" } } });
-  } else if (m.method === "tools/list") {
+/// The requests of the test server (`common::raw_node_server`): one tool with annotations and an
+/// `outputSchema`, and one resource template.
+const SERVER_BRANCHES: &str = r#" else if (m.method === "tools/list") {
     send({ jsonrpc: "2.0", id: m.id, result: { tools: [
       { name: "read_file", description: "Read a file.",
         inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
@@ -27,15 +22,15 @@ rl.on("line", (line) => {
   } else if (m.method === "resources/templates/list") {
     send({ jsonrpc: "2.0", id: m.id, result: { resourceTemplates: [
       { uriTemplate: "file:///{path}", name: "file" } ] } });
-  } else {
-    send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no " + m.method } });
-  }
-});
-"#;
+  }"#;
 
 async fn hub(dir: &std::path::Path) -> McpHub {
     let script = dir.join("declared.js");
-    std::fs::write(&script, SERVER).unwrap();
+    std::fs::write(
+        &script,
+        common::raw_node_server("declared", "{ tools: {}, resources: {} }", SERVER_BRANCHES),
+    )
+    .unwrap();
     let config = McpServersConfig {
         servers: BTreeMap::from([(
             "fs".to_string(),

@@ -5,121 +5,21 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
-use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
+use codemode_bridge::{RunScope, ToolError, ToolExecutor};
+use codemode_mcp::{McpHub, McpServersConfig};
 use serde_json::{json, Value};
 
-fn stdio(flags: &[&str], timeout: Option<Duration>) -> McpServersConfig {
-    McpServersConfig {
-        servers: BTreeMap::from([(
-            "t".to_string(),
-            ServerConfig::Stdio {
-                command: common::testserver().to_string_lossy().into_owned(),
-                args: flags.iter().map(|f| f.to_string()).collect(),
-                env: BTreeMap::new(),
-                cwd: None,
-                timeout,
-            },
-        )]),
-        ..Default::default()
-    }
-}
-
-/// The test server in `--http` mode; killed when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(flags: &[&str]) -> HttpServer {
-        let mut child = Command::new(common::testserver())
-            .arg("--http")
-            .args(flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line.trim().to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
-        HttpServer { child, url }
-    }
-
-    fn config(&self, timeout: Option<Duration>) -> McpServersConfig {
-        McpServersConfig {
-            servers: BTreeMap::from([(
-                "t".to_string(),
-                ServerConfig::Http {
-                    url: self.url.clone(),
-                    headers: BTreeMap::new(),
-                    timeout,
-                },
-            )]),
-            ..Default::default()
-        }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn tool_call(tool: &str, input: Value) -> ToolCall {
-    let name = format!("t__{tool}");
-    ToolCall {
-        tool_id: format!("mcp:t:{name}"),
-        tool_name: name,
-        input,
-        scope: RunScope::default(),
-        bridge_id: "bridge:namespace:1".into(),
-        tool_call_id: "tool_search_code:test:t:1".into(),
-        parent_tool_call_id: None,
-        code_mode_run_id: None,
-    }
-}
-
-async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
-    hub.executor(None).execute(tool_call(tool, input)).await
-}
-
-async fn connect(config: &McpServersConfig) -> McpHub {
-    let hub = McpHub::connect(config, ClientOptions::default()).await;
-    assert!(hub.status()[0].connected, "{:?}", hub.status());
-    hub
-}
-
-fn text(result: &Value) -> &str {
-    result["content"][0]["text"]
-        .as_str()
-        .expect("a text content")
-}
+use common::{call, connect, log_lines as cancel_log, stdio, text, tool_call, HttpServer};
 
 /// The `initialize` params a legacy server (one that answers `server/discover` with `-32601`)
 /// received offer 2025-11-25, the newest revision with the initialize handshake (rmcp's
 /// `LATEST_WITH_INITIALIZE`), not 2026-07-28 (tests/revision.rs covers current servers).
 async fn offers_a_version_with_initialize(config: McpServersConfig) {
     let hub = connect(&config).await;
-    let result = call(&hub, "client_info", json!({})).await.unwrap();
-    let info: Value = serde_json::from_str(text(&result)).unwrap();
-    assert_eq!(info["protocolVersion"], "2025-11-25", "{info}");
-    assert_eq!(
-        info["clientInfo"],
-        json!({"name": "codemode", "version": env!("CARGO_PKG_VERSION")})
-    );
+    common::assert_initialized_with_2025_11_25(&common::client_info(&hub).await);
     hub.shutdown().await;
 }
 
@@ -132,18 +32,6 @@ async fn the_client_offers_a_protocol_version_with_initialize_over_stdio() {
 async fn the_client_offers_a_protocol_version_with_initialize_over_http() {
     let server = HttpServer::start(&["--legacy-only"]);
     offers_a_version_with_initialize(server.config(None)).await;
-}
-
-/// Waits up to 10 s for `path` to hold at least one line; returns its lines.
-async fn cancel_log(path: &Path) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.ends_with('\n') || Instant::now() > deadline {
-            return text.lines().map(str::to_string).collect();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// One `--cancel-log` line without its request id (`cancelled <id> <tool> <reason>`), after
@@ -163,7 +51,7 @@ async fn a_timed_out_call_is_cancelled_downstream(config: McpServersConfig, log:
     let err = call(&hub, "hang", json!({})).await.unwrap_err();
     assert_eq!(
         err,
-        "MCP server \"t\" did not answer tools/call \"hang\" within 300 ms"
+        ToolError::unavailable("MCP server \"t\" did not answer tools/call \"hang\" within 300 ms")
     );
     let lines = cancel_log(log).await;
     assert_eq!(lines.len(), 1, "{lines:?}");
@@ -253,7 +141,7 @@ async fn an_answered_call_is_not_cancelled() {
 async fn fails_fast(hub: &McpHub, tool: &str, input: Value) -> (String, Duration) {
     let started = Instant::now();
     let err = call(hub, tool, input).await.unwrap_err();
-    (err, started.elapsed())
+    (err.to_string(), started.elapsed())
 }
 
 /// A reply over the 16 MiB line limit fails its call at once with the reason, and the

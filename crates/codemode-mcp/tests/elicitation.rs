@@ -4,18 +4,15 @@
 //! elicitation (answering accept / decline / cancel / `approve: false`, at once or only when the
 //! test releases them) or do not.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
-use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::CodeMode;
 use codemode_mcp::elicit::{approval_schema, APPROVE_FIELD};
 use codemode_mcp::server::ServeError;
-use codemode_mcp::source::FixedSource;
 use codemode_mcp::{CodeModeServer, ServeHost};
-use codemode_runtime::Runtime;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
     ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
@@ -26,22 +23,6 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
-/// Every tool echoes its input as `details` and records that it ran.
-struct Tools {
-    ran: Arc<Mutex<Vec<String>>>,
-}
-
-impl ToolExecutor for Tools {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        self.ran.lock().unwrap().push(call.tool_name.clone());
-        Box::pin(async move {
-            Ok(
-                json!({"content": [{"type": "text", "text": call.input.to_string()}], "details": call.input}),
-            )
-        })
-    }
-}
-
 struct Fixture {
     server: CodeModeServer,
     ran: Arc<Mutex<Vec<String>>>,
@@ -50,27 +31,15 @@ struct Fixture {
 /// A server over the tools `read` (no approval) and `write`, `deploy`, `drop`, `push` (approval
 /// required by `tools.approvals.require`), with the code-mode config `config`.
 fn fixture(config: Value) -> Fixture {
-    let config = codemode_config::resolve(&config).config;
-    let specs = ["read", "write", "deploy", "drop", "push"]
-        .iter()
-        .map(|name| ToolSpec::core(*name, "A tool."))
-        .collect();
-    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
-    let ran = Arc::new(Mutex::new(Vec::new()));
-    let source = FixedSource {
-        config,
-        catalog,
-        executor: Arc::new(Tools { ran: ran.clone() }),
-    };
-    let policy = codemode_config::resolve_policy(
-        &json!({"tools": {"approvals": {"require": ["write", "deploy", "drop", "push"]}}}),
-        None,
-    )
-    .policy;
-    let code_mode = Arc::new(CodeMode::new(Runtime::global().unwrap()));
-    let server = CodeModeServer::new(code_mode, Arc::new(source))
-        .with_host(ServeHost::new().with_policy(policy));
-    Fixture { server, ran }
+    let (server, recorded) = common::serve::approval_server(
+        &config,
+        &["read", "write", "deploy", "drop", "push"],
+        &["write", "deploy", "drop", "push"],
+    );
+    Fixture {
+        server,
+        ran: recorded.ran,
+    }
 }
 
 /// How the test client answers the elicitation for one tool.
@@ -451,7 +420,6 @@ async fn an_approval_outstanding_past_the_ttl_is_denied_and_withdrawn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_approves_by_elicitation() {
-    use tokio::io::AsyncBufReadExt;
     let Some(python) = codemode_test_support::python_with_mcp() else {
         eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
         return;
@@ -470,31 +438,8 @@ async fn the_python_sdk_client_approves_by_elicitation() {
     let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
     let stderr = child.stderr.take().unwrap();
     let serving = tokio::spawn(f.server.clone().serve((stdout, stdin)));
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    let mut elicitations = Vec::new();
-    let mut other = Vec::new();
-    let result = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(json) = line.strip_prefix("ELICIT ") {
-                elicitations.push(serde_json::from_str::<Value>(json).unwrap());
-            } else if let Some(json) = line.strip_prefix("RESULT ") {
-                return serde_json::from_str::<Value>(json).unwrap();
-            } else {
-                other.push(line);
-            }
-        }
-        panic!("the Python client ended without a result: {other:?}");
-    })
-    .await
-    .expect("the Python client reports within 60 s");
-    assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(
-        result["value"],
-        json!([
-            {"tool": "write", "token": "s3cret"},
-            "Tool \"openclaw:core:deploy\" was not approved: declined",
-        ])
-    );
+    let (result, elicitations) = common::serve::python_report(stderr).await;
+    common::serve::assert_write_approved_deploy_declined(&result);
     assert_eq!(ran(&f), ["write"]);
     assert_eq!(elicitations.len(), 2);
     assert_eq!(elicitations[0]["message"], message("write"));

@@ -4,86 +4,27 @@
 //! `input_required` through its elicitation callback) and by raw 2026-07-28 requests for the
 //! exact shapes and the refusals.
 
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
-use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::CodeMode;
 use codemode_mcp::elicit::approval_schema;
 use codemode_mcp::mrtr::INVALID_REQUEST_STATE;
-use codemode_mcp::source::FixedSource;
-use codemode_mcp::{CodeModeServer, ServeHost};
-use codemode_runtime::Runtime;
 use serde_json::{json, Value};
 
-/// Every tool echoes its input as `details` and records that it ran.
-struct Tools {
-    ran: Arc<Mutex<Vec<String>>>,
-}
-
-impl ToolExecutor for Tools {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        self.ran.lock().unwrap().push(call.tool_name.clone());
-        Box::pin(async move {
-            Ok(
-                json!({"content": [{"type": "text", "text": call.input.to_string()}], "details": call.input}),
-            )
-        })
-    }
-}
-
-struct Fixture {
-    url: String,
-    ran: Arc<Mutex<Vec<String>>>,
-    shutdown: tokio_util::sync::CancellationToken,
-    serving: tokio::task::JoinHandle<Result<(), codemode_mcp::server::ServeError>>,
-}
+use common::serve::{
+    assert_write_approved_deploy_declined, python_report, request_2026, HttpFixture,
+};
 
 /// A server over `read` (no approval), `write` and `deploy` (approval required), whose runs
 /// park after 300 ms, served over streamable HTTP on a loopback port.
-async fn fixture() -> Fixture {
-    let config = codemode_config::resolve(&json!({"timeoutMs": 300})).config;
-    let specs = ["read", "write", "deploy"]
-        .iter()
-        .map(|name| ToolSpec::core(*name, "A tool."))
-        .collect();
-    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
-    let ran = Arc::new(Mutex::new(Vec::new()));
-    let source = FixedSource {
-        config,
-        catalog,
-        executor: Arc::new(Tools { ran: ran.clone() }),
-    };
-    let policy = codemode_config::resolve_policy(
-        &json!({"tools": {"approvals": {"require": ["write", "deploy"]}}}),
-        None,
+async fn fixture() -> HttpFixture {
+    HttpFixture::start(
+        &json!({"timeoutMs": 300}),
+        &["read", "write", "deploy"],
+        &["write", "deploy"],
     )
-    .policy;
-    let code_mode = Arc::new(CodeMode::new(Runtime::global().unwrap()));
-    let server = CodeModeServer::new(code_mode, Arc::new(source))
-        .with_host(ServeHost::new().with_policy(policy));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let serving = tokio::spawn(server.serve_http(listener, shutdown.clone()));
-    Fixture {
-        url,
-        ran,
-        shutdown,
-        serving,
-    }
-}
-
-impl Fixture {
-    fn ran(&self) -> Vec<String> {
-        self.ran.lock().unwrap().clone()
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        self.serving.await.unwrap().unwrap();
-    }
+    .await
 }
 
 /// The program: `write` and `deploy` at once; each settles to its value or its error message.
@@ -96,45 +37,20 @@ fn message(tool: &str) -> String {
 }
 
 /// One stateless 2026-07-28 `tools/call` of `exec` (`extra` adds `inputResponses` /
-/// `requestState`), from a client that declared form elicitation; the JSON-RPC response
-/// (read from JSON or from the SSE stream's `data:` lines).
+/// `requestState`), from a client that declared form elicitation; the JSON-RPC response.
 async fn call(url: &str, id: u64, extra: Value) -> Value {
-    let mut params = json!({
-        "name": "exec",
-        "arguments": {"code": PROGRAM},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        },
-    });
+    let mut params = json!({"name": "exec", "arguments": {"code": PROGRAM}});
     if let Value::Object(extra) = extra {
         params.as_object_mut().unwrap().extend(extra);
     }
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-    let text = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "exec")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .or_else(|| {
-            text.lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-                .find(|message| message.get("id") == Some(&json!(id)))
-        })
-        .unwrap_or_else(|| panic!("no response with id {id}: {text}"))
+    request_2026(
+        url,
+        id,
+        "tools/call",
+        params,
+        json!({"elicitation": {"form": {}}}),
+    )
+    .await
 }
 
 /// The `(approvalId, message)` of each `inputRequests` entry, after checking each is a form
@@ -268,8 +184,7 @@ async fn a_state_from_another_server_is_refused() {
 /// callback and its driver retries; before issue 23 it was denied (`the client cannot elicit`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_approves_by_mrtr() {
-    use tokio::io::AsyncBufReadExt;
-    let Some(python) = python_with_mcp() else {
+    let Some(python) = codemode_test_support::python_with_mcp() else {
         eprintln!("skipped: no Python with the mcp SDK (set CODEMODE_PYTHON_MCP)");
         return;
     };
@@ -283,28 +198,12 @@ async fn the_python_sdk_client_approves_by_mrtr() {
         .kill_on_drop(true)
         .spawn()
         .expect("python starts");
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut elicited = Vec::new();
-    let result = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(json) = line.strip_prefix("ELICIT ") {
-                elicited.push(serde_json::from_str::<String>(json).unwrap());
-            } else if let Some(json) = line.strip_prefix("RESULT ") {
-                return serde_json::from_str::<Value>(json).unwrap();
-            }
-        }
-        panic!("the Python client ended without a result");
-    })
-    .await
-    .expect("the Python client reports within 60 s");
-    assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(
-        result["value"],
-        json!([
-            {"tool": "write", "token": "s3cret"},
-            "Tool \"openclaw:core:deploy\" was not approved: declined",
-        ])
-    );
+    let (result, elicited) = python_report(child.stdout.take().unwrap()).await;
+    assert_write_approved_deploy_declined(&result);
+    let mut elicited: Vec<String> = elicited
+        .iter()
+        .map(|message| message.as_str().unwrap().to_string())
+        .collect();
     elicited.sort();
     assert_eq!(elicited, [message("deploy"), message("write")]);
     assert_eq!(f.ran(), ["write"]);
@@ -314,15 +213,4 @@ async fn the_python_sdk_client_approves_by_mrtr() {
         .unwrap();
     assert!(status.success());
     f.stop().await;
-}
-
-/// The Python interpreter of a venv with the `mcp` SDK: `$CODEMODE_PYTHON_MCP`, else
-/// `target/python-mcp/bin/python`; `None` when neither exists.
-fn python_with_mcp() -> Option<std::path::PathBuf> {
-    if let Some(path) = std::env::var_os("CODEMODE_PYTHON_MCP") {
-        return Some(path.into());
-    }
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/python-mcp/bin/python");
-    path.exists().then_some(path)
 }

@@ -57,20 +57,21 @@ async fn run(hub: &McpHub, code: &str) -> Value {
     result.to_json()
 }
 
+/// `mcp-server-everything` alone, as server `everything`.
+fn everything() -> McpServersConfig {
+    config(vec![(
+        "everything",
+        stdio(
+            codemode_test_support::npm_server("mcp-server-everything"),
+            &[],
+            &[],
+        ),
+    )])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_server_tools_resources_prompts_and_api_files() {
-    let hub = McpHub::connect(
-        &config(vec![(
-            "everything",
-            stdio(
-                codemode_test_support::npm_server("mcp-server-everything"),
-                &[],
-                &[],
-            ),
-        )]),
-        ClientOptions::default(),
-    )
-    .await;
+    let hub = McpHub::connect(&everything(), ClientOptions::default()).await;
     let status = &hub.status()[0];
     assert!(status.connected, "{status:?}");
     assert_eq!(status.tools, 13);
@@ -202,14 +203,7 @@ return {{listing: listing.content[0].text, text: text.content[0].text,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_running_tool_times_out_and_erroring_tool_returns_is_error() {
     let hub = McpHub::connect(
-        &config(vec![(
-            "everything",
-            stdio(
-                codemode_test_support::npm_server("mcp-server-everything"),
-                &[],
-                &[],
-            ),
-        )]),
+        &everything(),
         ClientOptions {
             call_timeout: Duration::from_millis(1_500),
             ..ClientOptions::default()

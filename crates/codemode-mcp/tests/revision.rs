@@ -9,114 +9,21 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
-use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
-use serde_json::{json, Value};
+use codemode_bridge::ToolExecutor;
+use codemode_mcp::McpServersConfig;
+use serde_json::json;
 
+use common::{
+    assert_initialized_with_2025_11_25, call, client_info, connect, log_lines, text, tool_call,
+    HttpServer,
+};
+
+/// The test server over stdio with `flags` and no per-server timeout.
 fn stdio(flags: &[&str]) -> McpServersConfig {
-    McpServersConfig {
-        servers: BTreeMap::from([(
-            "t".to_string(),
-            ServerConfig::Stdio {
-                command: common::testserver().to_string_lossy().into_owned(),
-                args: flags.iter().map(|f| f.to_string()).collect(),
-                env: BTreeMap::new(),
-                cwd: None,
-                timeout: None,
-            },
-        )]),
-        ..Default::default()
-    }
-}
-
-/// The test server in `--http` mode; killed when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(flags: &[&str]) -> HttpServer {
-        let mut child = Command::new(common::testserver())
-            .arg("--http")
-            .args(flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line.trim().to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
-        HttpServer { child, url }
-    }
-
-    fn config(&self) -> McpServersConfig {
-        McpServersConfig {
-            servers: BTreeMap::from([(
-                "t".to_string(),
-                ServerConfig::Http {
-                    url: self.url.clone(),
-                    headers: BTreeMap::new(),
-                    timeout: None,
-                },
-            )]),
-            ..Default::default()
-        }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn tool_call(tool: &str, input: Value) -> ToolCall {
-    let name = format!("t__{tool}");
-    ToolCall {
-        tool_id: format!("mcp:t:{name}"),
-        tool_name: name,
-        input,
-        scope: RunScope::default(),
-        bridge_id: "bridge:namespace:1".into(),
-        tool_call_id: "tool_search_code:test:t:1".into(),
-        parent_tool_call_id: None,
-        code_mode_run_id: None,
-    }
-}
-
-async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
-    hub.executor(None).execute(tool_call(tool, input)).await
-}
-
-async fn connect(config: &McpServersConfig) -> McpHub {
-    let hub = McpHub::connect(config, ClientOptions::default()).await;
-    assert!(hub.status()[0].connected, "{:?}", hub.status());
-    hub
-}
-
-fn text(result: &Value) -> &str {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a text content: {result}"))
-}
-
-/// What the server learned of its client (`client_info`: the `initialize` params, or on
-/// 2026-07-28 the request's `_meta`).
-async fn client_info(hub: &McpHub) -> Value {
-    let result = call(hub, "client_info", json!({})).await.unwrap();
-    serde_json::from_str(text(&result)).unwrap()
+    common::stdio(flags, None)
 }
 
 /// A server that refuses `initialize` and speaks only 2026-07-28 is connected with
@@ -147,7 +54,7 @@ async fn a_server_of_only_2026_07_28_works_over_stdio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_of_only_2026_07_28_works_over_http() {
     let server = HttpServer::start(&["--modern-only"]);
-    a_modern_only_server_works(server.config()).await;
+    a_modern_only_server_works(server.config(None)).await;
 }
 
 /// A server that answers `server/discover` with `-32601` gets `initialize` offering
@@ -157,12 +64,7 @@ async fn a_legacy_server_gets_initialize(config: McpServersConfig) {
     let hub = connect(&config).await;
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "{took:?}");
-    let info = client_info(&hub).await;
-    assert_eq!(info["protocolVersion"], "2025-11-25", "{info}");
-    assert_eq!(
-        info["clientInfo"],
-        json!({"name": "codemode", "version": env!("CARGO_PKG_VERSION")})
-    );
+    assert_initialized_with_2025_11_25(&client_info(&hub).await);
     hub.shutdown().await;
 }
 
@@ -174,7 +76,7 @@ async fn a_legacy_server_gets_initialize_over_stdio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_server_gets_initialize_over_http() {
     let server = HttpServer::start(&["--legacy-only"]);
-    a_legacy_server_gets_initialize(server.config()).await;
+    a_legacy_server_gets_initialize(server.config(None)).await;
 }
 
 /// A server that knows `server/discover` but supports only revisions up to 2025-11-25 answers
@@ -195,7 +97,7 @@ async fn a_server_of_old_versions_gets_initialize_over_stdio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_of_old_versions_gets_initialize_over_http() {
     let server = HttpServer::start(&["--old-versions"]);
-    a_server_of_old_versions_gets_initialize(server.config()).await;
+    a_server_of_old_versions_gets_initialize(server.config(None)).await;
 }
 
 /// MRTR: the `ask` tool answers `input_required` with an elicitation; `exec` has nobody to ask,
@@ -220,7 +122,7 @@ async fn input_required_is_answered_and_retried_over_stdio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_required_is_answered_and_retried_over_http() {
     let server = HttpServer::start(&[]);
-    input_required_is_answered_and_retried(server.config()).await;
+    input_required_is_answered_and_retried(server.config(None)).await;
 }
 
 /// A tool that answers with a task is polled with `tasks/get` at the server's
@@ -251,19 +153,7 @@ async fn a_task_is_polled_to_its_result_over_stdio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_is_polled_to_its_result_over_http() {
     let server = HttpServer::start(&[]);
-    a_task_is_polled_to_its_result(server.config()).await;
-}
-
-/// Waits up to 10 s for `path` to hold a line; returns its lines.
-async fn log_lines(path: &Path) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.ends_with('\n') || Instant::now() > deadline {
-            return text.lines().map(str::to_string).collect();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    a_task_is_polled_to_its_result(server.config(None)).await;
 }
 
 /// A caller that gives up on a call that became a task (the run ended) makes the client send
@@ -300,7 +190,7 @@ async fn a_dropped_task_is_cancelled_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cancel.log");
     let server = HttpServer::start(&["--cancel-log", log.to_str().unwrap()]);
-    a_dropped_task_is_cancelled(server.config(), &log).await;
+    a_dropped_task_is_cancelled(server.config(None), &log).await;
 }
 
 /// A 2026-07-28 server sends no unsolicited notifications: its `tools/list_changed` comes on

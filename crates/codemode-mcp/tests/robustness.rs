@@ -4,36 +4,18 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use codemode_bridge::{RunScope, ToolCall, ToolExecutor};
+use codemode_bridge::ToolError;
 use codemode_mcp::hub::MAX_RELISTS;
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
-use serde_json::{json, Value};
+use serde_json::json;
 
-/// One stdio server named `t`.
-fn stdio_config(command: &str, args: Vec<String>) -> McpServersConfig {
-    McpServersConfig {
-        servers: BTreeMap::from([(
-            "t".to_string(),
-            ServerConfig::Stdio {
-                command: command.to_string(),
-                args,
-                env: BTreeMap::new(),
-                cwd: None,
-                timeout: None,
-            },
-        )]),
-        ..Default::default()
-    }
-}
+use common::{call, stdio_config};
 
+/// The test server over stdio as server `t`, started with `flags`.
 fn testserver(flags: &[&str]) -> McpServersConfig {
-    stdio_config(
-        &common::testserver().to_string_lossy(),
-        flags.iter().map(|f| f.to_string()).collect(),
-    )
+    common::stdio(flags, None)
 }
 
 fn options() -> ClientOptions {
@@ -51,23 +33,6 @@ async fn hub(flags: &[&str]) -> McpHub {
 
 fn tool_names(hub: &McpHub) -> Vec<String> {
     hub.specs().into_iter().map(|s| s.name).collect()
-}
-
-/// Calls catalog entry `t__<tool>` through the executor, as a nested call would.
-async fn call(hub: &McpHub, tool: &str, input: Value) -> Result<Value, String> {
-    let name = format!("t__{tool}");
-    hub.executor(None)
-        .execute(ToolCall {
-            tool_id: format!("mcp:t:{name}"),
-            tool_name: name,
-            input,
-            scope: RunScope::default(),
-            bridge_id: "bridge:namespace:1".into(),
-            tool_call_id: "tool_search_code:test:t:1".into(),
-            parent_tool_call_id: None,
-            code_mode_run_id: None,
-        })
-        .await
 }
 
 const TOOLS: [&str; 13] = [
@@ -152,15 +117,16 @@ async fn results_errors_and_timeouts() {
     );
     assert_eq!(
         call(&hub, "protocol_error", json!({})).await,
-        Err(
+        Err(ToolError::failed(
             "MCP server \"t\" refused tools/call \"protocol_error\": bad params from testserver"
-                .into()
-        )
+        ))
     );
     let started = Instant::now();
     assert_eq!(
         call(&hub, "hang", json!({})).await,
-        Err("MCP server \"t\" did not answer tools/call \"hang\" within 2000 ms".into())
+        Err(ToolError::unavailable(
+            "MCP server \"t\" did not answer tools/call \"hang\" within 2000 ms"
+        ))
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     // The connection is still good after a timeout.
@@ -170,7 +136,9 @@ async fn results_errors_and_timeouts() {
     );
     assert_eq!(
         call(&hub, "echo", json!("not an object")).await,
-        Err("MCP tools take one object argument.".into())
+        Err(ToolError::invalid_input(
+            "MCP tools take one object argument."
+        ))
     );
     assert_eq!(
         call(&hub, "resources_read", json!({"uri": "memo://one"}))
@@ -194,7 +162,9 @@ async fn results_errors_and_timeouts() {
     );
     assert_eq!(
         call(&hub, "resources_read", json!({})).await,
-        Err("resources.read needs a string uri.".into())
+        Err(ToolError::invalid_input(
+            "resources.read needs a string uri."
+        ))
     );
     assert_eq!(hub.client("t").unwrap().connects(), 1);
     hub.shutdown().await;
@@ -205,6 +175,8 @@ async fn crashed_child_fails_the_call_and_the_next_call_restarts_it() {
     let hub = hub(&[]).await;
     let started = Instant::now();
     let crashed = call(&hub, "crash", json!({})).await.unwrap_err();
+    assert_eq!(crashed.kind(), codemode_bridge::ToolErrorKind::Unavailable);
+    let crashed = crashed.to_string();
     assert!(
         crashed.starts_with("MCP server \"t\" closed the connection during tools/call \"crash\""),
         "{crashed}"
@@ -344,12 +316,17 @@ async fn routes_keep_the_current_and_previous_listing() {
         call(&hub, &previous, json!({"text": "still"}))
             .await
             .unwrap_err(),
-        format!("MCP server \"t\" refused tools/call \"{previous}\": unknown tool {previous}")
+        ToolError::failed(format!(
+            "MCP server \"t\" refused tools/call \"{previous}\": unknown tool {previous}"
+        ))
     );
     let older = call(&hub, "gen_1", json!({"text": "gone"}))
         .await
         .unwrap_err();
-    assert_eq!(older, "no tool executor for mcp:t:t__gen_1");
+    assert_eq!(
+        older,
+        ToolError::unknown_tool("no tool executor for mcp:t:t__gen_1")
+    );
     hub.shutdown().await;
 }
 
@@ -425,17 +402,9 @@ async fn shuts_down_process(hub: McpHub, pid_file: &std::path::Path, what: &str)
     assert!(!alive(), "{what} {pid} outlived shutdown");
 }
 
-/// A raw JSON-RPC MCP server in Node whose `tools/list` mixes good and malformed entries.
-const MALFORMED_SERVER: &str = r#"
-const rl = require("readline").createInterface({ input: process.stdin });
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-rl.on("line", (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined) return;
-  if (m.method === "initialize") {
-    send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion,
-      capabilities: { tools: {} }, serverInfo: { name: "malformed", version: "1" } } });
-  } else if (m.method === "tools/list") {
+/// The requests of a raw JSON-RPC MCP server in Node (`common::raw_node_server`) whose
+/// `tools/list` mixes good and malformed entries.
+const MALFORMED_SERVER_BRANCHES: &str = r#" else if (m.method === "tools/list") {
     send({ jsonrpc: "2.0", id: m.id, result: { tools: [
       { name: "good", inputSchema: { type: "object" } },
       { name: "bad_schema", inputSchema: "nope" },
@@ -460,18 +429,18 @@ rl.on("line", (line) => {
     throw new TypeError("explode went off");
   } else if (m.method === "tools/call") {
     send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: m.params.name }] } });
-  } else {
-    send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no " + m.method } });
-  }
-});
-"#;
+  }"#;
 
-/// [`MALFORMED_SERVER`] as server `t` (the directory holds its script).
+/// [`MALFORMED_SERVER_BRANCHES`] as server `t` (the directory holds its script).
 async fn malformed_hub() -> (McpHub, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("malformed.js");
-    std::fs::write(&script, MALFORMED_SERVER).unwrap();
-    let config = stdio_config("node", vec![script.to_string_lossy().into_owned()]);
+    std::fs::write(
+        &script,
+        common::raw_node_server("malformed", "{ tools: {} }", MALFORMED_SERVER_BRANCHES),
+    )
+    .unwrap();
+    let config = stdio_config("node", vec![script.to_string_lossy().into_owned()], None);
     (McpHub::connect(&config, options()).await, dir)
 }
 
@@ -514,12 +483,14 @@ async fn malformed_tool_entries_are_skipped_not_fatal() {
     // says why (the filter found the reply's id and answered for it).
     assert_eq!(
         call(&hub, "deep", json!({})).await,
-        Err(r#"MCP server "t" sent a reply to tools/call "deep" that was dropped: it is not JSON codemode can read (recursion limit exceeded at line 1 column 693)"#.into())
+        Err(ToolError::failed(
+            r#"MCP server "t" sent a reply to tools/call "deep" that was dropped: it is not JSON codemode can read (recursion limit exceeded at line 1 column 693)"#
+        ))
     );
     // A crash names the error from the child's stderr, not its stack trace or version line.
     assert_eq!(
         call(&hub, "explode", json!({})).await,
-        Err("MCP server \"t\" closed the connection during tools/call \"explode\": Transport closed (stderr: TypeError: explode went off)".into())
+        Err(ToolError::unavailable("MCP server \"t\" closed the connection during tools/call \"explode\": Transport closed (stderr: TypeError: explode went off)"))
     );
     hub.shutdown().await;
 }
@@ -531,19 +502,7 @@ async fn a_server_that_was_down_is_retried() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("server.sh");
-    let config = McpServersConfig {
-        servers: BTreeMap::from([(
-            "t".to_string(),
-            ServerConfig::Stdio {
-                command: script.to_string_lossy().into_owned(),
-                args: vec![],
-                env: BTreeMap::new(),
-                cwd: None,
-                timeout: None,
-            },
-        )]),
-        ..Default::default()
-    };
+    let config = stdio_config(&script.to_string_lossy(), vec![], None);
     let options = ClientOptions {
         retry_failed_after: Duration::from_millis(100),
         ..options()
@@ -585,7 +544,7 @@ async fn shutdown_ends_the_servers_helpers_too() {
         pid_file.display(),
         common::testserver().display()
     );
-    let config = stdio_config("sh", vec!["-c".into(), script]);
+    let config = stdio_config("sh", vec!["-c".into(), script], None);
     let hub = McpHub::connect(&config, options()).await;
     assert!(hub.status()[0].connected, "{:?}", hub.status());
     shuts_down_process(hub, &pid_file, "the server's helper").await;

@@ -3,149 +3,34 @@
 //! extension. A run parked on a long tool (3 s here, standing for ten minutes) costs the model
 //! exactly one `exec`: the client host polls `tasks/get` until the task completes.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
-use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
-use codemode_facade::CodeMode;
-use codemode_mcp::source::FixedSource;
-use codemode_mcp::{CodeModeServer, ServeHost};
-use codemode_runtime::Runtime;
 use serde_json::{json, Value};
 
-/// `slow` answers its input after 3 s, `hang` never; both count how often their future was
-/// dropped before answering (cancelled).
-struct Tools {
-    ran: Arc<Mutex<Vec<String>>>,
-    dropped: Arc<AtomicUsize>,
-}
+use common::serve::{request_2026, HttpFixture};
 
-struct CountDrop(Arc<AtomicUsize>, bool);
-
-impl Drop for CountDrop {
-    fn drop(&mut self) {
-        if !self.1 {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-impl ToolExecutor for Tools {
-    fn execute(&self, call: ToolCall) -> ToolFuture {
-        self.ran.lock().unwrap().push(call.tool_name.clone());
-        let dropped = self.dropped.clone();
-        Box::pin(async move {
-            let mut guard = CountDrop(dropped, false);
-            match call.tool_name.as_str() {
-                "slow" => tokio::time::sleep(Duration::from_secs(3)).await,
-                "hang" => std::future::pending::<()>().await,
-                _ => {}
-            }
-            guard.1 = true;
-            Ok(
-                json!({"content": [{"type": "text", "text": call.input.to_string()}], "details": call.input}),
-            )
-        })
-    }
-}
-
-struct Fixture {
-    url: String,
-    ran: Arc<Mutex<Vec<String>>>,
-    dropped: Arc<AtomicUsize>,
-    shutdown: tokio_util::sync::CancellationToken,
-    serving: tokio::task::JoinHandle<Result<(), codemode_mcp::server::ServeError>>,
-}
-
-/// Tools `slow`, `hang` and `write` (approval required); runs park after 300 ms.
-async fn fixture() -> Fixture {
-    let config =
-        codemode_config::resolve(&json!({"timeoutMs": 300, "snapshotTtlSeconds": 120})).config;
-    let specs = ["slow", "hang", "write"]
-        .iter()
-        .map(|name| ToolSpec::core(*name, "A tool."))
-        .collect();
-    let catalog = Arc::new(Catalog::build(specs, &SearchLimits::default()).unwrap());
-    let ran = Arc::new(Mutex::new(Vec::new()));
-    let dropped = Arc::new(AtomicUsize::new(0));
-    let source = FixedSource {
-        config,
-        catalog,
-        executor: Arc::new(Tools {
-            ran: ran.clone(),
-            dropped: dropped.clone(),
-        }),
-    };
-    let policy = codemode_config::resolve_policy(
-        &json!({"tools": {"approvals": {"require": ["write"]}}}),
-        None,
+/// Tools `slow` (3 s), `hang` (never answers) and `write` (approval required); runs park after
+/// 300 ms.
+async fn fixture() -> HttpFixture {
+    HttpFixture::start(
+        &json!({"timeoutMs": 300, "snapshotTtlSeconds": 120}),
+        &["slow", "hang", "write"],
+        &["write"],
     )
-    .policy;
-    let code_mode = Arc::new(CodeMode::new(Runtime::global().unwrap()));
-    let server = CodeModeServer::new(code_mode, Arc::new(source))
-        .with_host(ServeHost::new().with_policy(policy));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let serving = tokio::spawn(server.serve_http(listener, shutdown.clone()));
-    Fixture {
-        url,
-        ran,
-        dropped,
-        shutdown,
-        serving,
-    }
-}
-
-impl Fixture {
-    async fn stop(self) {
-        self.shutdown.cancel();
-        self.serving.await.unwrap().unwrap();
-    }
+    .await
 }
 
 /// One stateless 2026-07-28 request from a client that declares the tasks extension and form
 /// elicitation; the JSON-RPC response.
-async fn request(url: &str, id: u64, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {
-            "elicitation": {"form": {}},
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
-        },
+async fn request(url: &str, id: u64, method: &str, params: Value) -> Value {
+    let capabilities = json!({
+        "elicitation": {"form": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
     });
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut builder = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    // `Mcp-Name`: the tool of a `tools/call`, the task of a `tasks/*` request.
-    let name = params.get("name").or_else(|| params.get("taskId"));
-    if let Some(name) = name.and_then(Value::as_str) {
-        builder = builder.header("mcp-name", name);
-    }
-    let text = builder
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .or_else(|| {
-            text.lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-                .find(|message| message.get("id") == Some(&json!(id)))
-        })
-        .unwrap_or_else(|| panic!("no response with id {id}: {text}"))
+    request_2026(url, id, method, params, capabilities).await
 }
 
 async fn exec(url: &str, code: &str) -> Value {
@@ -216,7 +101,7 @@ async fn a_run_parked_on_a_long_tool_costs_one_exec() {
         output.find("before").unwrap() < output.find("after").unwrap(),
         "{output}"
     );
-    assert_eq!(*f.ran.lock().unwrap(), ["slow"]);
+    assert_eq!(*f.recorded.ran.lock().unwrap(), ["slow"]);
     f.stop().await;
 }
 
@@ -240,7 +125,7 @@ async fn a_tasks_approval_is_answered_by_tasks_update() {
         .as_str()
         .unwrap()
         .starts_with("Code mode asks to run the tool \"openclaw:core:write\"."));
-    assert!(f.ran.lock().unwrap().is_empty());
+    assert!(f.recorded.ran.lock().unwrap().is_empty());
 
     let ack = request(
         &f.url,
@@ -265,7 +150,7 @@ async fn a_tasks_approval_is_answered_by_tasks_update() {
         done["result"]["structuredContent"]["value"],
         json!({"path": "a"})
     );
-    assert_eq!(*f.ran.lock().unwrap(), ["write"]);
+    assert_eq!(*f.recorded.ran.lock().unwrap(), ["write"]);
     f.stop().await;
 }
 
@@ -284,7 +169,7 @@ async fn tasks_cancel_aborts_the_run_and_its_calls() {
     let got = request(&f.url, 61, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while f.dropped.load(Ordering::SeqCst) == 0 {
+    while f.recorded.dropped.load(Ordering::SeqCst) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "the hanging call was not cancelled"

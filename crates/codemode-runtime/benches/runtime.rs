@@ -1,14 +1,18 @@
 //! Runtime benchmarks (docs/benchmarks.md): fresh VM from the pre-initialised module vs copying
 //! the image vs from scratch, a trivial cell each way, an allocation-heavy cell, and snapshot +
 //! restore of a suspended VM.
+
 // `criterion_group!` generates undocumented public functions.
 #![allow(missing_docs)]
+
+#[macro_use]
+mod support;
 
 use std::time::Duration;
 
 use codemode_bridge::Delivery;
 use codemode_runtime::{AbortHandle, FreshVm, LegBudget, Runtime, VmLimits};
-use criterion::{criterion_group, Criterion};
+use criterion::Criterion;
 use serde_json::json;
 
 fn budget() -> LegBudget {
@@ -95,18 +99,4 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group! {
-    name = group;
-    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3));
-    targets = benches
-}
-
-/// `criterion_main!`, but on a thread with a leg-sized stack as the facade uses, so guest calls
-/// do not hop to a helper thread and the numbers are those of real legs.
-fn main() {
-    codemode_runtime::on_leg_stack(|| {
-        group();
-        Criterion::default().configure_from_args().final_summary();
-    })
-    .expect("benchmarks panicked");
-}
+leg_stack_benches!(benches, 30, 3);

@@ -3,14 +3,18 @@
 //! holding 1 MiB and 10 MiB of live heap across the yield, in the format before dirty pages
 //! (`whole`: the region from the stack top XORed against the image) and dirty pages of 4 KiB
 //! (the default) and 64 KiB, side by side in one run. Prints the stored sizes before the timings.
+
 // `criterion_group!` generates undocumented public functions.
 #![allow(missing_docs)]
+
+#[macro_use]
+mod support;
 
 use std::time::Duration;
 
 use codemode_bridge::GuestState;
 use codemode_runtime::{AbortHandle, LegBudget, Runtime, SnapshotFormat, Vm, VmLimits};
-use criterion::{criterion_group, BenchmarkId, Criterion};
+use criterion::{BenchmarkId, Criterion};
 
 const CTX: &str = r#"{"tools":[]}"#;
 
@@ -94,18 +98,4 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-criterion_group! {
-    name = group;
-    config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(2));
-    targets = benches
-}
-
-/// `criterion_main!`, but on a thread with a leg-sized stack as the facade uses, so guest calls
-/// do not hop to a helper thread and the numbers are those of real legs.
-fn main() {
-    codemode_runtime::on_leg_stack(|| {
-        group();
-        Criterion::default().configure_from_args().final_summary();
-    })
-    .expect("benchmarks panicked");
-}
+leg_stack_benches!(benches, 20, 2);

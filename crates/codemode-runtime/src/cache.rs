@@ -153,7 +153,7 @@ pub(crate) enum Refusal {
     #[error("its content does not match its SHA-256")]
     HashMismatch,
     /// An I/O error while opening, checking or reading.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 

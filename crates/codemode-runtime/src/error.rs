@@ -77,9 +77,9 @@ pub enum VmError {
     /// whole text.
     #[error(transparent)]
     Unavailable(VmUnavailable),
-    /// The VM already failed; it must be discarded. Carries the first failure's message.
+    /// The VM already failed; it must be discarded. Carries what poisoned it (the first failure).
     #[error("code mode VM is no longer usable: {0}")]
-    Poisoned(String),
+    Poisoned(#[source] Poison),
     /// `deliver` named a request that is not pending in this VM.
     #[error("unknown or settled bridge request id: {0}")]
     UnknownRequest(String),
@@ -128,6 +128,19 @@ impl From<SnapshotError> for VmError {
             other => VmError::Protocol(ProtocolViolation::Snapshot(other)),
         }
     }
+}
+
+/// What made a VM unusable ([`VmError::Poisoned`]): the text after `code mode VM is no longer
+/// usable: `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Poison {
+    /// A guest call failed (a trap, a timeout, an abort, a protocol violation); its message.
+    #[error(transparent)]
+    Failed(Box<VmError>),
+    /// The guest made more bridge requests in one step than it can report, and dropped the
+    /// arguments of the excess ones: the run cannot go on.
+    #[error("too many bridge requests in one step")]
+    RequestOverflow,
 }
 
 /// Why no VM could be made or restored ([`VmError::Unavailable`]); `Display` is the whole message.
@@ -339,6 +352,23 @@ mod tests {
         assert_eq!(
             VmError::from_trap(&long, false).to_string(),
             format!("code mode runtime trapped: {}", "x".repeat(200))
+        );
+    }
+
+    #[test]
+    fn poison_keeps_its_cause_and_text() {
+        use std::error::Error as _;
+        let cause = VmError::Protocol(ProtocolViolation::DuplicateId);
+        let e = VmError::Poisoned(Poison::Failed(Box::new(cause.clone())));
+        assert_eq!(
+            e.to_string(),
+            "code mode VM is no longer usable: code mode guest protocol violation: duplicate code \
+             mode bridge id"
+        );
+        assert_eq!(e.source().map(|s| s.to_string()), Some(cause.to_string()));
+        assert_eq!(
+            VmError::Poisoned(Poison::RequestOverflow).to_string(),
+            "code mode VM is no longer usable: too many bridge requests in one step"
         );
     }
 

@@ -38,7 +38,7 @@ mod worker;
 pub use budget::{AbortHandle, LegBudget, HARD_DEADLINE_GRACE};
 pub use engine::{FreshVm, GuestSetup, Runtime, RuntimeOptions, GUEST_SHA256, GUEST_WASM};
 pub use error::{
-    GuestTrap, ProtocolViolation, RuntimeError, SnapshotError, VmError, VmUnavailable,
+    GuestTrap, Poison, ProtocolViolation, RuntimeError, SnapshotError, VmError, VmUnavailable,
 };
 pub use limits::{
     argument_too_large, delivery_too_large, step_arguments_too_large, VmLimits,

@@ -22,7 +22,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 
 use crate::budget::{AbortHandle, Deadline, LegBudget};
-use crate::error::{GuestTrap, ProtocolViolation, RuntimeError, VmError, VmUnavailable};
+use crate::error::{GuestTrap, Poison, ProtocolViolation, RuntimeError, VmError, VmUnavailable};
 use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES, MAX_WASM_STACK, NATIVE_STACK_HEADROOM};
 use crate::snapshot::{self, Image, MemoryAtRest, Snapshot, SnapshotFormat};
 
@@ -254,7 +254,7 @@ pub struct Vm {
     pending: Vec<BridgeRequest>,
     /// Highest request number seen per method (duplicate detection).
     counters: BTreeMap<BridgeMethod, u64>,
-    poisoned: Option<String>,
+    poisoned: Option<Poison>,
     /// Output of the step a deadline or abort stopped, from the report the guest still left.
     output_at_stop: Vec<OutputItem>,
     /// Requests refused for the size of their arguments (id, message) since the last
@@ -546,9 +546,7 @@ impl Vm {
     /// default). Errors: as [`Vm::snapshot`], and [`VmError::Protocol`] for an unsupported page
     /// size.
     pub fn snapshot_with(&mut self, format: SnapshotFormat) -> Result<Snapshot, VmError> {
-        if let Some(p) = &self.poisoned {
-            return Err(VmError::Poisoned(p.clone()));
-        }
+        self.check_usable()?;
         let guest_sha256 = self.guest_sha256;
         let image = self.image.clone();
         let pending = self.pending.clone();
@@ -568,9 +566,7 @@ impl Vm {
         max_stored_bytes: u64,
         until: std::time::Instant,
     ) -> Result<Option<Snapshot>, VmError> {
-        if let Some(p) = &self.poisoned {
-            return Err(VmError::Poisoned(p.clone()));
-        }
+        self.check_usable()?;
         let guest_sha256 = self.guest_sha256;
         let image = self.image.clone();
         let pending = self.pending.clone();
@@ -604,6 +600,14 @@ impl Vm {
     /// Whether the VM failed and must be discarded.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.is_some()
+    }
+
+    /// `Err(`[`VmError::Poisoned`]`)` once an earlier failure made the VM unusable.
+    fn check_usable(&self) -> Result<(), VmError> {
+        match &self.poisoned {
+            Some(p) => Err(VmError::Poisoned(p.clone())),
+            None => Ok(()),
+        }
     }
 
     /// The output items (`text`, `json`, `console`) of the step that a deadline or the abort
@@ -709,9 +713,7 @@ impl Vm {
         budget: &LegBudget,
         delivered: Option<usize>,
     ) -> Result<GuestReport, VmError> {
-        if let Some(p) = &self.poisoned {
-            return Err(VmError::Poisoned(p.clone()));
-        }
+        self.check_usable()?;
         self.arm(budget);
         let result = crate::worker::on_leg_stack(|| {
             let result = self.call_raw(func, input);
@@ -748,7 +750,7 @@ impl Vm {
         let report = match outcome {
             Ok(r) => r,
             Err(e) => {
-                self.poisoned = Some(e.to_string());
+                self.poisoned = Some(Poison::Failed(Box::new(e.clone())));
                 return Err(e);
             }
         };
@@ -757,7 +759,7 @@ impl Vm {
         }
         if report.request_overflow {
             // The guest dropped the arguments of the excess requests: the run cannot go on.
-            self.poisoned = Some("too many bridge requests in one step".into());
+            self.poisoned = Some(Poison::RequestOverflow);
             return Ok(report);
         }
         for request in &report.requests {
@@ -770,7 +772,7 @@ impl Vm {
             let last = self.counters.entry(request.method).or_insert(0);
             if n <= *last {
                 let e = VmError::Protocol(ProtocolViolation::DuplicateId);
-                self.poisoned = Some(e.to_string());
+                self.poisoned = Some(Poison::Failed(Box::new(e.clone())));
                 return Err(e);
             }
             *last = n;
@@ -781,7 +783,7 @@ impl Vm {
                 reported: report.outstanding,
                 tracked: self.pending.len(),
             });
-            self.poisoned = Some(e.to_string());
+            self.poisoned = Some(Poison::Failed(Box::new(e.clone())));
             return Err(e);
         }
         Ok(report)

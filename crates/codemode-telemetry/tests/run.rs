@@ -3,6 +3,8 @@
 //! third nested call and completes; then a direct tool call. Checked event by event, as the file
 //! sink's exact lines, as a transcript, and as `tracing` spans.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -134,13 +136,7 @@ fn record_run(t: &Trajectory) {
         1500,
         json!({"content": [], "details": {"body": long_body()}}),
     ));
-    t.record(EventKind::ToolCall(ToolCallEvent {
-        tool_call_id: "call_2".into(),
-        tool_name: "wait".into(),
-        tool_kind: ToolKind::CodeModeWait,
-        tool_input_kind: None,
-        input: json!({"runId": "cm_1"}),
-    }));
+    t.record(common::wait_call_2());
     t.record(EventKind::RunResumed(RunResumedEvent {
         code_mode_run_id: "cm_1".into(),
         tool_call_id: "call_2".into(),

@@ -1,6 +1,8 @@
 //! The `tracing` sink: provider calls and nested calls become spans (nested under the `exec` or
 //! the `wait` they happened in), and every trajectory event is one `tracing` event.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -162,13 +164,7 @@ fn spans_nest_under_their_exec_and_wait() {
             ToolStatus::Waiting,
             Some("cm_1"),
         ));
-        t.record(EventKind::ToolCall(ToolCallEvent {
-            tool_call_id: "call_2".into(),
-            tool_name: "wait".into(),
-            tool_kind: ToolKind::CodeModeWait,
-            tool_input_kind: None,
-            input: json!({"runId": "cm_1"}),
-        }));
+        t.record(common::wait_call_2());
         t.record(nested("n2", Some("cm_1")));
         t.record(EventKind::RunExpired(RunEndedEvent {
             code_mode_run_id: Some("cm_1".into()),

@@ -1,11 +1,19 @@
-//! What the integration tests of `codemode-cli` and `codemode-mcp` share: where the real MCP
-//! servers and the Python MCP SDK that `cargo xtask setup` installs live (xtask/src/main.rs,
-//! xtask/src/python.rs). A dev-dependency only, never published; it depends on std alone.
+//! What the integration tests of the workspace's crates share, so no test file carries its own
+//! copy of the harness:
 //!
-//! Each location is the environment variable `cargo xtask test` sets, else the default under the
-//! workspace's `target/`.
+//! - where the real MCP servers and the Python MCP SDK that `cargo xtask setup` installs live
+//!   (xtask/src/main.rs, xtask/src/python.rs): each location is the environment variable
+//!   `cargo xtask test` sets, else the default under the workspace's `target/`;
+//! - [`process`]: child processes run with a given stdin, and line-protocol children;
+//! - [`files`]: files written into a test directory, and a program's JSON output.
+//!
+//! A dev-dependency only, never published; it depends on std and serde_json alone, so any crate
+//! can use it without a dependency cycle.
 
 use std::path::PathBuf;
+
+pub mod files;
+pub mod process;
 
 /// The workspace root (two levels above this crate's manifest).
 pub fn workspace_root() -> PathBuf {

@@ -155,10 +155,14 @@ pub struct AfterToolCall {
 
 impl AfterToolCall {
     /// The event for `call` that ended with `outcome` after `duration`.
-    pub fn new(call: ToolCallInfo, outcome: &Result<Value, String>, duration: Duration) -> Self {
+    pub fn new<E: std::fmt::Display>(
+        call: ToolCallInfo,
+        outcome: &Result<Value, E>,
+        duration: Duration,
+    ) -> Self {
         let (result, error) = match outcome {
             Ok(value) => (Some(value.clone()), None),
-            Err(message) => (None, Some(message.clone())),
+            Err(error) => (None, Some(error.to_string())),
         };
         AfterToolCall {
             event: HookEvent::AfterToolCall,
@@ -377,12 +381,14 @@ impl HookChain {
 
     /// Runs the `after_tool_call` hooks for `call`, which ended with `outcome` after `duration`.
     /// Returns the final outcome, or `Err(reason)` when a hook failed (the result is withheld).
-    pub async fn run_after(
+    /// The outcome's error is whatever the caller's is (the executor's [`ToolError`](codemode_bridge::ToolError)
+    /// for nested calls); hooks see its `Display`.
+    pub async fn run_after<E: std::fmt::Display>(
         &self,
         call: &ToolCallInfo,
-        mut outcome: Result<Value, String>,
+        mut outcome: Result<Value, E>,
         duration: Duration,
-    ) -> Result<Result<Value, String>, String> {
+    ) -> Result<Result<Value, E>, String> {
         for hook in &self.hooks {
             if !hook.applies_to(&call.tool_name, call.tool_id.as_deref()) {
                 continue;

@@ -82,9 +82,11 @@ pub async fn after_outer_call(
     duration: Duration,
 ) -> Result<Value, String> {
     let info = ToolCallInfo::outer(kind, tool_call_id, input, scope);
-    match hooks.run_after(&info, Ok(result), duration).await {
+    // The outer call itself succeeded: its outcome has no error side.
+    let outcome: Result<Value, std::convert::Infallible> = Ok(result);
+    match hooks.run_after(&info, outcome, duration).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(message)) => Err(message),
+        Ok(Err(never)) => match never {},
         Err(reason) => Err(CallError::BlockedAfter {
             tool_id: kind.tool_name().to_string(),
             reason,

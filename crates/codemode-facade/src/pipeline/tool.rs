@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use codemode_bridge::{ToolCall, ToolExecutor, ToolFuture};
+use codemode_bridge::{ToolCall, ToolError, ToolExecutor, ToolFuture};
 use codemode_catalog::{ContractError, LookupError};
 use codemode_config::ToolPolicy;
 use codemode_telemetry::{
@@ -165,7 +165,7 @@ impl ToolPipeline {
                 .executor
                 .execute(call)
                 .await
-                .map_err(|message| CallError::Failed { tool_id, message });
+                .map_err(|error| CallError::Failed { tool_id, error });
         }
         let info = ToolCallInfo::nested(&call);
         let tool_id = call.tool_id.clone();
@@ -176,7 +176,7 @@ impl ToolPipeline {
             .run_after(&info, outcome, started.elapsed())
             .await
         {
-            Ok(outcome) => outcome.map_err(|message| CallError::Failed { tool_id, message }),
+            Ok(outcome) => outcome.map_err(|error| CallError::Failed { tool_id, error }),
             Err(reason) => Err(CallError::BlockedAfter { tool_id, reason }),
         }
     }
@@ -257,12 +257,12 @@ pub enum CallError {
         /// The hook's reason.
         reason: String,
     },
-    /// The wrapped executor failed; `Display` is its message, verbatim.
+    /// The wrapped executor failed; `Display` is its error's message, verbatim.
     Failed {
         /// The catalog id.
         tool_id: String,
-        /// The executor's message.
-        message: String,
+        /// The executor's error.
+        error: ToolError,
     },
 }
 
@@ -288,12 +288,36 @@ impl std::fmt::Display for CallError {
                     "Tool \"{tool_id}\" was blocked after execution: {reason}"
                 )
             }
-            CallError::Failed { message, .. } => f.write_str(message),
+            CallError::Failed { error, .. } => error.fmt(f),
         }
     }
 }
 
-impl std::error::Error for CallError {}
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Failed { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<CallError> for ToolError {
+    /// The same message, kept for a caller of the pipeline as a [`ToolExecutor`]: a policy
+    /// refusal is [`ToolErrorKind::UnknownTool`](codemode_bridge::ToolErrorKind::UnknownTool)
+    /// (its text is the unknown-tool error), a hook block or a denied approval is
+    /// [`Refused`](codemode_bridge::ToolErrorKind::Refused), and the executor's own error
+    /// passes through unchanged.
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Failed { error, .. } => error,
+            CallError::NotAllowed { .. } => ToolError::unknown_tool(e.to_string()),
+            CallError::Blocked { .. }
+            | CallError::NotApproved { .. }
+            | CallError::BlockedAfter { .. } => ToolError::refused(e.to_string()),
+        }
+    }
+}
 
 impl CallError {
     /// The trajectory status of this outcome: `blocked` for a policy refusal or a hook block
@@ -323,6 +347,6 @@ impl CallError {
 impl ToolExecutor for ToolPipeline {
     fn execute(&self, call: ToolCall) -> ToolFuture {
         let this = self.clone();
-        Box::pin(async move { this.call(call).await.map_err(|e| e.to_string()) })
+        Box::pin(async move { this.call(call).await.map_err(ToolError::from) })
     }
 }
