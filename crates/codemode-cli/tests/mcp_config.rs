@@ -98,7 +98,7 @@ fn a_servers_connect_timeout_bounds_its_start() {
         r#"{"mcpServers": {"mute": {"command": "sleep", "args": ["30"], "connectTimeoutMs": 400}}}"#,
     );
     let started = std::time::Instant::now();
-    let out = codemode(
+    let out = common::run(
         &[
             "exec",
             "--mcp-config",
@@ -106,7 +106,7 @@ fn a_servers_connect_timeout_bounds_its_start() {
             "-e",
             "return (await API.list()).files.map((f) => f.description);",
         ],
-        None,
+        "",
     );
     let took = started.elapsed();
     assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
@@ -129,9 +129,9 @@ fn a_servers_connect_timeout_bounds_its_start() {
 /// `--mcp-connect-timeout-ms` is checked like `--mcp-timeout-ms` (at least 100).
 #[test]
 fn the_connect_timeout_flag_is_checked() {
-    let out = codemode(
+    let out = common::run(
         &["exec", "--mcp-connect-timeout-ms", "5", "-e", "return 1"],
-        None,
+        "",
     );
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -10,7 +10,7 @@ mod redis_server;
 
 use std::sync::Arc;
 
-use codemode_bridge::RunScope;
+use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
 use codemode_runtime::{AbortHandle, Runtime};

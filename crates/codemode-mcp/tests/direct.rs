@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,9 +14,7 @@ use codemode_catalog::{Catalog, SearchLimits};
 use codemode_facade::CodeMode;
 use codemode_mcp::server::DirectTools;
 use codemode_mcp::source::FixedSource;
-use codemode_mcp::{
-    ClientOptions, CodeModeServer, McpHub, McpServersConfig, ServeHost, ServerConfig,
-};
+use codemode_mcp::{ClientOptions, CodeModeServer, McpHub, ServeHost};
 use codemode_runtime::Runtime;
 use rmcp::model::{CallToolRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::{RequestContext, RunningService};
@@ -66,18 +63,7 @@ async fn serve(
     policy: Value,
     client: Accepting,
 ) -> (RunningService<RoleClient, Accepting>, McpHub) {
-    let config = McpServersConfig {
-        servers: BTreeMap::from([(
-            "t".to_string(),
-            ServerConfig::Stdio {
-                command: common::testserver().to_string_lossy().into_owned(),
-                args: Vec::new(),
-                env: BTreeMap::new(),
-                cwd: None,
-                timeout: None,
-            },
-        )]),
-    };
+    let config = common::stdio(&[], None);
     let forward = codemode_mcp::forward::Forwarder::new();
     let hub = McpHub::start_forwarding(&config, ClientOptions::default(), forward.clone());
     assert!(hub.settle(Duration::from_secs(30)).await);

@@ -7,7 +7,7 @@ use codemode_facade::CodeMode;
 
 use super::session::Session;
 use super::{CodeModeServer, ServeError, LOOPBACK_ORIGINS};
-use crate::drain::{Drain, SHUTDOWN_DRAIN, SHUTTING_DOWN};
+use crate::drain::{Drain, SHUTDOWN_DRAIN};
 use crate::shared_scope::SharedSessions;
 
 /// How long a stopping `serve_http` waits for connections to finish the responses they are
@@ -19,7 +19,7 @@ const CLOSE_WRITTEN: std::time::Duration = std::time::Duration::from_millis(500)
 pub const PARK_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The first step of stopping with a durable run store (docs/deployment.md, "Stopping"): new
-/// calls are refused with [`SHUTTING_DOWN`], every run in flight parks at its next wait
+/// calls are refused with [`SHUTTING_DOWN`](crate::drain::SHUTTING_DOWN), every run in flight parks at its next wait
 /// ([`CodeMode::park_in_flight`]) so its call answers `waiting` with a run id any instance can
 /// resume; waits at most [`PARK_DRAIN`] for those answers. Nothing with the `memory` store.
 async fn park_into_store(code_mode: &CodeMode, drain: &Drain) {
@@ -59,7 +59,7 @@ impl CodeModeServer {
     /// When `shutdown` is cancelled the server stops accepting; with a durable run store its runs
     /// in flight first park into the store (`park_into_store`, at most [`PARK_DRAIN`]); then it
     /// [`Drain::stop`]s: every call still in flight aborts its run and answers the JSON-RPC error
-    /// [`SHUTTING_DOWN`], and the call returns once the answers are written and the connections
+    /// [`SHUTTING_DOWN`](crate::drain::SHUTTING_DOWN), and the call returns once the answers are written and the connections
     /// closed, at most [`SHUTDOWN_DRAIN`] after the park step.
     ///
     /// Errors: [`ServeError::Io`] when accepting a connection fails.
