@@ -198,6 +198,10 @@ pub struct SearchIndex {
     docs: usize,
 }
 
+/// One document's terms while the index is built: `(term id, field, count)` triples sorted by
+/// term then field, and the document's field lengths in terms.
+type DocTerms = (Vec<(u32, u8, u32)>, [u32; FIELDS]);
+
 /// A ranked hit: the document's position in the order given to [`SearchIndex::build`].
 pub type Hit = usize;
 
@@ -213,9 +217,7 @@ impl SearchIndex {
         let mut word_terms: HashMap<String, u32> = HashMap::new();
         let mut term_ids: HashMap<String, u32> = HashMap::new();
         let mut term_names: Vec<String> = Vec::new();
-        // Per document: its (term, field, count) triples sorted by term then field, and its
-        // field lengths in terms.
-        let mut per_doc: Vec<(Vec<(u32, u8, u32)>, [u32; FIELDS])> = Vec::new();
+        let mut per_doc: Vec<DocTerms> = Vec::new();
         let mut by_id = HashMap::new();
         let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
         let mut occurrences: Vec<u32> = Vec::new();

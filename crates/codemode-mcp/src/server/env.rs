@@ -63,7 +63,7 @@ pub trait EnvSource: Send + Sync + 'static {
 /// [`RunEnv::with_hooks`] and [`RunEnv::with_trajectory`] with these values (replacing the
 /// source's), so nested calls go through policy → hooks → approval and the outer `exec` /
 /// `wait` through the hooks. Approvals are the session's in any case (see
-/// [`CodeModeServer`]). The default allows every tool, runs no hooks and records nothing.
+/// [`CodeModeServer`](super::CodeModeServer)). The default allows every tool, runs no hooks and records nothing.
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct ServeHost {

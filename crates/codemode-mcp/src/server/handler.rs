@@ -42,7 +42,7 @@ impl ServerHandler for CodeModeServer {
     }
 
     /// After the handshake of a stateful session: while the session's transport is open, every
-    /// change of the catalog ([`EnvSource::catalog_changes`]) is announced with
+    /// change of the catalog ([`EnvSource::catalog_changes`](super::EnvSource::catalog_changes)) is announced with
     /// `notifications/tools/list_changed`, so a client that listed `exec` before a late MCP
     /// server connected lists it again and sees that server in the description.
     fn on_initialized(
@@ -86,7 +86,7 @@ impl ServerHandler for CodeModeServer {
     }
 
     /// One `subscriptions/listen` stream: every change of the catalog
-    /// ([`EnvSource::catalog_changes`]) is sent as `notifications/tools/list_changed` on it,
+    /// ([`EnvSource::catalog_changes`](super::EnvSource::catalog_changes)) is sent as `notifications/tools/list_changed` on it,
     /// until the client cancels it (or drops the HTTP response) or the server stops, which ends
     /// it gracefully with the final `SubscriptionsListenResult`.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {

@@ -1,7 +1,7 @@
 //! Code mode served as an MCP server: the model-facing surface (`exec` and `wait`, docs/contract/surface.md#s2-2 to #s2-4) over the Model Context Protocol, so any MCP client can drive code mode.
 //!
 //! One [`CodeModeServer::serve`] call is one MCP session and one code-mode session: it gets its
-//! own [`RunScope`] (`session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`), so a run parked
+//! own [`RunScope`](codemode_bridge::RunScope) (`session_id = "mcp-<uuid>"`, `session_key = "mcp:<uuid>"`), so a run parked
 //! by `exec` in one session can be resumed by `wait` only from that session (docs/contract/lifecycle.md#s5-3;
 //! another session gets `code mode run belongs to a different session.`).
 //!
@@ -169,7 +169,7 @@ impl CodeModeServer {
     }
 
     /// The server's [`Drain`]: [`Drain::stop`] makes every call in flight, in every session,
-    /// abort its run and answer the JSON-RPC error [`SHUTTING_DOWN`] (docs/mcp.md,
+    /// abort its run and answer the JSON-RPC error [`SHUTTING_DOWN`](crate::drain::SHUTTING_DOWN) (docs/mcp.md,
     /// "Shutdown"); `serve_http` calls it when its `shutdown` token is cancelled.
     pub fn drain(&self) -> &Drain {
         &self.drain
