@@ -435,6 +435,9 @@ mod imp {
 }
 
 #[cfg(all(test, unix))]
+mod capture;
+
+#[cfg(all(test, unix))]
 mod refusals;
 
 #[cfg(test)]

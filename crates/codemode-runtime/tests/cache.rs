@@ -7,50 +7,20 @@
 //! compiled the whole guest twice each here, 467 s of CI time, for rules that do not depend on
 //! the module.
 
+#[path = "../src/cache/capture.rs"]
+mod capture;
+
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
+use capture::{Capture, Events};
 use codemode_runtime::{Runtime, RuntimeOptions};
 use sha2::{Digest, Sha256};
-use tracing::field::{Field, Visit};
-use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::Layer;
+use tracing::Level;
+use tracing_subscriber::layer::SubscriberExt;
 
 const HEADER_LEN: usize = 48;
-
-/// `(level, message)` of every event the cache logged.
-type Events = Arc<Mutex<Vec<(Level, String)>>>;
-
-struct Capture(Events);
-
-impl<S: Subscriber> Layer<S> for Capture {
-    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
-        if !event
-            .metadata()
-            .target()
-            .starts_with("codemode_runtime::cache")
-        {
-            return;
-        }
-        struct Message(String);
-        impl Visit for Message {
-            fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        self.0
-            .lock()
-            .unwrap()
-            .push((*event.metadata().level(), message.0));
-    }
-}
 
 /// Creates a runtime caching in `dir` and returns what the cache logged.
 fn load(dir: &Path) -> Vec<(Level, String)> {

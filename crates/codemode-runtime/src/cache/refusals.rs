@@ -13,15 +13,14 @@
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
-use tracing::field::{Field, Visit};
-use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::Layer;
+use tracing::Level;
+use tracing_subscriber::layer::SubscriberExt;
 use wasmtime::Engine;
 
+use super::capture::{Capture, Events};
 use super::{load_or_build, Origin};
 
 /// The smallest valid wasm module: magic and version.
@@ -29,37 +28,6 @@ const EMPTY_MODULE: &[u8] = b"\0asm\x01\0\0\0";
 
 const OTHER_UID: u32 = 65534;
 const HEADER_LEN: usize = 48;
-
-/// `(level, message)` of every event the cache logged.
-type Events = Arc<Mutex<Vec<(Level, String)>>>;
-
-struct Capture(Events);
-
-impl<S: Subscriber> Layer<S> for Capture {
-    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
-        if !event
-            .metadata()
-            .target()
-            .starts_with("codemode_runtime::cache")
-        {
-            return;
-        }
-        struct Message(String);
-        impl Visit for Message {
-            fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        self.0
-            .lock()
-            .unwrap()
-            .push((*event.metadata().level(), message.0));
-    }
-}
 
 /// Loads (or builds and stores) the empty module through the cache in `dir` and returns what
 /// the cache logged, checking that a logged hit is reported as [`Origin::Cache`].
