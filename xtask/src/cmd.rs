@@ -96,3 +96,25 @@ pub(crate) fn test_build() -> Command {
         .env("CODEMODE_PYTHON_MCP", python::interpreter(&root()));
     cmd
 }
+
+/// `npm install --no-audit --no-fund --save-exact --prefix <dir>` run by `program`, packages and
+/// further options for the caller to add; `dir` is created first and its install `stamp` removed
+/// (the caller writes it again once the install is whole, so a broken install is redone).
+pub(crate) fn npm_install(
+    program: impl AsRef<std::ffi::OsStr>,
+    dir: &Path,
+    stamp: &Path,
+) -> Result<Command, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(stamp);
+    let mut cmd = Command::new(program);
+    cmd.args([
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--save-exact",
+        "--prefix",
+    ])
+    .arg(dir);
+    Ok(cmd)
+}

@@ -86,17 +86,7 @@ fn setup(root: &Path) -> Result<(), String> {
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) && all_bins() {
         return Ok(());
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(&stamp);
-    run(Command::new("npm")
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--save-exact",
-            "--prefix",
-        ])
-        .arg(&dir)
+    run(crate::cmd::npm_install("npm", &dir, &stamp)?
         .arg("--cache")
         .arg(dir.join("npm-cache"))
         .args(PACKAGES.iter().map(|(p, v)| format!("{p}@{v}"))))?;

@@ -191,17 +191,7 @@ fn setup_mcp_servers() -> Result<(), String> {
     if !have("npm", "--version") {
         return Err(format!("`npm` was not found; {need}"));
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(&stamp);
-    run(Command::new("npm")
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--save-exact",
-            "--prefix",
-        ])
-        .arg(&dir)
+    run(cmd::npm_install("npm", &dir, &stamp)?
         .args(MCP_SERVERS.iter().map(|(p, v, _)| format!("{p}@{v}"))))?;
     if let Some((_, _, missing)) = MCP_SERVERS.iter().find(|(_, _, b)| !bin.join(b).exists()) {
         return Err(format!(

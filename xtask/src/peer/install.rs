@@ -93,26 +93,16 @@ pub(crate) fn install(dir: &Path, npm: &Npm) -> Result<Peer, String> {
             ))
         }
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(&stamp);
     let node_bin = peer.node.parent().expect("node has a directory").to_owned();
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut with_node = vec![node_bin];
     with_node.extend(std::env::split_paths(&path));
     let with_node = std::env::join_paths(with_node).map_err(|e| format!("PATH: {e}"))?;
     for (package, path) in [(NODE, path), (OPENCLAW, with_node)] {
-        let mut cmd = Command::new(&npm.program);
-        cmd.args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--save-exact",
-            "--prefix",
-        ])
-        .arg(dir)
-        .arg(package)
-        .env("PATH", path)
-        .envs(npm.env.iter().map(|(k, v)| (k, v)));
+        let mut cmd = crate::cmd::npm_install(&npm.program, dir, &stamp)?;
+        cmd.arg(package)
+            .env("PATH", path)
+            .envs(npm.env.iter().map(|(k, v)| (k, v)));
         crate::cmd::run(&mut cmd).map_err(|e| {
             format!(
                 "npm could not install {package}: {e}\nIs the npm registry reachable? \
