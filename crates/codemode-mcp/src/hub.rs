@@ -1,18 +1,23 @@
-//! The hub: every configured MCP server, its catalog entries and the executor that runs them.
+//! The hub: every configured MCP server, its catalog entries (built from each listing in
+//! `hub/specs.rs`) and the executor that runs them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{ToolCall, ToolError, ToolExecutor, ToolFuture};
-use codemode_catalog::{McpOperation, OfflineServer, OfflineState, ToolOrigin, ToolSpec};
+use codemode_catalog::{McpOperation, OfflineServer, OfflineState, ToolSpec};
 use codemode_config::ToolPolicy;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::client::{ClientOptions, ServerClient, ServerListing};
 use crate::config::{safe_server_name, McpServersConfig};
 use crate::error::ClientError;
+
+mod specs;
+
+use specs::server_specs;
 
 /// What one configured server looks like right now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -260,22 +265,16 @@ impl McpHub {
     /// The servers a run started now cannot reach (no successful listing yet), in name order,
     /// each with a one-line reason: `still connecting (<n> ms so far)` or its last error.
     pub fn unavailable(&self) -> Vec<Unavailable> {
-        let elapsed = self.inner.started.elapsed().as_millis();
-        self.inner
-            .servers
-            .iter()
-            .filter_map(|server| {
-                let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
-                let error = listing.as_ref().err()?;
-                let reason = if server.attempted.load(std::sync::atomic::Ordering::Acquire) {
-                    error.to_string()
-                } else {
-                    format!("still connecting ({elapsed} ms so far)")
-                };
-                Some(Unavailable {
-                    server: server.client.name().to_string(),
-                    reason,
-                })
+        self.offline()
+            .into_iter()
+            .map(|server| Unavailable {
+                reason: match server.state {
+                    OfflineState::Failed { reason } => reason,
+                    OfflineState::Connecting { elapsed } => {
+                        format!("still connecting ({} ms so far)", elapsed.as_millis())
+                    }
+                },
+                server: server.server_name,
             })
             .collect()
     }
@@ -620,105 +619,6 @@ async fn refresh_then(inner: Arc<HubInner>, index: usize, first: bool) {
         state.again = false;
         return;
     }
-}
-
-/// The `inputSchema` of the resource and prompt operations (docs/contract/mcp.md#s7-2 paths).
-fn operation_spec(server: &str, operation: McpOperation) -> (String, Value) {
-    match operation {
-        McpOperation::ResourcesList => (
-            format!(
-                "List the resources of MCP server {server}. Without a cursor every page is read."
-            ),
-            json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
-        ),
-        McpOperation::ResourcesRead => (
-            format!("Read one resource of MCP server {server} by URI."),
-            json!({"type": "object", "properties": {"uri": {"type": "string", "description": "The resource URI, as listed by resources.list()."}}, "required": ["uri"]}),
-        ),
-        McpOperation::ResourcesTemplates => (
-            format!(
-                "List the resource templates of MCP server {server} (URI templates such as file:///{{path}}; fill one in and read it with resources.read). Without a cursor every page is read."
-            ),
-            json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
-        ),
-        McpOperation::PromptsList => (
-            format!(
-                "List the prompts of MCP server {server}. Without a cursor every page is read."
-            ),
-            json!({"type": "object", "properties": {"cursor": {"type": "string", "description": "Cursor from a previous page; omit to read every page."}}}),
-        ),
-        McpOperation::PromptsGet => (
-            format!("Get one prompt of MCP server {server} with its arguments."),
-            json!({"type": "object", "properties": {"name": {"type": "string", "description": "The prompt name, as listed by prompts.list()."}, "arguments": {"type": "object", "description": "Prompt arguments; values are strings.", "additionalProperties": {"type": "string"}}}, "required": ["name"]}),
-        ),
-        McpOperation::Tool => (String::new(), json!({"type": "object"})),
-    }
-}
-
-/// The catalog specs of one listed server with their routes.
-fn server_specs(
-    server_name: &str,
-    safe_name: &str,
-    listing: &ServerListing,
-) -> Vec<(ToolSpec, McpOperation, String)> {
-    let with_server_name = |mut spec: ToolSpec| {
-        if let ToolOrigin::Mcp {
-            server_name: name, ..
-        } = &mut spec.origin
-        {
-            *name = server_name.to_string();
-        }
-        spec
-    };
-    let mut specs = Vec::new();
-    let mut names = std::collections::HashSet::new();
-    for tool in &listing.tools {
-        let Some(name) = tool.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let description = tool
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let mut spec = ToolSpec::mcp_operation(safe_name, McpOperation::Tool, name, description);
-        if let Some(schema) = tool.get("inputSchema").filter(|s| s.is_object()) {
-            spec = spec.with_parameters(schema.clone());
-        }
-        if let Some(title) = tool.get("title").and_then(Value::as_str) {
-            spec = spec.with_label(title);
-        }
-        if let Some(docs) = codemode_catalog::McpToolDocs::from_tool(tool) {
-            spec = spec.with_mcp_docs(docs);
-        }
-        if names.insert(spec.name.clone()) {
-            specs.push((with_server_name(spec), McpOperation::Tool, name.to_string()));
-        }
-    }
-    let mut operations = Vec::new();
-    if listing.resources {
-        operations.extend([
-            McpOperation::ResourcesList,
-            McpOperation::ResourcesRead,
-            McpOperation::ResourcesTemplates,
-        ]);
-    }
-    if listing.prompts {
-        operations.extend([McpOperation::PromptsList, McpOperation::PromptsGet]);
-    }
-    for operation in operations {
-        let (description, parameters) = operation_spec(server_name, operation);
-        let spec = ToolSpec::mcp_operation(safe_name, operation, operation.as_str(), description)
-            .with_parameters(parameters);
-        if names.insert(spec.name.clone()) {
-            specs.push((
-                with_server_name(spec),
-                operation,
-                operation.as_str().to_string(),
-            ));
-        }
-    }
-    specs
 }
 
 /// Runs the hub's catalog entries for nested calls ([`ToolExecutor`]): `tool` entries as

@@ -1,4 +1,4 @@
-//! The MCP client against our misbehaving rmcp test server (src/bin/codemode-mcp-testserver.rs):
+//! The MCP client against our misbehaving rmcp test server (src/bin/codemode-mcp-testserver/main.rs):
 //! pagination caps, repeated cursors, hanging and crashing tools, stderr floods, tool-list
 //! changes and notification storms.
 

@@ -24,9 +24,10 @@ use wasmtime::{
 use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 use crate::error::{RuntimeError, VmError};
+use crate::imports::{self, HostState, WallClock};
 use crate::limits::{VmLimits, MAX_WASM_STACK};
 use crate::snapshot::{Image, Snapshot};
-use crate::vm::{self, HostState, RawGuestSource, Vm, VmTemplate, WallClock};
+use crate::vm::{self, RawGuestSource, Vm, VmTemplate};
 
 /// The guest module (`codemode_guest.wasm`) embedded at build time.
 pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/codemode_guest.wasm"));
@@ -156,7 +157,7 @@ impl Runtime {
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut HostState| &mut s.wasi)
             .map_err(|e| RuntimeError::setup("cannot link WASI", e))?;
-        vm::add_codemode_imports(&mut linker)
+        imports::add_codemode_imports(&mut linker)
             .map_err(|e| RuntimeError::setup("cannot link the codemode imports", e))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));

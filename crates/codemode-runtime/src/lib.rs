@@ -22,13 +22,15 @@
 //! Errors never panic the host: traps, protocol violations and panics in host code become
 //! [`VmError`] values that the facade maps to `failed` results (docs/contract/decisions.md#d10).
 //!
-//! Modules depend in one direction: `engine` → `vm` → `snapshot`, `budget`, `worker` →
-//! `limits`, `error` (and `cache`, used by `engine` only); `process_group` stands alone.
+//! Modules depend in one direction: `engine` → `vm` → `imports` (the guest's imports and the
+//! per-store host state), `snapshot`, `budget`, `worker` → `limits`, `error` (and `cache`, used
+//! by `engine` only); `process_group` stands alone.
 
 mod budget;
 mod cache;
 mod engine;
 mod error;
+mod imports;
 mod limits;
 mod process_group;
 mod snapshot;
@@ -40,13 +42,14 @@ pub use engine::{FreshVm, GuestSetup, Runtime, RuntimeOptions, GUEST_SHA256, GUE
 pub use error::{
     GuestTrap, Poison, ProtocolViolation, RuntimeError, SnapshotError, VmError, VmUnavailable,
 };
+pub use imports::WallClock;
 pub use limits::{
     argument_too_large, delivery_too_large, step_arguments_too_large, VmLimits,
     MAX_REQUEST_ARGUMENT_BYTES, MAX_STEP_ARGUMENT_BYTES, SHADOW_STACK_BYTES,
 };
 pub use process_group::ProcessGroup;
 pub use snapshot::{Snapshot, SnapshotFormat, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_PAGE_BYTES};
-pub use vm::{Vm, WallClock};
+pub use vm::Vm;
 pub use worker::{
     in_leg, leg_threads, on_leg_stack, run_leg, run_leg_with, set_leg_threads, LegPanic, LegPool,
     LegPoolConfig, LegThreads, LEG_STACK_KEEP_BYTES, LEG_THREAD_NAME, LEG_THREAD_STACK_BYTES,

@@ -1,7 +1,8 @@
-//! One guest instance ([`Vm`]): its store and host state, the `codemode` imports, and the calls
-//! into the guest ABI (docs/guest-abi.md). Limits live in [`crate::limits`], deadlines in
-//! [`crate::budget`], memory capture and restore in [`crate::snapshot`]; the [`crate::Runtime`]
-//! hands every VM the same [`VmTemplate`].
+//! One guest instance ([`Vm`]): its store, its exports and the calls
+//! into the guest ABI (docs/guest-abi.md). The imports and the per-store host state live in
+//! [`crate::imports`], limits in [`crate::limits`], deadlines in [`crate::budget`], the VM's
+//! snapshots and restore in `vm/state.rs` over [`crate::snapshot`]'s format; the
+//! [`crate::Runtime`] hands every VM the same [`VmTemplate`].
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -10,190 +11,26 @@ use std::time::Duration;
 
 use codemode_bridge::abi::{self, InitInput, StartInput};
 use codemode_bridge::{
-    BridgeMethod, BridgeRequest, ContextSection, Delivery, GuestReport, OutputItem, ProtocolError,
-    RunContext, PRELUDE,
+    BridgeMethod, BridgeRequest, Delivery, GuestReport, OutputItem, ProtocolError, RunContext,
+    PRELUDE,
 };
 use wasmtime::{
-    Caller, Engine, Global, Instance, InstancePre, Linker, Memory, Store, StoreLimits,
-    StoreLimitsBuilder, TypedFunc, UpdateDeadline, Val,
+    Engine, Global, Instance, InstancePre, Memory, Store, StoreLimitsBuilder, TypedFunc,
+    UpdateDeadline, Val,
 };
-use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
+use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::budget::{AbortHandle, Deadline, LegBudget};
-use crate::error::{GuestTrap, Poison, ProtocolViolation, RuntimeError, VmError, VmUnavailable};
-use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES, MAX_WASM_STACK, NATIVE_STACK_HEADROOM};
-use crate::snapshot::{self, Image, MemoryAtRest, Snapshot, SnapshotFormat};
+use crate::error::{GuestTrap, Poison, ProtocolViolation, RuntimeError, VmError};
+use crate::imports::{native_stack_position, Clock, HostState, WallClock};
+use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES};
+use crate::snapshot::Image;
+
+mod state;
 
 /// Bytes of guest stdout/stderr kept for diagnostics (the guest never writes there on purpose).
 const STDIO_CAPTURE_BYTES: usize = 16 * 1024;
-
-/// A wall clock: time since the Unix epoch. Injectable for deterministic tests.
-pub type WallClock = Arc<dyn Fn() -> Duration + Send + Sync>;
-
-/// The per-store host state: WASI, the memory backstop, the armed deadline and captured stderr.
-pub(crate) struct HostState {
-    pub(crate) wasi: WasiP1Ctx,
-    limits: StoreLimits,
-    deadline: Deadline,
-    stderr: MemoryOutputPipe,
-    /// [`native_stack_position`] when the current guest call was entered (0: not measured).
-    native_stack_entry: usize,
-    /// The run's catalog context the `codemode.context_*` imports copy from ([`Vm::start`],
-    /// [`Vm::set_context`]); `None` until set, when the imports answer -1.
-    context: Option<RunContext>,
-}
-
-/// An address in the current frame of the native stack. Guest code runs synchronously on the
-/// calling thread's stack, which grows down on every target wasmtime compiles for here.
-#[inline(never)]
-fn native_stack_position() -> usize {
-    let marker = 0u8;
-    std::hint::black_box(&marker) as *const u8 as usize
-}
-
-struct Clock(WallClock);
-
-impl HostWallClock for Clock {
-    fn resolution(&self) -> Duration {
-        Duration::from_millis(1)
-    }
-    fn now(&self) -> Duration {
-        (self.0)()
-    }
-}
-
-/// Registers the `codemode` import module: `interrupt() -> i32` (docs/guest-abi.md).
-pub(crate) fn add_codemode_imports(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    linker.func_wrap(
-        "codemode",
-        "interrupt",
-        |mut caller: Caller<'_, HostState>| -> i32 {
-            i32::from(caller.data_mut().deadline.poll_interrupt())
-        },
-    )?;
-    // docs/guest-abi.md "Deep recursion": 1 once the guest call has used all of the native wasm
-    // stack but NATIVE_STACK_HEADROOM, so QuickJS throws its catchable RangeError before
-    // wasmtime would trap.
-    linker.func_wrap(
-        "codemode",
-        "native_stack_low",
-        |caller: Caller<'_, HostState>| -> i32 {
-            let entry = caller.data().native_stack_entry;
-            let used = entry.saturating_sub(native_stack_position());
-            i32::from(entry != 0 && used > MAX_WASM_STACK - NATIVE_STACK_HEADROOM)
-        },
-    )?;
-    add_context_imports(linker)
-}
-
-/// The guest's linear memory, from inside an import.
-fn guest_memory(caller: &mut Caller<'_, HostState>) -> Option<Memory> {
-    caller.get_export("memory")?.into_memory()
-}
-
-/// `[ptr, ptr + len)` as a range of a memory of `size` bytes, `None` when it does not fit.
-fn guest_range(ptr: i32, len: i32, size: usize) -> Option<std::ops::Range<usize>> {
-    let start = usize::try_from(u32::try_from(ptr).ok()?).ok()?;
-    let len = usize::try_from(u32::try_from(len).ok()?).ok()?;
-    let end = start.checked_add(len)?;
-    (end <= size).then_some(start..end)
-}
-
-/// The run-context imports (docs/guest-abi.md, "Run context"). Each one copies only the host's
-/// own context bytes into guest memory, at a range checked against the memory's size; any bad
-/// argument (unknown section, a range outside memory, a length that is not the section's, a
-/// name that is not UTF-8, no context set) answers -1 and changes nothing.
-fn add_context_imports(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    // `context_len(section) -> i32`: the section's length in bytes.
-    linker.func_wrap(
-        "codemode",
-        "context_len",
-        |caller: Caller<'_, HostState>, section: i32| -> i32 {
-            let Some(context) = &caller.data().context else {
-                return -1;
-            };
-            u32::try_from(section)
-                .ok()
-                .and_then(ContextSection::from_index)
-                .and_then(|s| i32::try_from(context.section(s).len()).ok())
-                .unwrap_or(-1)
-        },
-    )?;
-    // `context_read(section, ptr, len) -> i32`: copies the whole section (`len` must be its
-    // length) to `ptr`; 0 when done.
-    linker.func_wrap(
-        "codemode",
-        "context_read",
-        |mut caller: Caller<'_, HostState>, section: i32, ptr: i32, len: i32| -> i32 {
-            let Some(context) = caller.data().context.clone() else {
-                return -1;
-            };
-            let Some(section) = u32::try_from(section)
-                .ok()
-                .and_then(ContextSection::from_index)
-            else {
-                return -1;
-            };
-            let bytes = context.section(section).as_bytes();
-            if usize::try_from(len).ok() != Some(bytes.len()) {
-                return -1;
-            }
-            let Some(memory) = guest_memory(&mut caller) else {
-                return -1;
-            };
-            let data = memory.data_mut(&mut caller);
-            match guest_range(ptr, len, data.len()) {
-                Some(range) => {
-                    data[range].copy_from_slice(bytes);
-                    0
-                }
-                None => -1,
-            }
-        },
-    )?;
-    // `context_convenience(name_ptr, name_len, out_ptr, out_cap) -> i32`: the byte length of
-    // the id of the convenience `tools.<name>` (-1: none), copied to `out_ptr` when it fits in
-    // `out_cap` bytes (else the guest asks again with a bigger buffer).
-    linker.func_wrap(
-        "codemode",
-        "context_convenience",
-        |mut caller: Caller<'_, HostState>,
-         name_ptr: i32,
-         name_len: i32,
-         out_ptr: i32,
-         out_cap: i32|
-         -> i32 {
-            let Some(context) = caller.data().context.clone() else {
-                return -1;
-            };
-            let Some(memory) = guest_memory(&mut caller) else {
-                return -1;
-            };
-            let data = memory.data_mut(&mut caller);
-            let Some(name) = guest_range(name_ptr, name_len, data.len())
-                .and_then(|range| std::str::from_utf8(&data[range]).ok())
-            else {
-                return -1;
-            };
-            let Some(id) = context.convenience(name) else {
-                return -1;
-            };
-            let Ok(id_len) = i32::try_from(id.len()) else {
-                return -1;
-            };
-            if id_len <= out_cap {
-                match guest_range(out_ptr, id_len, data.len()) {
-                    Some(range) => data[range].copy_from_slice(id.as_bytes()),
-                    None => return -1,
-                }
-            }
-            id_len
-        },
-    )?;
-    Ok(())
-}
 
 /// What every VM of one runtime is made from: the engine, the linked guest, the guest's hash,
 /// the post-initialisation image and the injectable clock and random source.
@@ -440,156 +277,6 @@ impl Vm {
         })
         .map_err(|e| RuntimeError::instantiate("loading the image", e))?;
         Ok(vm)
-    }
-
-    /// A fresh VM continuing `snapshot`. Errors: [`VmError::Unavailable`] for a snapshot of
-    /// another guest or process or when no VM can be made, [`VmError::Protocol`] for a corrupt
-    /// one.
-    pub(crate) fn restore(
-        template: &VmTemplate,
-        snapshot: &Snapshot,
-        limits: &VmLimits,
-    ) -> Result<Vm, VmError> {
-        snapshot.check_origin(&template.guest_sha256, &template.image)?;
-        // A fresh VM of the pre-initialised guest: its memory is the image (copy-on-write), so
-        // a dirty-page snapshot writes only the pages the run changed (docs/guest-abi.md,
-        // "Snapshots").
-        let mut vm = Vm::from_preinit(template, limits)?;
-        if snapshot.base != vm.base {
-            return Err(VmError::Protocol(ProtocolViolation::LayoutMismatch));
-        }
-        let image = template.image.clone();
-        vm.load_memory(snapshot.pages, snapshot.stack_pointer, |dst| {
-            snapshot.restore_memory(dst, &image)
-        })?;
-        vm.pending = snapshot.pending.clone();
-        vm.counters = snapshot.counters.clone();
-        Ok(vm)
-    }
-
-    /// Grows memory to `pages` and fills `[base, end)` with `fill`; sets the stack pointer.
-    /// Errors: [`VmError::Protocol`] when memory is already larger than `pages` (it cannot
-    /// shrink) or smaller than the stack, [`VmError::Unavailable`] when it cannot grow.
-    fn load_memory(
-        &mut self,
-        pages: u64,
-        stack_pointer: u32,
-        fill: impl FnOnce(&mut [u8]) -> Result<(), VmError>,
-    ) -> Result<(), VmError> {
-        let memory = self.exports.memory;
-        let current = memory.size(&self.store);
-        if pages < current {
-            return Err(VmError::Protocol(ProtocolViolation::SmallerThanFresh));
-        }
-        if pages > current {
-            memory.grow(&mut self.store, pages - current).map_err(|e| {
-                VmError::Unavailable(VmUnavailable::GrowMemory {
-                    source: Arc::new(e),
-                })
-            })?;
-        }
-        let base = self.base as usize;
-        let data = memory.data_mut(&mut self.store);
-        let region = data
-            .get_mut(base..)
-            .ok_or(VmError::Protocol(ProtocolViolation::SmallerThanStack))?;
-        fill(region)?;
-        self.exports
-            .stack_pointer
-            .set(&mut self.store, wasmtime::Val::I32(stack_pointer as i32))
-            .map_err(|e| {
-                VmError::Unavailable(VmUnavailable::StackPointer {
-                    source: Arc::new(e),
-                })
-            })?;
-        Ok(())
-    }
-
-    /// Linear memory at rest: checks the shadow stack is empty and hands over memory from the
-    /// stack top to its end.
-    fn at_rest(&mut self) -> Result<MemoryAtRest<'_>, VmError> {
-        let sp = self
-            .exports
-            .stack_pointer
-            .get(&mut self.store)
-            .i32()
-            .ok_or(VmError::Protocol(ProtocolViolation::StackPointerType))? as u32;
-        if sp != self.base {
-            return Err(VmError::Protocol(ProtocolViolation::StackNotEmpty));
-        }
-        let memory = self.exports.memory;
-        let pages = memory.size(&self.store);
-        let data = memory.data(&self.store);
-        Ok(MemoryAtRest {
-            pages,
-            stack_pointer: sp,
-            base: self.base,
-            data: data.get(self.base as usize..).unwrap_or(&[]),
-            initial_bytes: self.initial_bytes,
-        })
-    }
-
-    /// The post-initialisation image of this (freshly initialised) VM.
-    pub(crate) fn image(&mut self) -> Result<Image, VmError> {
-        Ok(Image::capture(self.at_rest()?))
-    }
-
-    /// Serialises the whole VM state: the pages of linear memory that differ from the image
-    /// (zstd), `__stack_pointer`, the pending requests and id counters. Only valid between calls,
-    /// which is the only time the host holds the VM. The VM stays usable. Errors:
-    /// [`VmError::Poisoned`], [`VmError::Protocol`] when the guest stack is not empty.
-    pub fn snapshot(&mut self) -> Result<Snapshot, VmError> {
-        self.snapshot_with(SnapshotFormat::default())
-    }
-
-    /// [`Vm::snapshot`] in the given format (benchmarks compare them; everything else uses the
-    /// default). Errors: as [`Vm::snapshot`], and [`VmError::Protocol`] for an unsupported page
-    /// size.
-    pub fn snapshot_with(&mut self, format: SnapshotFormat) -> Result<Snapshot, VmError> {
-        self.check_usable()?;
-        let guest_sha256 = self.guest_sha256;
-        let image = self.image.clone();
-        let pending = self.pending.clone();
-        let counters = self.counters.clone();
-        let memory = self.at_rest()?;
-        Snapshot::capture(guest_sha256, &image, memory, pending, counters, format)
-    }
-
-    /// [`Vm::snapshot`] within bounds: `Ok(None)` once the stored size would pass
-    /// `max_stored_bytes` (compression stops there), [`VmError::Timeout`] once `until` passes
-    /// (checked after every 1 MiB of memory compared, and at the end). Parking uses it so a huge
-    /// heap at the deadline can neither hold the answer past `until` nor make the host compress
-    /// it all only to refuse it (docs/contract/lifecycle.md#s5-6, docs/threat-model.md
-    /// "Deadlines").
-    pub fn snapshot_bounded(
-        &mut self,
-        max_stored_bytes: u64,
-        until: std::time::Instant,
-    ) -> Result<Option<Snapshot>, VmError> {
-        self.check_usable()?;
-        let guest_sha256 = self.guest_sha256;
-        let image = self.image.clone();
-        let pending = self.pending.clone();
-        let counters = self.counters.clone();
-        let memory = self.at_rest()?;
-        let max = usize::try_from(max_stored_bytes).unwrap_or(usize::MAX);
-        let snapshot =
-            Snapshot::capture_bounded(guest_sha256, &image, memory, pending, counters, max, until)?;
-        Ok(snapshot.filter(|s| s.stored_bytes() as u64 <= max_stored_bytes))
-    }
-
-    /// An upper bound in bytes on [`Snapshot::stored_bytes`] were a snapshot taken now: memory
-    /// from the stack top at zstd's worst-case expansion, the longest page list, the header and
-    /// the pending table. Lets callers skip compressing when the bound is already under a limit.
-    pub fn snapshot_bound(&self) -> u64 {
-        let memory = self.exports.memory.data_size(&self.store);
-        let raw = memory.saturating_sub(self.base as usize);
-        let table: usize = self
-            .pending
-            .iter()
-            .map(|p| p.id.len() + p.args.to_string().len() + 64)
-            .sum();
-        snapshot::stored_bound(raw, table)
     }
 
     /// Bridge requests the guest still waits for, in creation order.

@@ -15,7 +15,7 @@ use codemode_bridge::{RunScope, ToolCall, ToolError, ToolExecutor};
 use codemode_mcp::{ClientOptions, McpHub, McpServersConfig, ServerConfig};
 use serde_json::Value;
 
-/// Our misbehaving rmcp test server (src/bin/codemode-mcp-testserver.rs).
+/// Our misbehaving rmcp test server (src/bin/codemode-mcp-testserver/main.rs).
 pub(crate) fn testserver() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_codemode-mcp-testserver"))
 }
