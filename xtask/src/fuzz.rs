@@ -9,12 +9,13 @@ use crate::cmd::{cargo, run};
 
 /// (target, crate): every fuzz target and the crate whose `tests/fuzz.rs` holds it; a target of
 /// the `codemode` binary's private parsers ([`BIN_TARGETS`]) is a unit test instead.
-pub(crate) const TARGETS: [(&str, &str); 9] = [
+pub(crate) const TARGETS: [(&str, &str); 10] = [
     ("guest_report", "codemode-bridge"),
     ("snapshot_bytes", "codemode-runtime"),
     ("config_text", "codemode-config"),
     ("config_file", "codemode-config"),
     ("trajectory_lines", "codemode-telemetry"),
+    ("store_record", "codemode-snapshot"),
     ("dts_schema", "codemode-catalog"),
     ("mcp_namespace", "codemode-catalog"),
     ("tools_file", "codemode-catalog"),
