@@ -9,7 +9,7 @@ use codemode_bridge::RunContext;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contract::{ContractError, OutputContract};
+use crate::contract::{certainly_compiles, ContractError, OutputContract};
 use crate::entry::{CompactEntry, DescribedEntry, Source};
 use crate::error::{LookupError, LookupOp};
 use crate::hint::{input_hint, output_hint, UNKNOWN};
@@ -131,7 +131,9 @@ pub struct Entry {
     mcp_docs: Option<McpToolDocs>,
     spec_index: usize,
     group: CatalogGroup,
-    contract: OutputContract,
+    /// Compiled from `output_schema` on first use ([`Entry::contract`]), or by [`Entry::new`]
+    /// when the `output` hint depends on whether it compiles.
+    contract: OnceLock<OutputContract>,
     lower: Lowered,
 }
 
@@ -199,9 +201,14 @@ impl Entry {
         self.mcp_docs.as_ref()
     }
 
-    /// The compiled output contract.
+    /// The compiled output contract, compiled on the first call (a process that never calls
+    /// the tool never compiles its schema; docs/contract/catalog.md#output-contracts: "compiled
+    /// before the tool runs").
     pub fn contract(&self) -> &OutputContract {
-        &self.contract
+        self.contract.get_or_init(|| match &self.output_schema {
+            Some(schema) => OutputContract::compile(schema),
+            None => OutputContract::Undeclared,
+        })
     }
 
     /// What `tools.describe` returns: the compact entry plus `parameters` (`{}` when absent) and
@@ -220,7 +227,7 @@ impl Entry {
     /// `Ok` unless the declared `outputSchema` failed to compile, in which case the tool must
     /// not run: [`ContractError::InvalidOutputSchema`] (docs/contract/catalog.md#s3-5).
     pub fn check_callable(&self) -> Result<(), ContractError> {
-        if self.contract.is_callable() {
+        if self.contract().is_callable() {
             Ok(())
         } else {
             Err(ContractError::InvalidOutputSchema {
@@ -236,7 +243,7 @@ impl Entry {
     /// without a trusted contract always pass.
     pub fn validate_output(&self, details: &Value) -> Result<(), ContractError> {
         self.check_callable()?;
-        if self.contract.accepts(details) {
+        if self.contract().accepts(details) {
             Ok(())
         } else {
             Err(ContractError::OutputMismatch {
@@ -588,18 +595,19 @@ impl Entry {
         } else {
             UNKNOWN.to_string()
         };
-        let (output_schema, contract) = match (trusted, spec.output_schema) {
-            (true, Some(schema)) => {
-                let contract = OutputContract::compile(&schema);
-                (Some(schema), contract)
-            }
-            _ => (None, OutputContract::Undeclared),
-        };
-        // A contract that cannot be enforced is never advertised.
-        let output = match (&output_schema, &contract) {
-            (Some(schema), OutputContract::Valid(_)) => output_hint(schema),
-            _ => None,
-        };
+        let output_schema = spec.output_schema.filter(|_| trusted);
+        let contract = OnceLock::new();
+        // A contract that cannot be enforced is never advertised: a complete hint needs to know
+        // that the schema compiles, which only a schema outside `certainly_compiles` is compiled
+        // here to find out; every other schema is compiled on the tool's first call.
+        let output = output_schema.as_ref().and_then(|schema| {
+            let hint = output_hint(schema)?;
+            let compiles = certainly_compiles(schema)
+                || contract
+                    .get_or_init(|| OutputContract::compile(schema))
+                    .is_callable();
+            compiles.then_some(hint)
+        });
         let name = spec.name.to_lowercase();
         let id_lower = id.to_lowercase();
         let label = spec.label.as_deref().unwrap_or("").to_lowercase();
@@ -631,5 +639,61 @@ impl Entry {
             contract,
             lower,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{Catalog, SearchLimits};
+    use crate::spec::ToolSpec;
+
+    /// Only a schema outside `certainly_compiles` whose hint is complete is compiled while the
+    /// catalog is built; the others wait for their tool's first call. The hints are the same
+    /// as if every schema had been compiled: a schema that does not compile is never advertised.
+    #[test]
+    fn schemas_are_compiled_at_build_only_when_the_hint_needs_it() {
+        let closed = |extra: serde_json::Value| {
+            let mut schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
+                "required": ["n"], "additionalProperties": false});
+            schema["properties"]["n"]
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            schema
+        };
+        let catalog = Catalog::build(
+            vec![
+                ToolSpec::core("vouched", "v").with_output_schema(closed(json!({}))),
+                ToolSpec::core("checked", "c").with_output_schema(closed(json!({"minimum": 1}))),
+                ToolSpec::core("broken", "b").with_output_schema(closed(json!({"minimum": "one"}))),
+                // No complete hint (an open object): nothing to decide at build.
+                ToolSpec::core("open", "o").with_output_schema(
+                    json!({"type": "object", "properties": {"n": {"minimum": "one"}}}),
+                ),
+            ],
+            &SearchLimits::default(),
+        )
+        .unwrap();
+        let entry = |name: &str| catalog.entry(&format!("openclaw:core:{name}")).unwrap();
+        let compiled = |name: &str| entry(name).contract.get().is_some();
+        assert_eq!(
+            ["vouched", "checked", "broken", "open"].map(compiled),
+            [false, true, true, false]
+        );
+        assert_eq!(
+            ["vouched", "checked", "broken", "open"].map(|n| entry(n).compact().output.clone()),
+            [
+                Some("{ n: number }".to_string()),
+                Some("{ n: number }".to_string()),
+                None,
+                None
+            ]
+        );
+        // The first call compiles.
+        assert_eq!(entry("vouched").validate_output(&json!({"n": 2})), Ok(()));
+        assert!(entry("open").check_callable().is_err());
+        assert!(compiled("vouched") && compiled("open"));
     }
 }

@@ -9,9 +9,38 @@
 //!   changes nothing. A directory that fails the check is neither read nor written.
 //! - **The file** is opened with `O_NOFOLLOW` relative to the directory descriptor and `fstat`ed:
 //!   it must be a regular file owned by the effective user and not writable by group or others.
-//! - **The content** carries a header written by [`store`]: a magic, the payload's length and the
-//!   SHA-256 of the payload. The bytes read from the already-open file must match both before
-//!   they are deserialised; the path is never opened again.
+//! - **The content** carries a trailer written by [`store`]: a magic, the payload's length and the
+//!   SHA-256 of the payload, after the payload (wasmtime maps the file itself, so its artifact
+//!   must start at offset 0). The file's length must match the trailer, and the payload its
+//!   SHA-256, before that same open descriptor is handed to wasmtime, which maps it
+//!   (`Module::deserialize_open_file`) instead of the 4.5 MB being read and copied; the path is
+//!   never opened again.
+//! - **The verification record** (`<file>.verified`, beside it) says that the SHA-256 was already
+//!   checked: it holds the file's identity as `fstat` gave it (device, inode, size, modification
+//!   and status-change times) and the SHA-256 from the trailer. It is opened and checked like the
+//!   file (`O_NOFOLLOW`, a regular file owned by the effective user, not writable by group or
+//!   others, exactly its size) and trusted only when every byte equals what the module file's
+//!   `fstat` and trailer give now; then the payload is not hashed again. Otherwise (missing,
+//!   stale, or refused with a warning) the payload is hashed and, if it matches, a new record is
+//!   written (0600, a temp file renamed over it, relative to the directory descriptor); [`store`]
+//!   writes one for the file it stores.
+//!
+//! Why the record keeps the check sound: the threat is a file that another user could write,
+//! and the record is held to the same rule as the module file (same checked directory, same
+//! owner and mode checks on its open descriptor), so only this user (or root) can have written
+//! either; that was already the trust boundary (the SHA-256 is an integrity check, not a MAC).
+//! What the hash guards against is a torn, corrupted or replaced file, and each of those changes
+//! what the record compares: a replaced file has another inode (or times), and any write to a
+//! file sets its status-change time to the current time, which no unprivileged call can set
+//! back. A record left from an earlier file therefore does not match the current one, so every
+//! file is hashed before its first use. Two cases are no longer caught: a write in place within
+//! the same timestamp tick (a few milliseconds) as the recorded state, which only this user can
+//! make and this module never makes, and a change below the file system (media corruption after
+//! the first check), as for the user's own binaries.
+//!
+//! The mapped file must not be written in place while a process uses it (truncating it would
+//! fault that process); [`store`] never does (temp file and rename), and a rename or deletion
+//! leaves existing mappings on the old inode.
 //!
 //! Any refusal is logged (`tracing` warning) and the guest is compiled instead. Key: the guest's
 //! SHA-256, the wasmtime version and the engine's compatibility hash, and for the pre-initialised
@@ -28,14 +57,15 @@ use wasmtime::{Engine, Module};
 /// The pinned wasmtime version (workspace Cargo.toml); part of the cache key.
 const WASMTIME_VERSION: &str = "48.0.8";
 
-/// First bytes of a cache file written by this module (format 1).
+/// First bytes of the trailer of a cache file written by this module (format 2; format 1 put
+/// the same fields in a header, which kept wasmtime from mapping the file).
 #[cfg_attr(not(unix), allow(dead_code))]
-const MAGIC: &[u8; 8] = b"CMCWASM\x01";
+const MAGIC: &[u8; 8] = b"CMCWASM\x02";
 
-/// Bytes before the payload: [`MAGIC`], the payload length (u64 little-endian), the payload's
+/// Bytes after the payload: [`MAGIC`], the payload length (u64 little-endian), the payload's
 /// SHA-256.
 #[cfg_attr(not(unix), allow(dead_code))]
-const HEADER_LEN: usize = 8 + 8 + 32;
+const TRAILER_LEN: usize = 8 + 8 + 32;
 
 /// Where compiled modules live: `$CODEMODE_CACHE_DIR`, else `$XDG_CACHE_HOME/codemode`, else
 /// `$HOME/.cache/codemode`, else `<tmp>/codemode-cache-<uid>` (per user: a shared name in a
@@ -88,7 +118,7 @@ fn cache_file_name(engine: &Engine, guest_sha256: &str, variant: Option<&str>) -
     let compat = h.finish();
     let variant = variant.map(|v| format!("-{v}")).unwrap_or_default();
     format!(
-        "guest-{}{variant}-wasmtime-{}-{compat:016x}.cm1.cwasm",
+        "guest-{}{variant}-wasmtime-{}-{compat:016x}.cm2.cwasm",
         &guest_sha256[..16.min(guest_sha256.len())],
         WASMTIME_VERSION
     )
@@ -130,26 +160,26 @@ pub(crate) enum Refusal {
         /// `"directory"` or `"regular file"`.
         expected: &'static str,
     },
-    /// The file does not start with this module's header.
-    #[error("it has no codemode cache header")]
+    /// The file does not end with this module's trailer.
+    #[error("it has no codemode cache trailer")]
     BadMagic,
-    /// The file is shorter than its header says.
-    #[error("it is truncated: {found} bytes, the header says {expected}")]
+    /// The file is shorter than its trailer says.
+    #[error("it is truncated: {found} bytes, {expected} expected")]
     Truncated {
-        /// Header plus the payload length from the header (or just the header length).
+        /// Trailer plus the payload length from the trailer (or just the trailer length).
         expected: u64,
-        /// Bytes read.
+        /// The file's length.
         found: u64,
     },
-    /// The file is longer than its header says.
-    #[error("it has trailing bytes: {found} bytes, the header says {expected}")]
+    /// The file is longer than its trailer says.
+    #[error("it has extra bytes: {found} bytes, {expected} expected")]
     TrailingBytes {
-        /// Header plus the payload length from the header.
+        /// Trailer plus the payload length from the trailer.
         expected: u64,
-        /// Bytes read.
+        /// The file's length.
         found: u64,
     },
-    /// The payload's SHA-256 differs from the one in the header.
+    /// The payload's SHA-256 differs from the one in the trailer.
     #[error("its content does not match its SHA-256")]
     HashMismatch,
     /// An I/O error while opening, checking or reading.
@@ -187,11 +217,14 @@ pub(crate) fn load_or_build(
 }
 
 #[cfg(unix)]
+mod record;
+
+#[cfg(unix)]
 mod imp {
     use std::fs::File;
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::os::fd::AsFd;
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
     use std::path::Path;
     use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -200,7 +233,8 @@ mod imp {
     use sha2::{Digest, Sha256};
     use wasmtime::{Engine, Module};
 
-    use super::{Origin, Refusal, HEADER_LEN, MAGIC};
+    use super::record::{self, Identity, RecordCheck};
+    use super::{Origin, Refusal, MAGIC, TRAILER_LEN};
 
     pub(super) fn load_or_build(
         engine: &Engine,
@@ -219,19 +253,22 @@ mod imp {
                 return Ok((Module::new(engine, build()?)?, Origin::Built));
             }
         };
-        match read_verified(&dir_fd, name) {
-            Ok(Some(payload)) => {
-                // SAFETY: `Module::deserialize` runs the bytes as machine code, so they must be
-                // the output of `Module::serialize`, not bytes someone else chose. They were read
-                // from a file opened without following links in a directory that, checked on its
-                // open descriptor, is owned by the current user and not writable by group or
-                // others, and the file itself, checked on its open descriptor, is a regular file
-                // with the same owner and restrictions. So only a process running as this user
-                // (or root) can have written it: that is the trust boundary, the same as for the
-                // user's own binaries. The SHA-256 in its header is an integrity check, not a MAC:
-                // checked on exactly these bytes, it rules out a torn or corrupted write; wasmtime
-                // then checks its own header (version and engine compatibility).
-                match unsafe { Module::deserialize(engine, &payload) } {
+        match open_verified(&dir_fd, dir, name) {
+            Ok(Some(file)) => {
+                // SAFETY: `Module::deserialize_open_file` runs the file's bytes as machine code,
+                // so they must be the output of `Module::serialize`, not bytes someone else
+                // chose, and must not change while the module lives. The file was opened without
+                // following links in a directory that, checked on its open descriptor, is owned
+                // by the current user and not writable by group or others, and the file itself,
+                // checked on this same open descriptor, is a regular file with the same owner and
+                // restrictions. So only a process running as this user (or root) can have written
+                // it or can write it now: that is the trust boundary, the same as for the user's
+                // own binaries, and this module's writers never write a stored file in place
+                // (temp file, then rename). The SHA-256 in its trailer is an integrity check, not
+                // a MAC: checked on this file's bytes, now or (per its verification record) since
+                // its last change, it rules out a torn or corrupted write; wasmtime then checks
+                // its own header (version and engine compatibility).
+                match unsafe { Module::deserialize_open_file(engine, file) } {
                     Ok(module) => {
                         tracing::debug!(
                             "loaded the compiled guest from the module cache {}",
@@ -252,7 +289,7 @@ mod imp {
             ),
         }
         let module = Module::new(engine, build()?)?;
-        match store(&dir_fd, name, &module) {
+        match store(&dir_fd, dir, name, &module) {
             Ok(()) => tracing::debug!(
                 "stored the compiled guest in the module cache {}",
                 path.display()
@@ -304,7 +341,7 @@ mod imp {
     }
 
     /// Owned by the effective user and not writable by group or others.
-    fn check_owner_and_mode(meta: &std::fs::Metadata) -> Result<(), Refusal> {
+    pub(super) fn check_owner_and_mode(meta: &std::fs::Metadata) -> Result<(), Refusal> {
         let current = rustix::process::geteuid().as_raw();
         if meta.uid() != current {
             return Err(Refusal::NotOwned {
@@ -319,8 +356,9 @@ mod imp {
         Ok(())
     }
 
-    /// The verified payload of the cache file `name` in `dir`, `None` when there is none.
-    fn read_verified(dir: &File, name: &str) -> Result<Option<Vec<u8>>, Refusal> {
+    /// Opens `name` in `dir` without following links, as a regular file that passes
+    /// [`check_owner_and_mode`] on its open descriptor (`None`: there is no such file).
+    pub(super) fn open_checked(dir: &File, name: &str) -> Result<Option<File>, Refusal> {
         let fd = match rustix::fs::openat(
             dir,
             name,
@@ -332,7 +370,7 @@ mod imp {
             Err(Errno::LOOP) => return Err(Refusal::Symlink),
             Err(e) => return Err(Refusal::Io(e.into())),
         };
-        let mut file = File::from(fd);
+        let file = File::from(fd);
         let meta = file.metadata()?;
         if !meta.is_file() {
             return Err(Refusal::WrongType {
@@ -340,63 +378,113 @@ mod imp {
             });
         }
         check_owner_and_mode(&meta)?;
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.read_to_end(&mut bytes)?;
-        verify(bytes).map(Some)
+        Ok(Some(file))
     }
 
-    /// Checks the header of `bytes` and returns the payload.
-    fn verify(mut bytes: Vec<u8>) -> Result<Vec<u8>, Refusal> {
-        let found = bytes.len() as u64;
-        let magic_len = MAGIC.len().min(bytes.len());
-        if bytes[..magic_len] != MAGIC[..magic_len] {
-            return Err(Refusal::BadMagic);
+    /// The cache file `name` in `dir` (the path `dir_path` for log lines), open and verified:
+    /// checked by [`open_checked`], its length by its trailer, and its payload by the trailer's
+    /// SHA-256, unless its verification record (module docs) says that was done for exactly this
+    /// file. `None` when there is no file.
+    fn open_verified(dir: &File, dir_path: &Path, name: &str) -> Result<Option<File>, Refusal> {
+        let Some(file) = open_checked(dir, name)? else {
+            return Ok(None);
+        };
+        let meta = file.metadata()?;
+        let (payload_len, sha256) = read_trailer(&file, meta.len())?;
+        let identity = Identity::of(&meta, &sha256);
+        let record_path = dir_path.join(record::name(name));
+        match record::check(dir, name, &identity) {
+            RecordCheck::Matches => return Ok(Some(file)),
+            RecordCheck::Stale => {}
+            RecordCheck::Refused(refusal) => tracing::warn!(
+                "ignoring the module cache record {}: {refusal}",
+                record_path.display()
+            ),
         }
-        if bytes.len() < HEADER_LEN {
-            return Err(Refusal::Truncated {
-                expected: HEADER_LEN as u64,
-                found,
-            });
-        }
-        let mut len = [0u8; 8];
-        len.copy_from_slice(&bytes[8..16]);
-        let expected = (HEADER_LEN as u64).saturating_add(u64::from_le_bytes(len));
-        if found < expected {
-            return Err(Refusal::Truncated { expected, found });
-        }
-        if found > expected {
-            return Err(Refusal::TrailingBytes { expected, found });
-        }
-        let digest = Sha256::digest(&bytes[HEADER_LEN..]);
-        if digest.as_slice() != &bytes[16..HEADER_LEN] {
+        let mut hasher = Sha256::new();
+        let hashed = std::io::copy(&mut std::io::Read::take(&file, payload_len), &mut hasher)?;
+        if hashed != payload_len || hasher.finalize().as_slice() != sha256.as_slice() {
             return Err(Refusal::HashMismatch);
         }
-        bytes.drain(..HEADER_LEN);
-        Ok(bytes)
+        match record::write(dir, name, &identity) {
+            Ok(()) => tracing::debug!(
+                "checked the SHA-256 of the module cache file {} and recorded it in {}",
+                dir_path.join(name).display(),
+                record_path.display()
+            ),
+            Err(e) => tracing::warn!(
+                "cannot write the module cache record {}: {e}",
+                record_path.display()
+            ),
+        }
+        Ok(Some(file))
+    }
+
+    /// Reads and checks the trailer of `file` (`len` bytes): the payload length and SHA-256 it
+    /// gives.
+    fn read_trailer(file: &File, len: u64) -> Result<(u64, [u8; 32]), Refusal> {
+        let trailer_len = TRAILER_LEN as u64;
+        if len < trailer_len {
+            return Err(Refusal::Truncated {
+                expected: trailer_len,
+                found: len,
+            });
+        }
+        let mut trailer = [0u8; TRAILER_LEN];
+        file.read_exact_at(&mut trailer, len - trailer_len)?;
+        if trailer[..8] != MAGIC[..] {
+            return Err(Refusal::BadMagic);
+        }
+        let mut payload_len = [0u8; 8];
+        payload_len.copy_from_slice(&trailer[8..16]);
+        let payload_len = u64::from_le_bytes(payload_len);
+        let expected = trailer_len.saturating_add(payload_len);
+        if len < expected {
+            return Err(Refusal::Truncated {
+                expected,
+                found: len,
+            });
+        }
+        if len > expected {
+            return Err(Refusal::TrailingBytes {
+                expected,
+                found: len,
+            });
+        }
+        let mut sha256 = [0u8; 32];
+        sha256.copy_from_slice(&trailer[16..]);
+        Ok((payload_len, sha256))
     }
 
     /// Distinguishes temp files of concurrent stores within one process.
     static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-    /// Writes the header and `module`'s serialisation to a fresh 0600 temp file in `dir` and
-    /// renames it over `name`, all relative to the checked directory descriptor.
-    fn store(dir: &File, name: &str, module: &Module) -> std::io::Result<()> {
-        let payload = module
-            .serialize()
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+    /// Writes `parts` to a fresh 0600 temp file in `dir`, syncs it and renames it over `name`,
+    /// all relative to the checked directory descriptor; the temp file is removed on failure.
+    /// Returns the written file, still open (its `fstat` after the rename is the stored file's).
+    pub(super) fn write_atomically(
+        dir: &File,
+        name: &str,
+        parts: &[&[u8]],
+    ) -> std::io::Result<File> {
         let tmp = format!(
             ".{name}.{}.{}.tmp",
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        let result = write_then_rename(dir, &tmp, name, &payload);
+        let result = write_then_rename(dir, &tmp, name, parts);
         if result.is_err() {
             let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
         }
         result
     }
 
-    fn write_then_rename(dir: &File, tmp: &str, name: &str, payload: &[u8]) -> std::io::Result<()> {
+    fn write_then_rename(
+        dir: &File,
+        tmp: &str,
+        name: &str,
+        parts: &[&[u8]],
+    ) -> std::io::Result<File> {
         let fd = rustix::fs::openat(
             dir,
             tmp,
@@ -404,13 +492,35 @@ mod imp {
             Mode::from_raw_mode(0o600),
         )?;
         let mut file = File::from(fd);
-        file.write_all(MAGIC)?;
-        file.write_all(&(payload.len() as u64).to_le_bytes())?;
-        file.write_all(&Sha256::digest(payload))?;
-        file.write_all(payload)?;
+        for part in parts {
+            file.write_all(part)?;
+        }
         file.sync_all()?;
-        drop(file);
         rustix::fs::renameat(dir.as_fd(), tmp, dir.as_fd(), name)?;
+        Ok(file)
+    }
+
+    /// Stores `module`'s serialisation followed by the trailer as `name` in `dir` (the path
+    /// `dir_path` for log lines), then its verification record.
+    fn store(dir: &File, dir_path: &Path, name: &str, module: &Module) -> std::io::Result<()> {
+        let payload = module
+            .serialize()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let sha256: [u8; 32] = Sha256::digest(&payload).into();
+        let len = (payload.len() as u64).to_le_bytes();
+        let file = write_atomically(
+            dir,
+            name,
+            &[&payload[..], &MAGIC[..], &len[..], &sha256[..]],
+        )?;
+        // After the rename, which sets the status-change time the record compares.
+        let meta = file.metadata()?;
+        if let Err(e) = record::write(dir, name, &Identity::of(&meta, &sha256)) {
+            tracing::warn!(
+                "cannot write the module cache record {}: {e}",
+                dir_path.join(record::name(name)).display()
+            );
+        }
         Ok(())
     }
 }

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;
 
-const HEADER_LEN: usize = 48;
+const TRAILER_LEN: usize = 48;
 
 /// Creates a runtime caching in `dir` and returns what the cache logged.
 fn load(dir: &Path) -> Vec<(Level, String)> {
@@ -87,24 +87,26 @@ fn the_real_guest_is_stored_then_hit_and_a_tampered_copy_replaced() {
     assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
     let meta = fs::metadata(&path).unwrap();
     assert_eq!(meta.mode() & 0o7777, 0o600);
-    // Header: magic, payload length, SHA-256 of the payload.
+    // Trailer after the payload: magic, payload length, SHA-256 of the payload.
     let mut bytes = fs::read(&path).unwrap();
-    assert_eq!(&bytes[..8], b"CMCWASM\x01");
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert_eq!(len as usize, bytes.len() - HEADER_LEN);
+    let payload_len = bytes.len() - TRAILER_LEN;
+    assert_eq!(&bytes[payload_len..payload_len + 8], b"CMCWASM\x02");
+    let len = u64::from_le_bytes(bytes[payload_len + 8..payload_len + 16].try_into().unwrap());
+    assert_eq!(len as usize, payload_len);
     assert_eq!(
-        &bytes[16..HEADER_LEN],
-        Sha256::digest(&bytes[HEADER_LEN..]).as_slice()
+        &bytes[payload_len + 16..],
+        Sha256::digest(&bytes[..payload_len]).as_slice()
     );
     let inode = meta.ino();
 
     assert_eq!(load(&dir), vec![loaded(&path)]);
-    // Not rewritten: same file, and no temp files left behind.
+    // Not rewritten: same file, and no temp files left behind (the file and its verification
+    // record).
     assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
-    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
 
     // A flipped byte in the payload: refused, compiled again, replaced, and hit next time.
-    let middle = HEADER_LEN + (bytes.len() - HEADER_LEN) / 2;
+    let middle = payload_len / 2;
     bytes[middle] ^= 0xff;
     fs::write(&path, &bytes).unwrap();
     let events = load(&dir);

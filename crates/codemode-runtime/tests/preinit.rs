@@ -263,9 +263,9 @@ fn the_cache_stores_the_preinitialised_module_once_and_reuses_it() {
     assert_eq!(first.guest_setup(), GuestSetup::Preinitialised);
     let files = cache_files(dir.path());
     assert_eq!(files.len(), 1, "{files:?}");
-    // guest-<16 hex>-preinit-<16 hex>-wasmtime-48.0.8-<16 hex>.cm1.cwasm
+    // guest-<16 hex>-preinit-<16 hex>-wasmtime-48.0.8-<16 hex>.cm2.cwasm
     let name = &files[0];
-    let parts: Vec<&str> = name.trim_end_matches(".cm1.cwasm").split('-').collect();
+    let parts: Vec<&str> = name.trim_end_matches(".cm2.cwasm").split('-').collect();
     assert_eq!(parts.len(), 7, "{name}");
     assert_eq!(
         (parts[0], parts[2], parts[4], parts[5]),

@@ -256,42 +256,94 @@ fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("the §4.6 patterns are valid")
 }
 
+/// An anchored pattern of docs/contract/guest.md#s4-6 and a necessary condition on the text it
+/// can match, read off the pattern's first characters. The regex is compiled (on first use)
+/// and run only for text that passes the condition: compiling its Unicode classes costs
+/// milliseconds, a large part of a process's cold start (docs/benchmarks.md, "Cold start,
+/// issue 26 item 4"), and most cells, being code, pass none of them.
+struct Step {
+    /// False only for text the regex cannot match.
+    may_match: fn(&str) -> bool,
+    regex: LazyLock<Regex>,
+}
+
+impl Step {
+    /// The regex's match at the start of `text`, if any.
+    fn find<'t>(&self, text: &'t str) -> Option<regex::Match<'t>> {
+        if (self.may_match)(text) {
+            self.regex.find(text)
+        } else {
+            None
+        }
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        self.find(text).is_some()
+    }
+}
+
 /// Step 3: `export ` followed by a declaration keyword, `{`, `*` or `=`.
-static EXPORT: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"^export\s+(?:(?:const|let|var|function|class|default|enum|interface|type|namespace|declare|abstract|async|as|import)(?-u:\b)|[{*=])",
-    )
-});
+static EXPORT: Step = Step {
+    may_match: |text| text.starts_with("export"),
+    regex: LazyLock::new(|| {
+        regex(
+            r"^export\s+(?:(?:const|let|var|function|class|default|enum|interface|type|namespace|declare|abstract|async|as|import)(?-u:\b)|[{*=])",
+        )
+    }),
+};
 
 /// Step 4: `if [`, `if test`, `while <x>;`, `for <x> in`, `for ((…)); do`, `case <x> in`,
 /// `function <name> {`.
-static CONTROL: LazyLock<Regex> = LazyLock::new(|| {
-    regex(concat!(
-        r"^(?:if\s+(?:\[|test(?-u:\b))",
-        r"|while\s+[^\s(;][^;\n]*;",
-        r"|for\s+[A-Za-z_](?-u:\w)*\s+in(?-u:\b)",
-        r"|for\s*\(\(.*?\)\)\s*;\s*do(?-u:\b)",
-        r"|case\s+\S+\s+in(?-u:\b)",
-        r"|function\s+[A-Za-z_][\w-]*\s*\{)",
-    ))
-});
+static CONTROL: Step = Step {
+    may_match: |text| {
+        ["if", "while", "for", "case", "function"]
+            .iter()
+            .any(|word| text.starts_with(word))
+    },
+    regex: LazyLock::new(|| {
+        regex(concat!(
+            r"^(?:if\s+(?:\[|test(?-u:\b))",
+            r"|while\s+[^\s(;][^;\n]*;",
+            r"|for\s+[A-Za-z_](?-u:\w)*\s+in(?-u:\b)",
+            r"|for\s*\(\(.*?\)\)\s*;\s*do(?-u:\b)",
+            r"|case\s+\S+\s+in(?-u:\b)",
+            r"|function\s+[A-Za-z_][\w-]*\s*\{)",
+        ))
+    }),
+};
 
 /// Step 5: one leading `NAME=value` assignment and the blanks after it; the value may be quoted,
 /// and a quoted value may span lines. The blanks may hold line breaks: `NODE_ENV=test` on a
 /// line of its own, then `npm test`, is a shell session too (issue 25).
-static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r#"^[A-Za-z_](?-u:\w)*=(?:"(?:[^"\\]|\\[\s\S])*"|'[^']*'|[^\s"'`;&|<>]*)[ \t\r\n\u{2028}\u{2029}]+"#,
-    )
-});
+static ASSIGNMENT: Step = Step {
+    may_match: |text| {
+        let bytes = text.as_bytes();
+        let name = bytes
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+            .count();
+        name > 0 && !bytes[0].is_ascii_digit() && bytes.get(name) == Some(&b'=')
+    },
+    regex: LazyLock::new(|| {
+        regex(
+            r#"^[A-Za-z_](?-u:\w)*=(?:"(?:[^"\\]|\\[\s\S])*"|'[^']*'|[^\s"'`;&|<>]*)[ \t\r\n\u{2028}\u{2029}]+"#,
+        )
+    }),
+};
 
 /// Step 6: an optional `/bin/`, `/usr/bin/` or `/usr/local/bin/` prefix and a word.
 static COMMAND: LazyLock<Regex> =
     LazyLock::new(|| regex(r"^(/bin/|/usr/bin/|/usr/local/bin/)?([A-Za-z_][A-Za-z0-9_-]*)"));
 
 /// Steps 7 and 12: a path (`./x`, `../x`, `.\x`, `..\x`, `~/x`, `/x`, `C:\x`).
-static PATH: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"^(?:\.{1,2}[/\\]|~/|/|[A-Za-z]:\\)[^\s;&|<>]"));
+static PATH: Step = Step {
+    may_match: |text| {
+        let bytes = text.as_bytes();
+        matches!(bytes.first(), Some(b'.' | b'~' | b'/'))
+            || (bytes.first().is_some_and(u8::is_ascii_alphabetic) && bytes.get(1) == Some(&b':'))
+    },
+    regex: LazyLock::new(|| regex(r"^(?:\.{1,2}[/\\]|~/|/|[A-Za-z]:\\)[^\s;&|<>]")),
+};
 
 /// Step 12: a flag (`-x`, `--flag`).
 static FLAG: LazyLock<Regex> = LazyLock::new(|| regex(r"^--?[A-Za-z0-9]"));
@@ -525,5 +577,91 @@ impl Visit for HoistedDeclaration<'_> {
         self.function_depth += 1;
         block.visit_children_with(self);
         self.function_depth -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Step, ASSIGNMENT, CONTROL, EXPORT, PATH};
+
+    /// Cells and fragments around the steps' patterns: shell, code, edge characters.
+    const CORPUS: &[&str] = &[
+        "export const x = 1",
+        "export{a}",
+        "export *",
+        "exports.x = 1",
+        "if [ -f x ]; then echo; fi",
+        "if test -d x",
+        "while true; do sleep 1; done",
+        "for i in 1 2 3; do echo $i; done",
+        "for ((i=0;i<3;i++)); do echo; done",
+        "case $x in a) ;; esac",
+        "function deploy { echo; }",
+        "function-x { }",
+        "NODE_ENV=test npm test",
+        "_x='y z' ls",
+        "A=\"multi\nline\" B=2\n cmd",
+        "a1=b\u{2028}c",
+        "x==y",
+        "1x=2 y",
+        "é=1 x",
+        "./run.sh --flag",
+        "../up/x",
+        ".\\win",
+        "..\\win",
+        "~/bin/tool",
+        "/usr/bin/env node",
+        "C:\\tools\\x.exe",
+        "c:\\",
+        "z:x",
+        ".x",
+        "~x",
+        "return 1+2",
+        "const r = await tools.read({path: 'a'}); return r;",
+        "ls -la",
+        "  leading",
+        "",
+        "\u{feff}export const y = 2",
+    ];
+
+    /// A step's condition never rules out text its regex matches: every suffix of every corpus
+    /// entry is tried (the patterns are anchored at the start).
+    fn assert_necessary(name: &str, step: &Step) {
+        let mut matched = 0;
+        for cell in CORPUS {
+            for (start, _) in cell.char_indices() {
+                let text = &cell[start..];
+                let regex_matches = step.regex.is_match(text);
+                matched += usize::from(regex_matches);
+                assert!(
+                    !regex_matches || (step.may_match)(text),
+                    "{name}: the condition rules out {text:?}, which the regex matches"
+                );
+                assert_eq!(step.is_match(text), regex_matches, "{name}: {text:?}");
+            }
+        }
+        assert!(matched > 0, "{name}: the corpus never matches");
+    }
+
+    #[test]
+    fn each_condition_is_necessary_for_its_regex() {
+        assert_necessary("EXPORT", &EXPORT);
+        assert_necessary("CONTROL", &CONTROL);
+        assert_necessary("ASSIGNMENT", &ASSIGNMENT);
+        assert_necessary("PATH", &PATH);
+    }
+
+    #[test]
+    fn ordinary_code_passes_no_condition() {
+        for code in ["return 1+2", "const x = await tools.read({path: 'a'})"] {
+            for (name, step) in [
+                ("EXPORT", &EXPORT),
+                ("CONTROL", &CONTROL),
+                ("ASSIGNMENT", &ASSIGNMENT),
+                ("PATH", &PATH),
+            ] {
+                assert!(!(step.may_match)(code), "{name}: {code:?}");
+            }
+        }
     }
 }

@@ -6,11 +6,14 @@
 //! tampered file refused and replaced.
 //!
 //! Each test points [`load_or_build`] at its own cache directory and records the cache's log
-//! events. A hit is the event "loaded the compiled guest …" with no warning; a refusal is exactly
-//! one warning naming the reason, then the module is compiled and (where the directory is
-//! usable) stored again. Tests run as root, so "another user" is uid 65534 set with `chown`.
+//! events. A hit is the event "loaded the compiled guest …" with no warning (preceded by
+//! "checked the SHA-256 …" when the file's verification record did not vouch for it); a refusal
+//! is exactly one warning naming the reason, then the module is compiled and (where the directory
+//! is usable) stored again with its record. Tests run as root, so "another user" is uid 65534 set
+//! with `chown`.
 
 use std::fs;
+use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -21,13 +24,14 @@ use tracing_subscriber::layer::SubscriberExt;
 use wasmtime::Engine;
 
 use super::capture::{Capture, Events};
+use super::record::Identity;
 use super::{load_or_build, Origin};
 
 /// The smallest valid wasm module: magic and version.
 const EMPTY_MODULE: &[u8] = b"\0asm\x01\0\0\0";
 
 const OTHER_UID: u32 = 65534;
-const HEADER_LEN: usize = 48;
+const TRAILER_LEN: usize = 48;
 
 /// Loads (or builds and stores) the empty module through the cache in `dir` and returns what
 /// the cache logged, checking that a logged hit is reported as [`Origin::Cache`].
@@ -89,7 +93,8 @@ fn template() -> &'static (String, Vec<u8>) {
     })
 }
 
-/// A fresh private cache directory holding a valid copy of the template file (mode 0600).
+/// A fresh private cache directory holding a valid copy of the template file (mode 0600) and
+/// no verification record.
 fn populated() -> (tempfile::TempDir, PathBuf) {
     let (name, bytes) = template();
     let dir = tempfile::tempdir().unwrap();
@@ -133,6 +138,34 @@ fn stored(path: &Path) -> (Level, String) {
     )
 }
 
+/// The debug event of a load that hashed the file and wrote its verification record.
+fn checked(path: &Path) -> (Level, String) {
+    (
+        Level::DEBUG,
+        format!(
+            "checked the SHA-256 of the module cache file {} and recorded it in {}",
+            path.display(),
+            record_path(path).display()
+        ),
+    )
+}
+
+/// The verification record beside the cache file `path`.
+fn record_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap().to_os_string();
+    name.push(".verified");
+    path.with_file_name(name)
+}
+
+/// The record the cache writes for the file at `path` as it is now.
+fn expected_record(path: &Path) -> Vec<u8> {
+    let bytes = fs::read(path).unwrap();
+    let sha256: [u8; 32] = bytes[bytes.len() - 32..].try_into().unwrap();
+    Identity::of(&fs::metadata(path).unwrap(), &sha256)
+        .bytes()
+        .to_vec()
+}
+
 /// After a refused file was replaced: a valid file of ours (0600), and the next load hits it.
 fn assert_replaced_and_hit(dir: &Path, path: &Path) {
     let meta = fs::symlink_metadata(path).unwrap();
@@ -173,26 +206,54 @@ fn a_fresh_directory_is_created_private_and_the_second_load_hits() {
     assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
     let meta = fs::metadata(&path).unwrap();
     assert_eq!(meta.mode() & 0o7777, 0o600);
-    // Header: magic, payload length, SHA-256 of the payload.
+    // Trailer: magic, payload length, SHA-256 of the payload, after the payload (an ELF file,
+    // which wasmtime maps from offset 0).
     let bytes = fs::read(&path).unwrap();
-    assert_eq!(&bytes[..8], b"CMCWASM\x01");
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert_eq!(len as usize, bytes.len() - HEADER_LEN);
+    let payload_len = bytes.len() - TRAILER_LEN;
+    assert_eq!(&bytes[..4], b"\x7fELF");
+    assert_eq!(&bytes[payload_len..payload_len + 8], b"CMCWASM\x02");
+    let len = u64::from_le_bytes(bytes[payload_len + 8..payload_len + 16].try_into().unwrap());
+    assert_eq!(len as usize, payload_len);
     assert_eq!(
-        &bytes[16..HEADER_LEN],
-        Sha256::digest(&bytes[HEADER_LEN..]).as_slice()
+        &bytes[payload_len + 16..],
+        Sha256::digest(&bytes[..payload_len]).as_slice()
     );
+    // Its verification record, written with it: 0600, vouching for exactly this file (magic,
+    // device, inode, size, modification and status-change times, the trailer's SHA-256).
+    let record = record_path(&path);
+    assert_eq!(fs::metadata(&record).unwrap().mode() & 0o7777, 0o600);
+    let written = fs::read(&record).unwrap();
+    assert_eq!(written, expected_record(&path));
+    assert_eq!(written.len(), 96);
+    assert_eq!(&written[..8], b"CMCVRFY\x01");
+    let field = |i: usize| u64::from_le_bytes(written[8 + 8 * i..16 + 8 * i].try_into().unwrap());
+    assert_eq!(
+        [field(0), field(1), field(2), field(5), field(6)],
+        [
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            meta.ctime() as u64,
+            meta.ctime_nsec() as u64
+        ]
+    );
+    assert_eq!(&written[64..], &bytes[payload_len + 16..]);
     let inode = meta.ino();
 
     assert_eq!(load(&dir), vec![loaded(&path)]);
     // Not rewritten: same file, and no temp files left behind.
     assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
-    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
 }
 
 #[test]
-fn a_valid_copy_hits() {
+fn a_valid_copy_is_hashed_once_then_hit_by_its_record() {
     let (dir, path) = populated();
+    assert_eq!(load(dir.path()), vec![checked(&path), loaded(&path)]);
+    assert_eq!(
+        fs::read(record_path(&path)).unwrap(),
+        expected_record(&path)
+    );
     assert_eq!(load(dir.path()), vec![loaded(&path)]);
 }
 
@@ -263,57 +324,202 @@ fn a_directory_in_place_of_the_file_is_refused() {
 #[test]
 fn tampered_bytes_are_refused() {
     let mut bytes = template().1.clone();
-    let middle = HEADER_LEN + (bytes.len() - HEADER_LEN) / 2;
+    let middle = (bytes.len() - TRAILER_LEN) / 2;
     bytes[middle] ^= 0xff;
     assert_file_refused(overwrite(bytes), "its content does not match its SHA-256");
 }
 
 #[test]
-fn a_tampered_header_hash_is_refused() {
+fn a_tampered_trailer_hash_is_refused() {
     let mut bytes = template().1.clone();
-    bytes[16] ^= 0x01;
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
     assert_file_refused(overwrite(bytes), "its content does not match its SHA-256");
 }
 
 #[test]
 fn a_truncated_file_is_refused() {
-    let full = template().1.len();
-    let half = full / 2;
+    // Cut at the end: the trailer is gone.
+    let half = template().1.len() / 2;
     assert_file_refused(
         overwrite(template().1[..half].to_vec()),
-        &format!("it is truncated: {half} bytes, the header says {full}"),
+        "it has no codemode cache trailer",
     );
 }
 
 #[test]
-fn a_file_cut_inside_its_header_is_refused() {
+fn a_file_shorter_than_a_trailer_is_refused() {
     assert_file_refused(
         overwrite(template().1[..20].to_vec()),
-        "it is truncated: 20 bytes, the header says 48",
+        "it is truncated: 20 bytes, 48 expected",
+    );
+}
+
+#[test]
+fn payload_bytes_missing_before_an_intact_trailer_are_refused() {
+    let mut bytes = template().1.clone();
+    let full = bytes.len();
+    bytes.drain(10..15);
+    assert_file_refused(
+        overwrite(bytes),
+        &format!("it is truncated: {} bytes, {full} expected", full - 5),
+    );
+}
+
+#[test]
+fn payload_bytes_added_before_an_intact_trailer_are_refused() {
+    let full = template().1.len();
+    let bytes = [&template().1[..10], &b"extra"[..], &template().1[10..]].concat();
+    assert_file_refused(
+        overwrite(bytes),
+        &format!("it has extra bytes: {} bytes, {full} expected", full + 5),
     );
 }
 
 #[test]
 fn appended_bytes_are_refused() {
     let mut bytes = template().1.clone();
-    let full = bytes.len();
     bytes.extend_from_slice(b"extra");
+    assert_file_refused(overwrite(bytes), "it has no codemode cache trailer");
+}
+
+#[test]
+fn a_trailerless_module_is_refused() {
+    // Raw `Module::serialize` output (what the first cache format stored).
+    let bytes = &template().1;
     assert_file_refused(
-        overwrite(bytes),
-        &format!(
-            "it has trailing bytes: {} bytes, the header says {full}",
-            full + 5
-        ),
+        overwrite(bytes[..bytes.len() - TRAILER_LEN].to_vec()),
+        "it has no codemode cache trailer",
     );
 }
 
 #[test]
-fn a_headerless_module_is_refused() {
-    // What the previous cache format wrote: raw `Module::serialize` output.
-    assert_file_refused(
-        overwrite(template().1[HEADER_LEN..].to_vec()),
-        "it has no codemode cache header",
+fn a_file_changed_in_place_after_its_record_is_hashed_again_and_refused() {
+    let (dir, path) = populated();
+    assert_eq!(load(dir.path()), vec![checked(&path), loaded(&path)]);
+    // Same inode, same size, same modification time: only the status-change time moves, and
+    // the record no longer vouches for the file.
+    // Past the kernel's timestamp granularity (a tick, at most 10 ms), so the write below gets
+    // a later status-change time than the one recorded.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    let mut file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let middle = (template().1.len() - TRAILER_LEN) as u64 / 2;
+    file.seek(SeekFrom::Start(middle)).unwrap();
+    file.write_all(&[template().1[middle as usize] ^ 0xff])
+        .unwrap();
+    file.set_modified(mtime).unwrap();
+    drop(file);
+    let events = load(dir.path());
+    assert_eq!(
+        warnings(&events),
+        [file_refusal(
+            &path,
+            "its content does not match its SHA-256"
+        )]
     );
+    assert_eq!(events.last(), Some(&stored(&path)));
+    assert_replaced_and_hit(dir.path(), &path);
+}
+
+#[test]
+fn a_stale_record_is_not_trusted_and_is_rewritten() {
+    let (dir, path) = populated();
+    assert_eq!(load(dir.path()), vec![checked(&path), loaded(&path)]);
+    let record = record_path(&path);
+    let old = fs::read(&record).unwrap();
+    // The file replaced by an identical copy (a new inode): the record is for the old one.
+    let copy = dir.path().join("copy");
+    fs::copy(&path, &copy).unwrap();
+    fs::rename(&copy, &path).unwrap();
+    assert_eq!(load(dir.path()), vec![checked(&path), loaded(&path)]);
+    let new = fs::read(&record).unwrap();
+    assert_ne!(new, old);
+    assert_eq!(new, expected_record(&path));
+    assert_eq!(load(dir.path()), vec![loaded(&path)]);
+    // A record for another hash, or cut short: stale as well.
+    let mut other_hash = new.clone();
+    other_hash[95] ^= 1;
+    for stale in [
+        other_hash,
+        new[..50].to_vec(),
+        [&new[..], &b"x"[..]].concat(),
+    ] {
+        fs::write(&record, &stale).unwrap();
+        assert_eq!(load(dir.path()), vec![checked(&path), loaded(&path)]);
+        assert_eq!(fs::read(&record).unwrap(), expected_record(&path));
+    }
+}
+
+#[test]
+fn a_record_another_user_could_write_is_ignored_and_cannot_vouch_for_a_changed_file() {
+    // Another user's record that matches a tampered file exactly is still not trusted.
+    let (dir, path) = populated();
+    let mut bytes = template().1.clone();
+    let middle = (bytes.len() - TRAILER_LEN) / 2;
+    bytes[middle] ^= 0xff;
+    let record = record_path(&path);
+    for (mutate, reason) in [
+        (
+            Box::new(|r: &Path| {
+                std::os::unix::fs::chown(r, Some(OTHER_UID), Some(OTHER_UID)).unwrap()
+            }) as Box<dyn Fn(&Path)>,
+            format!(
+                "it is owned by uid 65534, not by the current user (uid {})",
+                current_uid()
+            ),
+        ),
+        (
+            Box::new(|r: &Path| fs::set_permissions(r, fs::Permissions::from_mode(0o620)).unwrap()),
+            "it is writable by group or others (mode 620)".to_string(),
+        ),
+    ] {
+        fs::write(&path, &bytes).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        fs::write(&record, expected_record(&path)).unwrap();
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::chown(&record, Some(current_uid()), Some(current_uid())).unwrap();
+        mutate(&record);
+        let events = load(dir.path());
+        assert_eq!(
+            warnings(&events),
+            [
+                format!(
+                    "ignoring the module cache record {}: {reason}",
+                    record.display()
+                ),
+                file_refusal(&path, "its content does not match its SHA-256"),
+            ]
+        );
+        assert_eq!(events.last(), Some(&stored(&path)));
+        // The store replaced both with files of ours.
+        assert_eq!(fs::read(&record).unwrap(), expected_record(&path));
+        assert_eq!(fs::metadata(&record).unwrap().uid(), current_uid());
+        assert_eq!(fs::metadata(&record).unwrap().mode() & 0o7777, 0o600);
+        assert_replaced_and_hit(dir.path(), &path);
+    }
+}
+
+#[test]
+fn a_symlinked_record_is_ignored_and_replaced_not_followed() {
+    let (dir, path) = populated();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("record");
+    fs::write(&target, b"not ours to change").unwrap();
+    let record = record_path(&path);
+    std::os::unix::fs::symlink(&target, &record).unwrap();
+    let events = load(dir.path());
+    assert_eq!(
+        warnings(&events),
+        [format!(
+            "ignoring the module cache record {}: it is a symbolic link",
+            record.display()
+        )]
+    );
+    assert_eq!(events[1..], [checked(&path), loaded(&path)]);
+    assert!(fs::symlink_metadata(&record).unwrap().file_type().is_file());
+    assert_eq!(fs::read(&target).unwrap(), b"not ours to change");
+    assert_eq!(load(dir.path()), vec![loaded(&path)]);
 }
 
 #[test]
