@@ -31,8 +31,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", requires = "auth")]
     pub(crate) runs_per_principal: Option<usize>,
     /// With code mode off and one MCP server: serve its tools under their own names instead of
-    /// <server>__<tool> (a transparent proxy of that server; policy, hooks and the trajectory
-    /// still name them <server>__<tool>).
+    /// `<server>__<tool>` (a transparent proxy of that server; policy, hooks and the trajectory
+    /// still name them `<server>__<tool>`).
     #[arg(long)]
     pub(crate) bare_names: bool,
     #[command(flatten)]

@@ -4,8 +4,8 @@
 //! `serve` with code mode off, answering a 2026-07-28 client, does not answer a downstream
 //! server's `input_required` itself: the client has no way to be asked (the revision has no
 //! server-to-client requests) but can answer `inputRequests` itself. So the call runs inside
-//! [`passing_through`], and the nested `tools/call` of [`ServerClient::call_tool_for`]
-//! (`super::ServerClient`) then
+//! [`passing_through`], and the nested `tools/call` of
+//! [`ServerClient::call_tool_for`](super::ServerClient::call_tool_for) then
 //!
 //! - sends the round's [`PassThrough::input_responses`] and [`PassThrough::request_state`] with
 //!   the call's arguments,
