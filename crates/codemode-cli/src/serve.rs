@@ -30,6 +30,11 @@ pub(crate) struct ServeArgs {
     /// holds at most 64 in all; default 16).
     #[arg(long, value_name = "N", requires = "auth")]
     pub(crate) runs_per_principal: Option<usize>,
+    /// With code mode off and one MCP server: serve its tools under their own names instead of
+    /// `<server>__<tool>` (a transparent proxy of that server; policy, hooks and the trajectory
+    /// still name them `<server>__<tool>`).
+    #[arg(long)]
+    pub(crate) bare_names: bool,
     #[command(flatten)]
     pub(crate) host: HostArgs,
     #[command(flatten)]
@@ -86,6 +91,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     let host = host::host_with(&args.host, &runtime, false, true)?.map(Arc::new);
     let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
     let mut server = CodeModeServer::new(code_mode.clone(), source);
+    let mut bare_names_apply = false;
     if let Some(host) = &host {
         // Downstream elicitation and sampling go to the client of the latest call.
         server = server.with_forwarder(host.forward.clone());
@@ -93,10 +99,30 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             // Code mode off: a plain aggregating MCP server of the configured servers, their
             // calls still through the config's policy, hooks and approvals (docs/mcp.md).
             let ttl = host.config().snapshot_ttl();
+            let mut direct = DirectTools::new(hub.clone(), ttl);
+            if args.bare_names {
+                let servers = hub.status().len();
+                if servers != 1 {
+                    host.shutdown(&runtime);
+                    return Err(Failure::Usage(format!(
+                        "--bare-names serves one MCP server's tools under their own names; the config has {servers}"
+                    )));
+                }
+                direct = direct.with_bare_names();
+                bare_names_apply = true;
+            }
             server = server
                 .with_host(host.serve_host())
-                .with_direct_tools(DirectTools::new(hub.clone(), ttl));
+                .with_direct_tools(direct);
         }
+    }
+    if args.bare_names && !bare_names_apply {
+        if let Some(host) = &host {
+            host.shutdown(&runtime);
+        }
+        return Err(Failure::Usage(
+            "--bare-names needs code mode off ({\"tools\": {\"codeMode\": false}} in --config) and --mcp-config".into(),
+        ));
     }
     if let Some(auth) = auth {
         server = server.with_http_auth(

@@ -7,6 +7,10 @@
 //!   `elicitation-*`, the OAuth `auth/*` scenarios, back-compat, draft and extensions) against
 //!   codemode's MCP client, `codemode exec --mcp-config` driven by `tests/conformance/client.sh`.
 //!
+//! The 2026-07-28 line's fixture scenarios (the `input-required-result-*` and `tasks-*` ones,
+//! written against the SDKs' everything-servers) run against `codemode serve --http` with code
+//! mode off aggregating our own fixture server, `codemode-mcp-fixture`.
+//!
 //! `tests/conformance-expected-failures.txt` lists the scenarios expected to fail, each with its
 //! reason. A test fails on a failure not listed there and on a listed scenario that passes (or
 //! did not run); the suite's own `--expected-failures` baseline, written from the same list,
@@ -20,11 +24,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+use serde_json::json;
+
+#[path = "../../codemode-mcp/tests/common/stateless.rs"]
+mod stateless;
+
+use stateless::request_2026;
+
 /// The tests of this file run one at a time: `sse-retry` times the client's reconnection to
 /// within 200 ms, which two suites starting codemode processes beside it on two cores can miss.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// `<mode> <scenario>` → reason, from `tests/conformance-expected-failures.txt`.
+/// `<mode> <scenario>` → reason, from `tests/conformance-expected-failures.txt`; the mode is
+/// `server`, `client` or `fixture` (a server scenario run through `serve` with code mode off).
 type Expected = BTreeMap<(String, String), String>;
 
 /// One release line of the suite: where `cargo xtask setup` installs it under
@@ -66,8 +78,10 @@ fn expected_failures(line: Line) -> Expected {
             parts.next().unwrap_or_default().trim(),
         );
         assert!(
-            matches!(mode, "server" | "client") && !scenario.is_empty() && !reason.is_empty(),
-            "{}:{}: expected `<server|client> <scenario>  <reason>`, got {line:?}",
+            matches!(mode, "server" | "client" | "fixture")
+                && !scenario.is_empty()
+                && !reason.is_empty(),
+            "{}:{}: expected `<server|client|fixture> <scenario>  <reason>`, got {line:?}",
             path.display(),
             n + 1
         );
@@ -143,8 +157,8 @@ fn summary_line(line: &str) -> Option<(String, bool)> {
     Some((name.to_owned(), failed? == 0 && warnings == 0))
 }
 
-/// The outcome of a single `--scenario` run: its `Passed: 3/3, 0 failed, 0 warnings` line (on
-/// stderr); passed means no failed check and no warning.
+/// The outcome of a single `--scenario` run: its `Passed: 3/3, 0 failed, 0 warnings` line;
+/// passed means no failed check and no warning.
 fn single_line(line: &str) -> Option<bool> {
     let counts = line.strip_prefix("Passed: ")?;
     let mut parts = counts.split(", ");
@@ -173,13 +187,15 @@ fn run_suite(
         .collect();
     let work = tempfile::tempdir().unwrap();
     let baseline = work.path().join("expected-failures.yml");
-    let yaml: String = std::iter::once(format!("{mode}:\n"))
+    // The suite knows two sides; fixture scenarios are server scenarios.
+    let side = if mode == "fixture" { "server" } else { mode };
+    let yaml: String = std::iter::once(format!("{side}:\n"))
         .chain(expected.keys().map(|s| format!("  - {s:?}\n")))
         .collect();
     std::fs::write(
         &baseline,
         if expected.is_empty() {
-            format!("{mode}: []\n")
+            format!("{side}: []\n")
         } else {
             yaml
         },
@@ -211,7 +227,8 @@ fn run_suite(
         let before = results.len();
         match args.iter().position(|a| *a == "--scenario") {
             Some(i) => {
-                let outcome = stderr.lines().find_map(single_line);
+                // On stderr for a client scenario, on stdout for a server scenario.
+                let outcome = stderr.lines().chain(stdout.lines()).find_map(single_line);
                 match outcome {
                     Some(passed) => {
                         results.insert(args[i + 1].to_owned(), passed);
@@ -338,6 +355,110 @@ fn server_scenarios_2026_07_28_against_codemode_serve_http() {
         ]],
         &[],
     );
+    drop(serve);
+}
+
+/// The fixture scenarios of the 2026-07-28 line: SEP-2322's `input_required` ones and the
+/// Tasks extension's (SEP-2663).
+const FIXTURE_2026: [&str; 24] = [
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+];
+
+/// The tools of `codemode-mcp-fixture` (src/bin/codemode-mcp-fixture.rs in codemode-mcp).
+const FIXTURE_TOOLS: usize = 8;
+
+/// Waits until `serve` at `url` lists the fixture server's tools (servers connect in the
+/// background), at most 30 s; the names it lists.
+fn fixture_tools_listed(url: &str) -> Vec<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let listed = request_2026(url, 1, "tools/list", json!({}), json!({})).await;
+            let names: Vec<String> = listed["result"]["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|tool| tool["name"].as_str().map(str::to_string))
+                .collect();
+            if names.len() >= FIXTURE_TOOLS || Instant::now() > deadline {
+                return names;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+}
+
+/// The 2026-07-28 line's fixture scenarios, one at a time, against `codemode serve --http` with
+/// code mode off (`{"tools": {"codeMode": false}}`) aggregating `codemode-mcp-fixture` under
+/// `--bare-names` (the scenarios call the fixture's tools by their own names).
+#[test]
+fn fixture_scenarios_2026_07_28_through_serve_with_code_mode_off() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((node, entry)) = suite(LINE_2026) else {
+        return;
+    };
+    // Built beside `codemode` by `cargo test --workspace` (a bin of codemode-mcp).
+    let fixture = Path::new(env!("CARGO_BIN_EXE_codemode")).with_file_name("codemode-mcp-fixture");
+    assert!(
+        fixture.exists(),
+        "{} is missing: `cargo test --workspace --no-run` (or `cargo build -p codemode-mcp`) builds it",
+        fixture.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let servers = dir.path().join("servers.json");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {"fixture": {"command": fixture}}}).to_string(),
+    )
+    .unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"tools": {"codeMode": false}}"#).unwrap();
+    let (serve, url) = serve_http(&[
+        "--mcp-config",
+        servers.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--bare-names",
+    ]);
+    let listed = fixture_tools_listed(&url);
+    assert_eq!(
+        listed.len(),
+        FIXTURE_TOOLS,
+        "serve lists the fixture's tools under their own names: {listed:?}"
+    );
+    assert!(listed.contains(&"test_input_required_result_elicitation".to_string()));
+    let runs: Vec<Vec<&str>> = FIXTURE_2026
+        .iter()
+        .map(|scenario| vec!["server", "--url", &url, "--scenario", scenario])
+        .collect();
+    run_suite(LINE_2026, "fixture", &node, &entry, &runs, &[]);
     drop(serve);
 }
 

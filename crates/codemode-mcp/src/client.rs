@@ -21,6 +21,7 @@ use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Map, Value};
 
 mod connect;
+pub mod passthrough;
 mod rounds;
 
 use crate::config::ServerConfig;
@@ -488,7 +489,9 @@ impl ServerClient {
     /// [`ServerClient::call_tool`] for the nested call `call` of a code-mode run: in `codemode
     /// serve` (a forwarder is set) the server's progress for this request reaches that run's
     /// `exec`/`wait` when it asked for progress, and its elicitation and sampling requests meanwhile
-    /// go to that run's MCP client (`forward.rs`).
+    /// go to that run's MCP client (`forward.rs`). Inside
+    /// [`passing_through`](passthrough::passing_through) the round's input goes with the call and
+    /// an `input_required` answer is the result (`client/passthrough.rs`).
     ///
     /// # Errors
     /// As [`ServerClient::call_tool`].
@@ -510,6 +513,13 @@ impl ServerClient {
         // typed `CallToolResult` would lose a whole result over one content item of a type rmcp
         // does not know, and the guest gets the raw MCP result anyway.
         let mut params = json!({"name": tool, "arguments": arguments});
+        // `serve` with code mode off for a 2026-07-28 client: its input requests go back to it
+        // (`passthrough.rs`).
+        let pass = passthrough::current();
+        if let Some(pass) = &pass {
+            pass.apply(&mut params);
+        }
+        let meta = pass.as_ref().and_then(passthrough::PassThrough::meta);
         let timeout = self.options.call_timeout;
         let track = self
             .forward
@@ -527,10 +537,16 @@ impl ServerClient {
                         Some(params.clone()),
                         timeout,
                         track.clone(),
+                        meta.clone(),
                     )
                 })
                 .await?,
             )?;
+            if pass.is_some()
+                && result.get("resultType").and_then(Value::as_str) == Some("input_required")
+            {
+                return Ok(result);
+            }
             match self.after_call(tool, &params, result, rounds).await? {
                 Next::Done(result) => return Ok(result),
                 Next::Retry(retry) => params = retry,
@@ -730,22 +746,24 @@ pub(crate) async fn send_raw(
     params: Option<Value>,
     timeout: Duration,
 ) -> Result<ServerResult, ServiceError> {
-    send_raw_tracked(peer, method, params, timeout, None).await
+    send_raw_tracked(peer, method, params, timeout, None, None).await
 }
 
 /// [`send_raw`], routing the server's progress for the request to the nested call of `track`
-/// (forwarder, server name, tool-call id) while the request is in flight.
+/// (forwarder, server name, tool-call id) while the request is in flight, with `meta`'s keys
+/// replacing those rmcp puts in the request's `_meta`.
 async fn send_raw_tracked(
     peer: Peer<RoleClient>,
     method: &str,
     params: Option<Value>,
     timeout: Duration,
     track: Option<(Arc<crate::forward::Forwarder>, String, String)>,
+    meta: Option<rmcp::model::RequestMetaObject>,
 ) -> Result<ServerResult, ServiceError> {
     let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
-    let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await?;
+    let mut options = PeerRequestOptions::no_options();
+    options.meta = meta;
+    let handle = peer.send_request_with_option(request, options).await?;
     let _tracked = track.map(|(forward, server, call)| {
         forward.track(&server, handle.progress_token.clone(), &call)
     });

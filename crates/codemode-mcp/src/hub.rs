@@ -102,6 +102,8 @@ pub struct DirectTool {
     pub name: String,
     /// The catalog id, `mcp:<safeName>:<name>`: what policy, hooks and the executor see.
     pub id: String,
+    /// The tool's own name on its server (`<tool>`): what `serve --bare-names` exposes.
+    pub server_tool: String,
     /// The server's tool JSON (`description`, `inputSchema`, `outputSchema`, `annotations`,
     /// `execution`, …, as the server sent them) with `name` set to [`DirectTool::name`].
     pub tool: Map<String, Value>,
@@ -374,6 +376,7 @@ impl McpHub {
                 tools.push(DirectTool {
                     name: spec.name,
                     id,
+                    server_tool: original,
                     tool,
                 });
             }

@@ -63,6 +63,20 @@ pub struct ApprovalState {
     pub ttl_ms: u64,
 }
 
+/// What the `requestState` of a downstream server's `input_required` passed through to the
+/// client carries (`serve` with code mode off; docs/mcp.md, "Code mode off"): the server's own
+/// state, which the client carries but cannot change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownstreamState {
+    /// The downstream server's `requestState`, echoed to it on the retry.
+    pub server_state: String,
+    /// Makes the state single-use: a nonce is accepted once.
+    pub nonce: String,
+    /// The state's lifetime in milliseconds (its expiry is sealed separately).
+    pub ttl_ms: u64,
+}
+
 /// Seals and opens the `requestState`s of one server process, and remembers the ones already
 /// used (until they expire) so none is accepted twice.
 pub struct RequestStates {
@@ -105,36 +119,75 @@ impl RequestStates {
             nonce: uuid::Uuid::new_v4().to_string(),
             ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
         };
-        let options = SealOptions::new()
-            .associated_data(binding.as_bytes())
-            .ttl(ttl);
-        self.codec
-            .seal_json_with(&state, &options)
-            .expect("an ApprovalState serializes")
+        self.seal_value(binding, &state, ttl)
     }
 
     /// Opens `sealed` for `binding` and marks it used. Errors: [`invalid_request_state`] when it
     /// is malformed, forged or tampered with, sealed by another key or for another binding
     /// (session or tool), expired, or already used.
     pub fn open(&self, binding: &str, sealed: &str) -> Result<ApprovalState, ErrorData> {
-        let state: ApprovalState = self
-            .codec
+        let state: ApprovalState = self.open_sealed(binding, sealed)?;
+        self.use_once(&state.nonce, state.ttl_ms)?;
+        Ok(state)
+    }
+
+    /// Seals the downstream server's `server_state` for the client, bound to `binding`
+    /// (`<session key>|<tool>`) and expiring after `ttl`.
+    pub fn seal_downstream(&self, binding: &str, server_state: &str, ttl: Duration) -> String {
+        let state = DownstreamState {
+            server_state: server_state.to_string(),
+            nonce: uuid::Uuid::new_v4().to_string(),
+            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+        };
+        self.seal_value(binding, &state, ttl)
+    }
+
+    /// `value` sealed for `binding`, expiring after `ttl`.
+    fn seal_value<T: Serialize>(&self, binding: &str, value: &T, ttl: Duration) -> String {
+        let options = SealOptions::new()
+            .associated_data(binding.as_bytes())
+            .ttl(ttl);
+        self.codec
+            .seal_json_with(value, &options)
+            .expect("a state of plain fields serializes")
+    }
+
+    /// Opens a state of [`RequestStates::seal_downstream`] for `binding` and marks it used:
+    /// the downstream server's state. Errors as [`RequestStates::open`].
+    pub fn open_downstream(&self, binding: &str, sealed: &str) -> Result<String, ErrorData> {
+        let state: DownstreamState = self.open_sealed(binding, sealed)?;
+        self.use_once(&state.nonce, state.ttl_ms)?;
+        Ok(state.server_state)
+    }
+
+    /// `sealed` opened for `binding` as a `T`, or [`invalid_request_state`].
+    fn open_sealed<T: serde::de::DeserializeOwned>(
+        &self,
+        binding: &str,
+        sealed: &str,
+    ) -> Result<T, ErrorData> {
+        self.codec
             .open_json_with(sealed, binding.as_bytes())
             .map_err(|e| {
                 tracing::warn!("requestState refused: {e}");
                 invalid_request_state()
-            })?;
+            })
+    }
+
+    /// Marks `nonce` used for `ttl_ms` (plus a second of clock slack), or
+    /// [`invalid_request_state`] when it already was.
+    fn use_once(&self, nonce: &str, ttl_ms: u64) -> Result<(), ErrorData> {
         let now = Instant::now();
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         used.retain(|_, expires| *expires > now);
-        if used.contains_key(&state.nonce) {
-            tracing::warn!(run = %state.run, "requestState refused: already used");
+        if used.contains_key(nonce) {
+            tracing::warn!("requestState refused: already used");
             return Err(invalid_request_state());
         }
-        // Kept until it could no longer be opened anyway (plus a second of clock slack).
-        let expires = now + Duration::from_millis(state.ttl_ms) + Duration::from_secs(1);
-        used.insert(state.nonce.clone(), expires);
-        Ok(state)
+        // Kept until it could no longer be opened anyway.
+        let expires = now + Duration::from_millis(ttl_ms) + Duration::from_secs(1);
+        used.insert(nonce.to_string(), expires);
+        Ok(())
     }
 }
 
@@ -188,6 +241,35 @@ mod tests {
         assert_eq!(opened.ttl_ms, 60_000);
         let replay = s.open("mcp:a|exec", &sealed).unwrap_err();
         assert_eq!(replay, invalid_request_state());
+    }
+
+    #[test]
+    fn a_downstream_state_opens_once_for_its_binding_and_not_as_an_approval_state() {
+        let s = states();
+        let sealed = s.seal_downstream("mcp:a|greet", "server-state-1", Duration::from_secs(60));
+        assert!(
+            s.open_downstream("mcp:a|other", &sealed).is_err(),
+            "another tool"
+        );
+        assert_eq!(
+            s.open("mcp:a|greet", &sealed).unwrap_err(),
+            invalid_request_state(),
+            "not an approval state"
+        );
+        assert_eq!(
+            s.open_downstream("mcp:a|greet", &format!("{sealed}-TAMPERED"))
+                .unwrap_err(),
+            invalid_request_state()
+        );
+        assert_eq!(
+            s.open_downstream("mcp:a|greet", &sealed).unwrap(),
+            "server-state-1"
+        );
+        assert_eq!(
+            s.open_downstream("mcp:a|greet", &sealed).unwrap_err(),
+            invalid_request_state(),
+            "replayed"
+        );
     }
 
     #[test]

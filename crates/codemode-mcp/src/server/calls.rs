@@ -24,13 +24,19 @@ use crate::tasks::Parked;
 /// (`crate::mrtr`), since the revision has no server-to-client requests. A 2026-07-28 client
 /// without elicitation is denied as a legacy one is (`the client cannot elicit`).
 pub(super) fn uses_mrtr(context: &RequestContext<RoleServer>) -> bool {
-    let current = context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    current
+    is_current_revision(context)
         && context
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some())
+}
+
+/// True when the request of `context` is on protocol 2026-07-28 or later (its own `_meta`
+/// version, else the session's): a client that cannot be sent requests, but answers
+/// `input_required` itself.
+pub(super) fn is_current_revision(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// True when the request of `context` declared the tasks extension

@@ -6,6 +6,14 @@
 //! (docs/contract/host.md#h1 to #h3: policy → `before_tool_call` hooks → approval → the MCP
 //! server → `after_tool_call` hooks), recorded in the trajectory as a `nested_tool_call` /
 //! `nested_tool_result` pair. The downstream result is answered as the server gave it.
+//!
+//! A 2026-07-28 client answers a downstream server's `input_required` itself: the call runs as
+//! a round of [`passing_through`] (the client's `inputResponses` and the server's own
+//! `requestState` go to the server, the client's capabilities are declared for it), and the
+//! server's `input_required` is answered to the client with the server's `requestState` sealed
+//! ([`RequestStates::seal_downstream`](crate::mrtr::RequestStates::seal_downstream): bound to
+//! the session and the tool, single-use, expiring with `snapshotTtlSeconds`). Each round is one
+//! call through the pipeline.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,14 +21,19 @@ use std::time::{Duration, Instant};
 use codemode_bridge::ToolCall;
 use codemode_facade::ToolPipeline;
 use codemode_telemetry::{EventKind, NestedMethod, NestedStatus, NestedToolCallEvent, Trajectory};
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequests,
+    InputRequiredResult, Tool,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
+use super::calls::is_current_revision;
 use super::progress::progress_channel;
 use super::session::Session;
 use super::CodeModeServer;
+use crate::client::passthrough::{passing_through, PassThrough};
 use crate::drain::SHUTTING_DOWN;
 use crate::hub::{DirectTool, McpHub};
 
@@ -38,20 +51,44 @@ const DIRECT_BRIDGE_ID: &str = "mcp:tools/call";
 pub struct DirectTools {
     hub: McpHub,
     approval_ttl: Duration,
+    bare: bool,
 }
 
 impl DirectTools {
-    /// The tools of `hub`, with approvals outstanding at most `approval_ttl`.
+    /// The tools of `hub`, with approvals outstanding at most `approval_ttl`, each named
+    /// `<server>__<tool>`.
     pub fn new(hub: McpHub, approval_ttl: Duration) -> Self {
-        DirectTools { hub, approval_ttl }
+        DirectTools {
+            hub,
+            approval_ttl,
+            bare: false,
+        }
+    }
+
+    /// The same tools under their servers' own names (`serve --bare-names`, meant for one
+    /// server: of two tools of one name, the first server's in name order is served). Policy,
+    /// hooks and the trajectory still see `<server>__<tool>`.
+    pub fn with_bare_names(mut self) -> Self {
+        self.bare = true;
+        self
+    }
+
+    /// The name the client sees for `tool`.
+    fn exposed<'a>(&self, tool: &'a DirectTool) -> &'a str {
+        if self.bare {
+            &tool.server_tool
+        } else {
+            &tool.name
+        }
     }
 }
 
-/// An MCP tool from a downstream tool's JSON; a definition rmcp cannot read (hostile or
-/// malformed metadata) keeps its name, description and input schema when those can be read,
-/// else an object schema.
-fn mcp_tool(direct: &DirectTool) -> Tool {
-    if let Ok(tool) = serde_json::from_value::<Tool>(Value::Object(direct.tool.clone())) {
+/// An MCP tool from a downstream tool's JSON, named `name`; a definition rmcp cannot read
+/// (hostile or malformed metadata) keeps its description and input schema when those can be
+/// read, else an object schema.
+fn mcp_tool(direct: &DirectTool, name: &str) -> Tool {
+    if let Ok(mut tool) = serde_json::from_value::<Tool>(Value::Object(direct.tool.clone())) {
+        tool.name = name.to_string().into();
         return tool;
     }
     let description = direct
@@ -64,7 +101,7 @@ fn mcp_tool(direct: &DirectTool) -> Tool {
         Some(Value::Object(schema)) => schema.clone(),
         _ => serde_json::Map::from_iter([("type".to_string(), Value::from("object"))]),
     };
-    Tool::new(direct.name.clone(), description, Arc::new(schema))
+    Tool::new(name.to_string(), description, Arc::new(schema))
 }
 
 /// A downstream result as an MCP answer: the server's own `CallToolResult` (the client already
@@ -86,20 +123,60 @@ impl CodeModeServer {
         self
     }
 
-    /// The downstream tools the host's policy allows.
+    /// The downstream tools the host's policy allows, the first of each exposed name.
     fn direct_allowed(&self, direct: &DirectTools) -> Vec<DirectTool> {
-        match &self.host {
+        let tools = match &self.host {
             Some(host) => direct
                 .hub
                 .direct_tools(|name, id| host.policy.allows(name, id)),
             None => direct.hub.direct_tools(|_, _| true),
-        }
+        };
+        let mut seen = std::collections::HashSet::new();
+        tools
+            .into_iter()
+            .filter(|tool| seen.insert(direct.exposed(tool).to_string()))
+            .collect()
     }
 
     /// `tools/list` with code mode off: the allowed downstream tools, servers in name order.
     pub(super) fn direct_list(&self, direct: &DirectTools) -> Vec<Tool> {
         direct.hub.retry_failed();
-        self.direct_allowed(direct).iter().map(mcp_tool).collect()
+        self.direct_allowed(direct)
+            .iter()
+            .map(|tool| mcp_tool(tool, direct.exposed(tool)))
+            .collect()
+    }
+
+    /// The downstream `input_required` answer `asked` passed to the client: its
+    /// `inputRequests` as they are, its `requestState` sealed for `binding`. A server asking
+    /// with a request a client may not be asked answers `isError: true`.
+    fn pass_input_required(
+        &self,
+        direct: &DirectTools,
+        binding: &str,
+        tool: &str,
+        asked: &Value,
+    ) -> CallToolResponse {
+        let requests = match asked.get("inputRequests") {
+            None | Some(Value::Null) => None,
+            Some(requests) => match serde_json::from_value::<InputRequests>(requests.clone()) {
+                Ok(requests) => Some(requests),
+                Err(e) => {
+                    return CallToolResult::error(vec![ContentBlock::text(format!(
+                        "Tool \"{tool}\" asked for input that is not an MCP input request: {e}"
+                    ))])
+                    .into()
+                }
+            },
+        };
+        let state = asked
+            .get("requestState")
+            .and_then(Value::as_str)
+            .map(|state| {
+                self.states
+                    .seal_downstream(binding, state, direct.approval_ttl)
+            });
+        CallToolResponse::InputRequired(InputRequiredResult::new(requests, state))
     }
 
     /// `tools/call` with code mode off: the call of `request` through the host pipeline to its
@@ -107,24 +184,47 @@ impl CodeModeServer {
     /// is a JSON-RPC `invalid params` error `Unknown tool: <name>`; a call the pipeline refuses
     /// (a hook's block, a denied approval) or the server fails answers `isError: true` with the
     /// message a run's program would see. A `notifications/cancelled` (or the session's end)
-    /// drops the downstream request; a server shutdown answers [`SHUTTING_DOWN`].
+    /// drops the downstream request; a server shutdown answers [`SHUTTING_DOWN`]. For a
+    /// 2026-07-28 client the server's `input_required` is passed through (module
+    /// documentation); a `requestState` that is not one this server sealed for the session and
+    /// tool is the JSON-RPC error [`crate::mrtr::invalid_request_state`].
     pub(super) async fn direct_call(
         &self,
         direct: &DirectTools,
         session: &Session,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.as_ref();
         let Some(tool) = self
             .direct_allowed(direct)
             .into_iter()
-            .find(|tool| tool.name == name)
+            .find(|tool| direct.exposed(tool) == name)
         else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
                 None,
             ));
+        };
+        let binding = format!(
+            "{}|{name}",
+            session.scope.session_key.as_deref().unwrap_or_default()
+        );
+        let round = if is_current_revision(context) {
+            let request_state = match request.request_state.as_deref() {
+                Some(sealed) => Some(self.states.open_downstream(&binding, sealed)?),
+                None => None,
+            };
+            Some(PassThrough {
+                input_responses: request
+                    .input_responses
+                    .clone()
+                    .map(|responses| responses.into_iter().collect()),
+                request_state,
+                client_capabilities: context.client_capabilities(),
+            })
+        } else {
+            None
         };
         let input = Value::Object(request.arguments.unwrap_or_default());
         let host = self.host.as_deref().cloned().unwrap_or_default();
@@ -162,8 +262,14 @@ impl CodeModeServer {
         }
         let tool_call_id = call.tool_call_id.clone();
         let started = Instant::now();
+        let called = async {
+            match round.clone() {
+                Some(round) => passing_through(round, pipeline.call(call)).await,
+                None => pipeline.call(call).await,
+            }
+        };
         let outcome = tokio::select! {
-            outcome = pipeline.call(call) => Some(outcome),
+            outcome = called => Some(outcome),
             () = self.cancelled(context) => None,
         };
         if let Some(forward) = &self.forward {
@@ -198,8 +304,15 @@ impl CodeModeServer {
             ));
         }
         Ok(match outcome {
-            Ok(value) => call_result(value),
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+            Ok(value)
+                if round.is_some()
+                    && value.get("resultType").and_then(Value::as_str)
+                        == Some("input_required") =>
+            {
+                self.pass_input_required(direct, &binding, name, &value)
+            }
+            Ok(value) => call_result(value).into(),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into(),
         })
     }
 }

@@ -6,14 +6,14 @@ use std::future::Future;
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use super::calls::uses_mrtr;
 use super::calls::uses_tasks;
+use super::calls::{is_current_revision, uses_mrtr};
 use super::direct::DIRECT_INSTRUCTIONS;
 use super::env::disabled_result;
 use super::results::{call_result, TOOLS_LIST_TTL_MS};
@@ -174,7 +174,27 @@ impl ServerHandler for CodeModeServer {
             .with_cache_scope(CacheScope::Private))
     }
 
+    /// A 2026-07-28 client's complete result says so (`resultType: "complete"`, required by
+    /// the revision's schema for `CallToolResult`).
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let current = is_current_revision(&context);
+        let mut response = self.answer_call(request, context).await?;
+        if let CallToolResponse::Complete(result) = &mut response {
+            if current && result.result_type.is_none() {
+                result.result_type = Some(ResultType::COMPLETE);
+            }
+        }
+        Ok(response)
+    }
+}
+
+impl CodeModeServer {
+    /// `tools/call`: `exec` or `wait`, or with code mode off a downstream tool (`direct.rs`).
+    async fn answer_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -194,10 +214,7 @@ impl ServerHandler for CodeModeServer {
         }
         if let Some(direct) = &self.direct {
             // Code mode off: the downstream tool itself (`direct.rs`).
-            return self
-                .direct_call(direct, &session, request, &context)
-                .await
-                .map(Into::into);
+            return self.direct_call(direct, &session, request, &context).await;
         }
         // Absent arguments go through as `null`, so the facade's own argument checks answer.
         let input = request.arguments.map(Value::Object).unwrap_or(Value::Null);

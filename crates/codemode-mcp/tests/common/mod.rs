@@ -195,3 +195,4 @@ pub(crate) fn text(result: &Value) -> &str {
 }
 
 pub(crate) mod serve;
+pub(crate) mod stateless;
