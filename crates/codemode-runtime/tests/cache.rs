@@ -12,96 +12,29 @@ mod capture;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use capture::{Capture, Events};
+use capture::{
+    assert_stored_private_then_hit, captured, file_refusal, loaded, stored, warnings, HEADER_LEN,
+};
 use codemode_runtime::{Runtime, RuntimeOptions};
-use sha2::{Digest, Sha256};
 use tracing::Level;
-use tracing_subscriber::layer::SubscriberExt;
-
-const HEADER_LEN: usize = 48;
 
 /// Creates a runtime caching in `dir` and returns what the cache logged.
 fn load(dir: &Path) -> Vec<(Level, String)> {
-    let events = Events::default();
-    let subscriber = tracing_subscriber::registry().with(Capture(events.clone()));
-    tracing::subscriber::with_default(subscriber, || {
-        let options = RuntimeOptions {
-            cache_dir: Some(dir.to_path_buf()),
-            max_live_vms: 1,
-            ..RuntimeOptions::default()
-        };
-        Runtime::new(options).expect("the runtime starts with or without the cache");
-    });
-    let events = events.lock().unwrap().clone();
-    events
-}
-
-fn warnings(events: &[(Level, String)]) -> Vec<String> {
-    events
-        .iter()
-        .filter(|(level, _)| *level == Level::WARN)
-        .map(|(_, m)| m.clone())
-        .collect()
-}
-
-/// The single cache file in `dir`.
-fn cache_file(dir: &Path) -> PathBuf {
-    let files: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    files[0].clone()
-}
-
-fn loaded(path: &Path) -> (Level, String) {
-    (
-        Level::DEBUG,
-        format!(
-            "loaded the compiled guest from the module cache {}",
-            path.display()
-        ),
-    )
-}
-
-fn stored(path: &Path) -> (Level, String) {
-    (
-        Level::DEBUG,
-        format!(
-            "stored the compiled guest in the module cache {}",
-            path.display()
-        ),
-    )
+    let options = RuntimeOptions {
+        cache_dir: Some(dir.to_path_buf()),
+        max_live_vms: 1,
+        ..RuntimeOptions::default()
+    };
+    captured(|| Runtime::new(options).expect("the runtime starts with or without the cache")).1
 }
 
 #[test]
 fn the_real_guest_is_stored_then_hit_and_a_tampered_copy_replaced() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("a").join("codemode");
-    let first = load(&dir);
-    let path = cache_file(&dir);
-    assert_eq!(first, vec![stored(&path)]);
-    assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
-    let meta = fs::metadata(&path).unwrap();
-    assert_eq!(meta.mode() & 0o7777, 0o600);
-    // Header: magic, payload length, SHA-256 of the payload.
-    let mut bytes = fs::read(&path).unwrap();
-    assert_eq!(&bytes[..8], b"CMCWASM\x01");
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert_eq!(len as usize, bytes.len() - HEADER_LEN);
-    assert_eq!(
-        &bytes[16..HEADER_LEN],
-        Sha256::digest(&bytes[HEADER_LEN..]).as_slice()
-    );
-    let inode = meta.ino();
-
-    assert_eq!(load(&dir), vec![loaded(&path)]);
-    // Not rewritten: same file, and no temp files left behind.
-    assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
-    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    let (path, mut bytes) = assert_stored_private_then_hit(&dir, load);
 
     // A flipped byte in the payload: refused, compiled again, replaced, and hit next time.
     let middle = HEADER_LEN + (bytes.len() - HEADER_LEN) / 2;
@@ -110,9 +43,9 @@ fn the_real_guest_is_stored_then_hit_and_a_tampered_copy_replaced() {
     let events = load(&dir);
     assert_eq!(
         warnings(&events),
-        [format!(
-            "refusing the module cache file {}: its content does not match its SHA-256; compiling the guest",
-            path.display()
+        [file_refusal(
+            &path,
+            "its content does not match its SHA-256"
         )]
     );
     assert_eq!(events.last(), Some(&stored(&path)));

@@ -15,28 +15,26 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use sha2::{Digest, Sha256};
 use tracing::Level;
-use tracing_subscriber::layer::SubscriberExt;
 use wasmtime::Engine;
 
-use super::capture::{Capture, Events};
+use super::capture::{
+    assert_stored_private_then_hit, cache_file, captured, file_refusal, loaded, stored, warnings,
+    HEADER_LEN,
+};
 use super::{load_or_build, Origin};
 
 /// The smallest valid wasm module: magic and version.
 const EMPTY_MODULE: &[u8] = b"\0asm\x01\0\0\0";
 
 const OTHER_UID: u32 = 65534;
-const HEADER_LEN: usize = 48;
 
 /// Loads (or builds and stores) the empty module through the cache in `dir` and returns what
 /// the cache logged, checking that a logged hit is reported as [`Origin::Cache`].
 fn load(dir: &Path) -> Vec<(Level, String)> {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     let engine = ENGINE.get_or_init(Engine::default);
-    let events = Events::default();
-    let subscriber = tracing_subscriber::registry().with(Capture(events.clone()));
-    let origin = tracing::subscriber::with_default(subscriber, || {
+    let (origin, events) = captured(|| {
         load_or_build(
             engine,
             "0123456789abcdef0123456789abcdef",
@@ -47,31 +45,11 @@ fn load(dir: &Path) -> Vec<(Level, String)> {
         .expect("the module is built with or without the cache")
         .1
     });
-    let events = events.lock().unwrap().clone();
     let hit = events
         .iter()
         .any(|(_, m)| m.starts_with("loaded the compiled guest"));
     assert_eq!(origin == Origin::Cache, hit, "{events:?}");
     events
-}
-
-fn warnings(events: &[(Level, String)]) -> Vec<String> {
-    events
-        .iter()
-        .filter(|(level, _)| *level == Level::WARN)
-        .map(|(_, m)| m.clone())
-        .collect()
-}
-
-/// The single cache file in `dir`.
-fn cache_file(dir: &Path) -> PathBuf {
-    let files: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    files[0].clone()
 }
 
 /// A cache populated once per test binary: its file name and bytes.
@@ -99,37 +77,10 @@ fn populated() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-fn file_refusal(path: &Path, reason: &str) -> String {
-    format!(
-        "refusing the module cache file {}: {reason}; compiling the guest",
-        path.display()
-    )
-}
-
 fn dir_refusal(dir: &Path, reason: &str) -> String {
     format!(
         "refusing the module cache directory {}: {reason}; compiling the guest",
         dir.display()
-    )
-}
-
-fn loaded(path: &Path) -> (Level, String) {
-    (
-        Level::DEBUG,
-        format!(
-            "loaded the compiled guest from the module cache {}",
-            path.display()
-        ),
-    )
-}
-
-fn stored(path: &Path) -> (Level, String) {
-    (
-        Level::DEBUG,
-        format!(
-            "stored the compiled guest in the module cache {}",
-            path.display()
-        ),
     )
 }
 
@@ -167,27 +118,7 @@ fn current_uid() -> u32 {
 fn a_fresh_directory_is_created_private_and_the_second_load_hits() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("a").join("codemode");
-    let first = load(&dir);
-    let path = cache_file(&dir);
-    assert_eq!(first, vec![stored(&path)]);
-    assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
-    let meta = fs::metadata(&path).unwrap();
-    assert_eq!(meta.mode() & 0o7777, 0o600);
-    // Header: magic, payload length, SHA-256 of the payload.
-    let bytes = fs::read(&path).unwrap();
-    assert_eq!(&bytes[..8], b"CMCWASM\x01");
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
-    assert_eq!(len as usize, bytes.len() - HEADER_LEN);
-    assert_eq!(
-        &bytes[16..HEADER_LEN],
-        Sha256::digest(&bytes[HEADER_LEN..]).as_slice()
-    );
-    let inode = meta.ino();
-
-    assert_eq!(load(&dir), vec![loaded(&path)]);
-    // Not rewritten: same file, and no temp files left behind.
-    assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
-    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    assert_stored_private_then_hit(&dir, load);
 }
 
 #[test]
