@@ -1,28 +1,19 @@
 //! The `MCP` namespace model (docs/contract/mcp.md#s7-1 to #s7-5, docs/contract/examples.md#e26 to #e28): identifiers, paths, host checks,
 //! `$api`, `API` files and the namespace prompt.
 
+#[path = "support/examples.rs"]
+mod examples;
+
 use codemode_catalog::mcp::{map_input, to_identifier, ONE_OBJECT_ARGUMENT};
 use codemode_catalog::{
     api_list, api_read, namespace_prompt, Catalog, McpNamespace, McpOperation, NamespaceAction,
     SearchLimits, ToolSpec,
 };
+use examples::e26_tool;
 use serde_json::{json, Value};
 
 fn build(specs: Vec<ToolSpec>) -> Catalog {
     Catalog::build(specs, &SearchLimits::default()).unwrap()
-}
-
-fn e26_tool() -> ToolSpec {
-    ToolSpec::mcp_tool("github", "create_issue", "Create a GitHub issue.").with_parameters(json!({
-        "type": "object",
-        "properties": {
-            "owner": {"type": "string", "description": "Repository owner"},
-            "repo": {"type": "string", "description": "Repository 名称"},
-            "title": {"type": "string", "description": "Issue title\nShown in tracker"},
-            "body": {"type": "string", "default": ""}
-        },
-        "required": ["owner", "repo", "title"]
-    }))
 }
 
 fn path(p: &str) -> Vec<String> {

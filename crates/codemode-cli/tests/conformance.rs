@@ -26,10 +26,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-#[path = "../../codemode-mcp/tests/common/stateless.rs"]
-mod stateless;
-
-use stateless::request_2026;
+use codemode_test_support::mcp::request_2026;
 
 /// The tests of this file run one at a time: `sse-retry` times the client's reconnection to
 /// within 200 ms, which two suites starting codemode processes beside it on two cores can miss.
@@ -310,51 +307,16 @@ fn serve_http(args: &[&str]) -> (Reaped, String) {
     (serve, url)
 }
 
-#[test]
-fn server_scenarios_against_codemode_serve_http() {
+/// The server scenarios of `line` (`server --url <url> <extra>…`) against `codemode serve
+/// --http` with code mode on.
+fn server_scenarios(line: Line, extra: &[&str]) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite(LINE_2025) else {
+    let Some((node, entry)) = suite(line) else {
         return;
     };
     let (serve, url) = serve_http(&[]);
-    run_suite(
-        LINE_2025,
-        "server",
-        &node,
-        &entry,
-        &[vec!["server", "--url", &url]],
-        &[],
-    );
-    drop(serve);
-}
-
-/// The 2026-07-28 line's server scenarios (`--suite all --spec-version 2026-07-28`: every
-/// scenario of that revision, with the draft ones: stateless, caching, header validation) against
-/// `codemode serve --http` with code mode on.
-#[test]
-#[ignore = "the 0.2.0-alpha.12 suite exits 1 although every failing scenario is in tests/conformance-2026-expected-failures.txt (its --expected-failures baseline is not honoured the way 0.1.16 honours it); the per-scenario results are in docs/mcp.md (issue 23)"]
-fn server_scenarios_2026_07_28_against_codemode_serve_http() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite(LINE_2026) else {
-        return;
-    };
-    let (serve, url) = serve_http(&[]);
-    run_suite(
-        LINE_2026,
-        "server",
-        &node,
-        &entry,
-        &[vec![
-            "server",
-            "--url",
-            &url,
-            "--suite",
-            "all",
-            "--spec-version",
-            "2026-07-28",
-        ]],
-        &[],
-    );
+    let run = [&["server", "--url", url.as_str()][..], extra].concat();
+    run_suite(line, "server", &node, &entry, &[run], &[]);
     drop(serve);
 }
 
@@ -462,39 +424,39 @@ fn fixture_scenarios_2026_07_28_through_serve_with_code_mode_off() {
     drop(serve);
 }
 
-/// The 2026-07-28 line's client scenarios that are not OAuth (request metadata, request
-/// state, standard and custom headers, JSON Schema) one at a time, then its `auth` suite at
-/// 2026-07-28, against `codemode exec --mcp-config` (tests/conformance/client.sh).
-#[test]
-fn client_scenarios_2026_07_28_against_codemode_exec_mcp_config() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite(LINE_2026) else {
-        return;
-    };
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The conformance client driver, tests/conformance/client.sh, as a canonical path.
+fn client_driver() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/conformance/client.sh")
         .canonicalize()
-        .unwrap();
+        .unwrap()
+}
+
+/// The client scenarios of `line` against `codemode exec --mcp-config` ([`client_driver`]):
+/// each of `scenarios` on its own (`--scenario NAME`), then one run per entry of `suites` (the
+/// arguments after the driver, such as `--suite auth`). Tokens the OAuth scenarios store go to a
+/// scratch `XDG_CONFIG_HOME`.
+fn client_scenarios(line: Line, scenarios: &[&str], suites: &[&[&str]]) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((node, entry)) = suite(line) else {
+        return;
+    };
+    let driver = client_driver();
     let driver_str = driver.to_str().unwrap();
+    // The suite splits --command on spaces.
     assert!(
         !driver_str.contains(' '),
         "the driver's path has a space: {driver_str}"
     );
     let config = tempfile::tempdir().unwrap();
     let client = ["client", "--command", driver_str];
-    let mut runs: Vec<Vec<&str>> = CLIENT_2026
+    let mut runs: Vec<Vec<&str>> = scenarios
         .iter()
         .map(|scenario| [&client[..], &["--scenario", scenario]].concat())
         .collect();
-    runs.push(
-        [
-            &client[..],
-            &["--suite", "auth", "--spec-version", "2026-07-28"],
-        ]
-        .concat(),
-    );
+    runs.extend(suites.iter().map(|args| [&client[..], args].concat()));
     run_suite(
-        LINE_2026,
+        line,
         "client",
         &node,
         &entry,
@@ -503,6 +465,35 @@ fn client_scenarios_2026_07_28_against_codemode_exec_mcp_config() {
             ("CODEMODE_BIN", Path::new(env!("CARGO_BIN_EXE_codemode"))),
             ("XDG_CONFIG_HOME", config.path()),
         ],
+    );
+}
+
+#[test]
+fn server_scenarios_against_codemode_serve_http() {
+    server_scenarios(LINE_2025, &[]);
+}
+
+/// The 2026-07-28 line's server scenarios (`--suite all --spec-version 2026-07-28`: every
+/// scenario of that revision, with the draft ones: stateless, caching, header validation) against
+/// `codemode serve --http` with code mode on.
+#[test]
+#[ignore = "the 0.2.0-alpha.12 suite exits 1 although every failing scenario is in tests/conformance-2026-expected-failures.txt (its --expected-failures baseline is not honoured the way 0.1.16 honours it); the per-scenario results are in docs/mcp.md (issue 23)"]
+fn server_scenarios_2026_07_28_against_codemode_serve_http() {
+    server_scenarios(
+        LINE_2026,
+        &["--suite", "all", "--spec-version", "2026-07-28"],
+    );
+}
+
+/// The 2026-07-28 line's client scenarios that are not OAuth (request metadata, request
+/// state, standard and custom headers, JSON Schema) one at a time, then its `auth` suite at
+/// 2026-07-28, against `codemode exec --mcp-config` (tests/conformance/client.sh).
+#[test]
+fn client_scenarios_2026_07_28_against_codemode_exec_mcp_config() {
+    client_scenarios(
+        LINE_2026,
+        &CLIENT_2026,
+        &[&["--suite", "auth", "--spec-version", "2026-07-28"]],
     );
 }
 
@@ -518,48 +509,24 @@ const CLIENT_2026: [&str; 8] = [
     "json-schema-2020-12-preservation",
 ];
 
+/// Every client scenario of the 0.1.16 suite ("all" = these four, then the auth, back-compat,
+/// draft and extension suites). The four run one at a time: sse-retry measures the reconnection
+/// delay to within 200 ms, which 25 clients starting at once on two cores can miss.
 #[test]
 fn client_scenarios_against_codemode_exec_mcp_config() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite(LINE_2025) else {
-        return;
-    };
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/client.sh");
-    let driver = driver.canonicalize().unwrap();
-    let driver_str = driver.to_str().unwrap();
-    // The suite splits --command on spaces.
-    assert!(
-        !driver_str.contains(' '),
-        "the driver's path has a space: {driver_str}"
-    );
-    let config = tempfile::tempdir().unwrap();
-    // Every client scenario of the suite ("all" = these four, then the auth, back-compat,
-    // draft and extension suites). The four run one at a time: sse-retry measures the
-    // reconnection delay to within 200 ms, which 25 clients starting at once on two cores
-    // can miss.
-    let client = ["client", "--command", driver_str];
-    let mut runs: Vec<Vec<&str>> = [
-        "initialize",
-        "tools_call",
-        "sse-retry",
-        "elicitation-sep1034-client-defaults",
-    ]
-    .iter()
-    .map(|scenario| [&client[..], &["--scenario", scenario]].concat())
-    .collect();
-    for suite in ["auth", "backcompat", "draft", "extensions"] {
-        runs.push([&client[..], &["--suite", suite]].concat());
-    }
-    run_suite(
+    client_scenarios(
         LINE_2025,
-        "client",
-        &node,
-        &entry,
-        &runs,
         &[
-            ("CODEMODE_BIN", Path::new(env!("CARGO_BIN_EXE_codemode"))),
-            // Tokens the OAuth scenarios store go to a scratch config directory.
-            ("XDG_CONFIG_HOME", config.path()),
+            "initialize",
+            "tools_call",
+            "sse-retry",
+            "elicitation-sep1034-client-defaults",
+        ],
+        &[
+            &["--suite", "auth"],
+            &["--suite", "backcompat"],
+            &["--suite", "draft"],
+            &["--suite", "extensions"],
         ],
     );
 }
@@ -574,10 +541,7 @@ fn oauth_token_is_stored_and_reused_by_the_next_run() {
     let Some((node, entry)) = suite(LINE_2025) else {
         return;
     };
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/conformance/client.sh")
-        .canonicalize()
-        .unwrap();
+    let driver = client_driver();
     let config = tempfile::tempdir().unwrap();
     let log = config.path().join("authorization-urls.log");
     let output = Command::new(node)

@@ -8,10 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-#[path = "../../codemode-mcp/tests/common/stateless.rs"]
-mod stateless;
-
-use stateless::request_2026;
+use codemode_test_support::mcp::request_2026;
 
 /// A stateless 2026-07-28 client of one `serve` URL.
 struct Client {

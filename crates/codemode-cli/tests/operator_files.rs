@@ -11,11 +11,11 @@ mod common;
 
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::stderr_text as stderr;
+use common::{fifo, stderr_text as stderr};
 
 /// Runs `codemode args…` with empty stdin, killed after 20 s (a hang fails the test instead of
 /// stalling the suite).
@@ -56,16 +56,6 @@ fn codemode(args: &[&str]) -> Output {
         stdout,
         stderr,
     }
-}
-
-fn mkfifo(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(name);
-    assert!(Command::new("mkfifo")
-        .arg(&path)
-        .status()
-        .unwrap()
-        .success());
-    path
 }
 
 fn s(path: &Path) -> &str {
@@ -110,7 +100,7 @@ fn a_deeply_nested_config_is_a_usage_error_for_every_subcommand() {
 #[test]
 fn fifos_are_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = mkfifo(dir.path(), "named.pipe");
+    let fifo = fifo(dir.path(), "named.pipe");
     let kind = "it is a FIFO (named pipe), not a regular file";
     let started = Instant::now();
     for (args, want) in [

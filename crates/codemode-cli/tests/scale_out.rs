@@ -13,6 +13,8 @@ mod redis_server;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+use codemode_test_support::everything_servers;
+use codemode_test_support::mcp::{jsonrpc_response, post_2026};
 use redis_server::RedisServer;
 use serde_json::{json, Value};
 
@@ -79,43 +81,17 @@ async fn call(
     tool: &str,
     arguments: Value,
 ) -> (u16, Option<String>, Value) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": tool,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        },
-    }});
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .body(body.to_string());
-    if let Some(token) = token {
-        request = request.header("authorization", format!("Bearer {token}"));
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .map(|v| v.to_str().unwrap().to_string());
-    let text = response.text().await.unwrap();
-    let message = serde_json::from_str::<Value>(&text)
-        .ok()
-        .or_else(|| {
-            text.lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-                .find(|message| message.get("id") == Some(&json!(1)))
-        })
-        .unwrap_or(Value::Null);
-    (status, challenge, message)
+    let reply = post_2026(
+        url,
+        1,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+        json!({}),
+        token,
+    )
+    .await;
+    let message = jsonrpc_response(&reply.text, 1).unwrap_or(Value::Null);
+    (reply.status, reply.challenge, message)
 }
 
 /// The `structuredContent` of a successful call (the code-mode result).
@@ -274,18 +250,6 @@ fn a_non_loopback_bind_needs_auth_and_a_bad_auth_file_is_refused() {
     );
 }
 
-/// An MCP config with npm's server-everything, written into `dir`.
-fn everything_config(dir: &std::path::Path) -> std::path::PathBuf {
-    let config = dir.join("servers.json");
-    let server = codemode_test_support::npm_server("mcp-server-everything");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"everything": {"command": server}}}).to_string(),
-    )
-    .unwrap();
-    config
-}
-
 /// Waits (at most 60 s) until `url`'s MCP servers are connected: an `exec` no longer names
 /// unavailable servers.
 async fn connected(url: &str) {
@@ -309,7 +273,7 @@ async fn sigterm_parks_the_runs_in_flight_into_the_store() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let config = everything_config(dir.path());
+    let config = everything_servers(dir.path());
     let state = redis.url(2);
     let args = ["--state", &state, "--mcp-config", config.to_str().unwrap()];
     let a = Serve::start(&args);

@@ -2,15 +2,12 @@
 //! child's stdio), aggregating two real MCP servers from npm (`server-memory`,
 //! `server-filesystem`, installed by `cargo xtask setup`).
 
-use codemode_test_support::npm_server;
+use codemode_test_support::mcp::{call_tool, exec_json, jsonrpc_response, Accepting, Progress};
+use codemode_test_support::{everything_servers, memory_server, npm_server, servers_file};
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
-
-fn arguments(value: Value) -> serde_json::Map<String, Value> {
-    value.as_object().cloned().unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_exposes_exec_and_wait_and_joins_two_servers() {
@@ -19,17 +16,13 @@ async fn serve_exposes_exec_and_wait_and_joins_two_servers() {
     let notes = root.join("notes");
     std::fs::create_dir(&notes).unwrap();
     std::fs::write(notes.join("todo.txt"), "ship code mode\n").unwrap();
-    let config = root.join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {
-            "memory": {"command": npm_server("mcp-server-memory"),
-                       "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}},
+    let config = servers_file(
+        &root,
+        json!({
+            "memory": memory_server(&root),
             "notes": {"command": npm_server("mcp-server-filesystem"), "args": [notes]}
-        }})
-        .to_string(),
-    )
-    .unwrap();
+        }),
+    );
     let log = root.join("serve.log");
 
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
@@ -66,13 +59,7 @@ return {{files: listing.content[0].text, todo: todo.content[0].text.trim(),
   memory: graph.entities.map((e) => e.name + ": " + e.observations.join(", ")),
   created: remembered.isError ?? false}};"#
     );
-    let result = client
-        .call_tool(
-            CallToolRequestParams::new("exec").with_arguments(arguments(json!({"code": program}))),
-        )
-        .await
-        .unwrap();
-    let result = serde_json::to_value(&result).unwrap();
+    let result = exec_json(&client, &program).await;
     let structured = &result["structuredContent"];
     assert_eq!(structured["status"], "completed", "{result}");
     assert_eq!(
@@ -88,22 +75,17 @@ return {{files: listing.content[0].text, todo: todo.content[0].text.trim(),
     );
 
     // A waiting run parks and `wait` resumes it in the same MCP session.
-    let result = client
-        .call_tool(CallToolRequestParams::new("exec").with_arguments(arguments(
-            json!({"code": "await yield_control(); return (await MCP.notes.listAllowedDirectories({})).content[0].text;"}),
-        )))
-        .await
-        .unwrap();
-    let waiting = serde_json::to_value(&result).unwrap()["structuredContent"].clone();
+    let result = exec_json(
+        &client,
+        "await yield_control(); return (await MCP.notes.listAllowedDirectories({})).content[0].text;",
+    )
+    .await;
+    let waiting = result["structuredContent"].clone();
     assert_eq!(waiting["status"], "waiting", "{waiting}");
-    let result = client
-        .call_tool(
-            CallToolRequestParams::new("wait")
-                .with_arguments(arguments(json!({"runId": waiting["runId"]}))),
-        )
+    let result = call_tool(&client, "wait", json!({"runId": waiting["runId"]}))
         .await
         .unwrap();
-    let done = serde_json::to_value(&result).unwrap()["structuredContent"].clone();
+    let done = result["structuredContent"].clone();
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         done["value"],
@@ -128,14 +110,7 @@ async fn serve_over_streamable_http_on_loopback() {
     use std::io::{BufRead, BufReader};
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"memory": {"command": npm_server("mcp-server-memory"),
-            "env": {"MEMORY_FILE_PATH": dir.path().join("memory.jsonl")}}}})
-        .to_string(),
-    )
-    .unwrap();
+    let config = servers_file(dir.path(), json!({"memory": memory_server(dir.path())}));
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
         .args(["serve", "--http", "127.0.0.1:0", "--mcp-config"])
         .arg(&config)
@@ -319,31 +294,9 @@ impl LegacySession {
                     "params": {"name": tool, "arguments": arguments}}),
             )
             .await;
-        let response = serde_json::from_str::<Value>(&text)
-            .ok()
-            .or_else(|| {
-                text.lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-                    .find(|message| message.get("id") == Some(&json!(2)))
-            })
-            .unwrap_or_else(|| panic!("no response: {text}"));
+        let response = jsonrpc_response(&text, 2).unwrap_or_else(|| panic!("no response: {text}"));
         response["result"]["structuredContent"].clone()
     }
-}
-
-/// The `exec` arguments `{code}` and the call's JSON (`content`, `structuredContent`, …).
-async fn exec_json<H: rmcp::ClientHandler>(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
-    code: &str,
-) -> Value {
-    let result = client
-        .call_tool(
-            CallToolRequestParams::new("exec").with_arguments(arguments(json!({"code": code}))),
-        )
-        .await
-        .unwrap();
-    serde_json::to_value(&result).unwrap()
 }
 
 /// Waits (at most 60 s) until no configured server of `serve` is still connecting. Since issue
@@ -383,25 +336,15 @@ async fn serve_answers_at_once_and_names_unavailable_servers() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let gate = root.join("go");
-    let config = root.join("servers.json");
-    let memory = npm_server("mcp-server-memory");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {
-            "slow": {"command": "sh", "args": ["-c",
-                format!("while [ ! -e '{}' ]; do sleep 0.05; done; exec '{}'", gate.display(), memory.display())],
-                "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}},
+    let config = servers_file(
+        &root,
+        json!({
+            "slow": gated_memory(&root, &gate),
             "dead": {"command": "sh", "args": ["-c", "echo 'cannot start: no licence' >&2; exit 3"]},
             "hung": {"command": "sh", "args": ["-c", "sleep 600"]}
-        }})
-        .to_string(),
-    )
-    .unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
-    command
-        .args(["serve", "--timeout-ms", "20000", "--mcp-config"])
-        .arg(&config)
-        .stderr(std::process::Stdio::null());
+        }),
+    );
+    let command = serve_stdio(&config, &["--timeout-ms", "20000"]);
     // The handshake completes while `slow` cannot have started (its gate is closed).
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
     assert!(!gate.exists());
@@ -561,6 +504,30 @@ async fn serve_child(
     (child, client)
 }
 
+/// [`serve_child`] over one MCP server `name` that runs `sh -c <script>` (the script ends by
+/// running npm's server-memory, its memory file in `root`); checks that `name` is connected.
+#[cfg(unix)]
+async fn serve_sh_server(
+    root: &std::path::Path,
+    name: &str,
+    script: &str,
+) -> (
+    tokio::process::Child,
+    rmcp::service::RunningService<rmcp::RoleClient, ()>,
+) {
+    let server = json!({"command": "sh", "args": ["-c", script],
+        "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}});
+    let config = servers_file(root, json!({ name: server }));
+    let (child, client) = serve_child(&config).await;
+    let up = exec_json(&client, "return Object.keys(MCP);").await;
+    assert_eq!(
+        up["structuredContent"]["value"],
+        json!([name, "$api"]),
+        "{up}"
+    );
+    (child, client)
+}
+
 /// Issue 14 item 5: on SIGTERM or SIGINT, stdio `serve` stops and takes its servers with it:
 /// a child that ignores the end of its stdin (here `exec sleep` after the MCP server) and a
 /// grandchild in its process group are gone afterwards.
@@ -577,21 +544,7 @@ async fn serve_stops_its_servers_on_sigterm_and_sigint() {
             leader.display(),
             npm_server("mcp-server-memory").display()
         );
-        let config = root.join("servers.json");
-        std::fs::write(
-            &config,
-            json!({"mcpServers": {"keep": {"command": "sh", "args": ["-c", script],
-                "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}}}})
-            .to_string(),
-        )
-        .unwrap();
-        let (mut child, client) = serve_child(&config).await;
-        let up = exec_json(&client, "return Object.keys(MCP);").await;
-        assert_eq!(
-            up["structuredContent"]["value"],
-            json!(["keep", "$api"]),
-            "{up}"
-        );
+        let (mut child, client) = serve_sh_server(&root, "keep", &script).await;
         let (leader, grandchild) = (pid_in(&leader).await, pid_in(&grandchild).await);
         assert!(alive(leader) && alive(grandchild));
 
@@ -635,21 +588,7 @@ async fn serve_exits_during_a_reconnect_when_stdin_closes() {
         first = first.display(),
         memory = npm_server("mcp-server-memory").display()
     );
-    let config = root.join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"flaky": {"command": "sh", "args": ["-c", script],
-            "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}}}})
-        .to_string(),
-    )
-    .unwrap();
-    let (mut child, client) = serve_child(&config).await;
-    let up = exec_json(&client, "return Object.keys(MCP);").await;
-    assert_eq!(
-        up["structuredContent"]["value"],
-        json!(["flaky", "$api"]),
-        "{up}"
-    );
+    let (mut child, client) = serve_sh_server(&root, "flaky", &script).await;
     let first = pid_in(&first).await;
     // SAFETY: kill(2) takes plain integers; `first` is the test server, still running.
     assert_eq!(unsafe { libc::kill(first, libc::SIGKILL) }, 0);
@@ -661,9 +600,14 @@ async fn serve_exits_during_a_reconnect_when_stdin_closes() {
     // The next call reconnects; the restarted server never answers `initialize`.
     let peer = client.peer().clone();
     let call = tokio::spawn(async move {
-        peer.call_tool(CallToolRequestParams::new("exec").with_arguments(arguments(
-            json!({"code": "return await MCP.flaky.readGraph({});"}),
-        )))
+        peer.call_tool(
+            CallToolRequestParams::new("exec").with_arguments(
+                json!({"code": "return await MCP.flaky.readGraph({});"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            ),
+        )
         .await
     });
     let hung = pid_in(&hung).await;
@@ -687,54 +631,40 @@ async fn serve_exits_during_a_reconnect_when_stdin_closes() {
     call.abort();
 }
 
-/// `codemode serve` over stdio with npm's server-everything as its one MCP server (config
-/// written into `dir`), stderr discarded.
-fn serve_everything(dir: &std::path::Path) -> tokio::process::Command {
-    let config = dir.join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
-            .to_string(),
-    )
-    .unwrap();
+/// `codemode serve <args> --mcp-config <config>` over stdio, stderr discarded.
+fn serve_stdio(config: &std::path::Path, args: &[&str]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
     command
-        .args(["serve", "--mcp-config"])
-        .arg(&config)
+        .arg("serve")
+        .args(args)
+        .arg("--mcp-config")
+        .arg(config)
         .stderr(std::process::Stdio::null());
     command
 }
 
-/// An upstream MCP client that declares elicitation and accepts with `{"name": "Ada"}`,
-/// recording each message it was asked.
-#[derive(Clone, Default)]
-struct Eliciting(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+/// `codemode serve` over stdio with npm's server-everything as its one MCP server (config
+/// written into `dir`), served to `client` once the server connected ([`settle`]).
+async fn serve_everything_to<H: rmcp::ClientHandler>(
+    dir: &std::path::Path,
+    client: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+    let command = serve_stdio(&everything_servers(dir), &[]);
+    let client = client
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    settle(&client).await;
+    client
+}
 
-impl rmcp::ClientHandler for Eliciting {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::builder()
-                .enable_elicitation()
-                .build(),
-            rmcp::model::Implementation::new("eliciting-test-client", "1"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let request = serde_json::to_value(&request).unwrap();
-        self.0
-            .lock()
-            .unwrap()
-            .push(request["message"].as_str().unwrap_or("").to_string());
-        Ok(
-            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
-                .with_content(json!({"name": "Ada"})),
-        )
-    }
+/// An MCP server entry that runs npm's server-memory (its memory file in `root`) once the file
+/// `gate` exists.
+fn gated_memory(root: &std::path::Path, gate: &std::path::Path) -> Value {
+    json!({"command": "sh", "args": ["-c",
+        format!("while [ ! -e '{}' ]; do sleep 0.05; done; exec '{}'", gate.display(),
+            npm_server("mcp-server-memory").display())],
+        "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}})
 }
 
 /// Issue 14 item 7: in `serve`, a downstream server's `elicitation/create` (server-everything's
@@ -743,37 +673,26 @@ impl rmcp::ClientHandler for Eliciting {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_forwards_elicitation_to_a_client_that_declared_it() {
     let dir = tempfile::tempdir().unwrap();
-    let command = || serve_everything(dir.path());
     let code = "const r = await MCP.everything.triggerElicitationRequest({}); return r.content.map((c) => c.text);";
 
-    let asked = Eliciting::default();
-    let client = asked
-        .clone()
-        .serve(TokioChildProcess::new(command()).unwrap())
-        .await
-        .unwrap();
-    settle(&client).await;
+    let asked = Accepting::new(json!({"name": "Ada"}));
+    let client = serve_everything_to(dir.path(), asked.clone()).await;
     let result = exec_json(&client, code).await;
     let value = &result["structuredContent"]["value"];
-    assert_eq!(
-        value[0], "✅ User provided the requested information!",
-        "{result}"
-    );
+    let accepted = "✅ User provided the requested information!";
+    assert_eq!(value[0], accepted, "{result}");
     assert_eq!(value[1], "User inputs:\n- Name: Ada");
     assert_eq!(
-        *asked.0.lock().unwrap(),
+        asked.asked(),
         ["Please provide inputs for the following fields:"]
     );
     client.cancel().await.unwrap();
 
-    let plain = ().serve(TokioChildProcess::new(command()).unwrap()).await.unwrap();
-    settle(&plain).await;
+    let plain = serve_everything_to(dir.path(), ()).await;
     let result = exec_json(&plain, code).await;
     let value = &result["structuredContent"]["value"];
-    assert_eq!(
-        value[0], "❌ User declined to provide the requested information.",
-        "{result}"
-    );
+    let declined = "❌ User declined to provide the requested information.";
+    assert_eq!(value[0], declined, "{result}");
     let raw: Value = serde_json::from_str(
         value[1]
             .as_str()
@@ -790,26 +709,6 @@ async fn serve_forwards_elicitation_to_a_client_that_declared_it() {
     plain.cancel().await.unwrap();
 }
 
-/// One `notifications/progress`: `(progress, message)`.
-type ProgressStep = (f64, Option<String>);
-
-/// An upstream client recording every `notifications/progress`.
-#[derive(Clone, Default)]
-struct Progress(std::sync::Arc<std::sync::Mutex<Vec<ProgressStep>>>);
-
-impl rmcp::ClientHandler for Progress {
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((params.progress, params.message));
-    }
-}
-
 /// Issue 14 item 7: a downstream server's own progress for a nested `tools/call`
 /// (server-everything's `trigger-long-running-operation`, four steps 0.5 s apart) reaches the
 /// `exec` that made the call, between the run's own `started`/`finished` messages, and none
@@ -819,14 +718,8 @@ impl rmcp::ClientHandler for Progress {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_forwards_downstream_progress_to_the_exec() {
     let dir = tempfile::tempdir().unwrap();
-    let command = serve_everything(dir.path());
     let seen = Progress::default();
-    let client = seen
-        .clone()
-        .serve(TokioChildProcess::new(command).unwrap())
-        .await
-        .unwrap();
-    settle(&client).await;
+    let client = serve_everything_to(dir.path(), seen.clone()).await;
     let code = "const r = await MCP.everything.triggerLongRunningOperation({duration: 2, steps: 4}); return r.content[0].text;";
     let result = exec_json(&client, code).await;
     assert_eq!(
@@ -834,26 +727,17 @@ async fn serve_forwards_downstream_progress_to_the_exec() {
         "Long running operation completed. Duration: 2 seconds, Steps: 4.",
         "{result}"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    // rmcp runs a client's notification handlers as separate tasks, so they may be recorded out
-    // of order; `progress` (1, 2, …) is the order the server sent them in.
-    let mut steps = seen.0.lock().unwrap().clone();
-    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let messages: Vec<&str> = steps.iter().filter_map(|(_, m)| m.as_deref()).collect();
-    let mut expected = vec![
-        "started everything__trigger-long-running-operation",
-        "everything: 1/4",
-        "everything: 2/4",
-        "everything: 3/4",
-    ];
-    if messages.len() == 6 {
-        expected.push("everything: 4/4");
-    }
-    expected.push("finished everything__trigger-long-running-operation");
-    assert_eq!(messages, expected, "{steps:?}");
-    let counts: Vec<f64> = steps.iter().map(|(p, _)| *p).collect();
-    let numbered: Vec<f64> = (1..=expected.len()).map(|n| n as f64).collect();
-    assert_eq!(counts, numbered);
+    seen.assert_steps(
+        &[
+            "started everything__trigger-long-running-operation",
+            "everything: 1/4",
+            "everything: 2/4",
+            "everything: 3/4",
+            "finished everything__trigger-long-running-operation",
+        ],
+        (4, "everything: 4/4"),
+    )
+    .await;
     client.cancel().await.unwrap();
 }
 
@@ -877,23 +761,8 @@ async fn serve_announces_a_late_server_with_list_changed() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let gate = root.join("go");
-    let config = root.join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {
-            "late": {"command": "sh", "args": ["-c",
-                format!("while [ ! -e '{}' ]; do sleep 0.05; done; exec '{}'", gate.display(),
-                    npm_server("mcp-server-memory").display())],
-                "env": {"MEMORY_FILE_PATH": root.join("memory.jsonl")}}
-        }})
-        .to_string(),
-    )
-    .unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
-    command
-        .args(["serve", "--mcp-config"])
-        .arg(&config)
-        .stderr(std::process::Stdio::null());
+    let config = servers_file(&root, json!({"late": gated_memory(&root, &gate)}));
+    let command = serve_stdio(&config, &[]);
     let changed = ListChanged::default();
     let client = changed
         .clone()

@@ -4,27 +4,17 @@
 //! through. Driven by an rmcp client over the child's stdio, against the real npm
 //! `server-everything`.
 
-use codemode_test_support::npm_server;
-use rmcp::model::CallToolRequestParams;
+use codemode_test_support::everything_servers;
+use codemode_test_support::mcp::{call_tool, Accepting, Progress};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
-fn arguments(value: Value) -> serde_json::Map<String, Value> {
-    value.as_object().cloned().unwrap()
-}
-
 /// `codemode serve` over server-everything with `config` as its `--config`, recording its
 /// trajectory in `dir/trajectory.jsonl`.
 fn serve_plain(dir: &std::path::Path, config: Value) -> tokio::process::Command {
-    let servers = dir.join("servers.json");
-    std::fs::write(
-        &servers,
-        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
-            .to_string(),
-    )
-    .unwrap();
+    let servers = everything_servers(dir);
     let config_file = dir.join("config.json");
     std::fs::write(&config_file, config.to_string()).unwrap();
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
@@ -54,59 +44,6 @@ async fn settled_names<H: rmcp::ClientHandler>(
     }
 }
 
-async fn call<H: rmcp::ClientHandler>(
-    client: &RunningService<RoleClient, H>,
-    name: &str,
-    input: Value,
-) -> Result<Value, rmcp::ServiceError> {
-    let result = client
-        .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(arguments(input)))
-        .await?;
-    Ok(serde_json::to_value(&result).unwrap())
-}
-
-/// An upstream MCP client that declares elicitation and accepts every request with `content`,
-/// recording each message it was asked.
-#[derive(Clone)]
-struct Accepting {
-    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    content: Value,
-}
-
-impl rmcp::ClientHandler for Accepting {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::builder()
-                .enable_elicitation()
-                .build(),
-            rmcp::model::Implementation::new("plain-test-client", "1"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let request = serde_json::to_value(&request).unwrap();
-        self.asked
-            .lock()
-            .unwrap()
-            .push(request["message"].as_str().unwrap_or("").to_string());
-        // An approval (codemode's schema asks for a boolean `approve`) is granted; the
-        // downstream server's own question gets `content`.
-        let content = if request["requestedSchema"]["properties"]["approve"].is_object() {
-            json!({"approve": true})
-        } else {
-            self.content.clone()
-        };
-        Ok(
-            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
-                .with_content(content),
-        )
-    }
-}
-
 /// The tools are the server's own under `everything__<tool>` (no `exec`/`wait`, a denied tool
 /// absent and refused as unknown), a call answers the server's result as it is, an approval is
 /// asked of the client by elicitation before the tool runs, a downstream elicitation reaches the
@@ -119,14 +56,12 @@ async fn serve_with_code_mode_off_serves_the_servers_tools_directly() {
         "deny": ["everything__get-tiny-image"],
         "approvals": {"require": ["everything__get-sum"]},
     }});
-    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let client = Accepting {
-        asked: asked.clone(),
-        content: json!({"name": "Ada"}),
-    }
-    .serve(TokioChildProcess::new(serve_plain(dir.path(), config)).unwrap())
-    .await
-    .unwrap();
+    let asked = Accepting::new(json!({"name": "Ada"}));
+    let client = asked
+        .clone()
+        .serve(TokioChildProcess::new(serve_plain(dir.path(), config)).unwrap())
+        .await
+        .unwrap();
     let info = client.peer_info().unwrap();
     assert_eq!(
         info.instructions.as_deref(),
@@ -146,7 +81,7 @@ async fn serve_with_code_mode_off_serves_the_servers_tools_directly() {
         "{names:?}"
     );
 
-    let echoed = call(&client, "everything__echo", json!({"message": "hi"}))
+    let echoed = call_tool(&client, "everything__echo", json!({"message": "hi"}))
         .await
         .unwrap();
     assert_eq!(
@@ -157,7 +92,7 @@ async fn serve_with_code_mode_off_serves_the_servers_tools_directly() {
     assert_ne!(echoed["isError"], json!(true));
 
     // Denied by the policy: not listed, and unknown when called anyway.
-    let denied = call(&client, "everything__get-tiny-image", json!({}))
+    let denied = call_tool(&client, "everything__get-tiny-image", json!({}))
         .await
         .unwrap_err()
         .to_string();
@@ -167,22 +102,17 @@ async fn serve_with_code_mode_off_serves_the_servers_tools_directly() {
     );
 
     // `approvals.require`: the client is asked (by elicitation) and accepts; then it runs.
-    let sum = call(&client, "everything__get-sum", json!({"a": 2, "b": 3}))
+    let sum = call_tool(&client, "everything__get-sum", json!({"a": 2, "b": 3}))
         .await
         .unwrap();
     assert_eq!(
         sum["content"][0]["text"], "The sum of 2 and 3 is 5.",
         "{sum}"
     );
-    assert_eq!(
-        asked.lock().unwrap().len(),
-        1,
-        "{:?}",
-        asked.lock().unwrap()
-    );
+    assert_eq!(asked.asked().len(), 1, "{:?}", asked.asked());
 
     // The downstream server's own elicitation reaches the client too.
-    let elicited = call(
+    let elicited = call_tool(
         &client,
         "everything__trigger-elicitation-request",
         json!({}),
@@ -193,7 +123,7 @@ async fn serve_with_code_mode_off_serves_the_servers_tools_directly() {
         elicited["content"][0]["text"], "✅ User provided the requested information!",
         "{elicited}"
     );
-    assert_eq!(asked.lock().unwrap().len(), 2);
+    assert_eq!(asked.asked().len(), 2);
     client.cancel().await.unwrap();
 
     let trajectory = std::fs::read_to_string(dir.path().join("trajectory.jsonl")).unwrap();
@@ -254,26 +184,6 @@ async fn serve_with_code_mode_on_lists_exec_and_wait() {
     client.cancel().await.unwrap();
 }
 
-/// One `notifications/progress`: `(progress, message)`.
-type ProgressStep = (f64, Option<String>);
-
-/// An upstream client recording every `notifications/progress`.
-#[derive(Clone, Default)]
-struct Progress(std::sync::Arc<std::sync::Mutex<Vec<ProgressStep>>>);
-
-impl rmcp::ClientHandler for Progress {
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((params.progress, params.message));
-    }
-}
-
 /// The downstream server's progress for a call (server-everything's
 /// `trigger-long-running-operation`, four steps 0.5 s apart) reaches the client of that call,
 /// counted from 1. The last step may be overtaken by the answer (rmcp handles notifications on
@@ -294,7 +204,7 @@ async fn serve_with_code_mode_off_passes_downstream_progress_through() {
         .await
         .unwrap();
     settled_names(&client).await;
-    let result = call(
+    let result = call_tool(
         &client,
         "everything__trigger-long-running-operation",
         json!({"duration": 2, "steps": 4}),
@@ -306,17 +216,10 @@ async fn serve_with_code_mode_off_passes_downstream_progress_through() {
         "Long running operation completed. Duration: 2 seconds, Steps: 4.",
         "{result}"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let mut steps = seen.0.lock().unwrap().clone();
-    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let messages: Vec<&str> = steps.iter().filter_map(|(_, m)| m.as_deref()).collect();
-    let mut expected = vec!["everything: 1/4", "everything: 2/4", "everything: 3/4"];
-    if messages.len() == 4 {
-        expected.push("everything: 4/4");
-    }
-    assert_eq!(messages, expected, "{steps:?}");
-    let counts: Vec<f64> = steps.iter().map(|(p, _)| *p).collect();
-    let numbered: Vec<f64> = (1..=expected.len()).map(|n| n as f64).collect();
-    assert_eq!(counts, numbered);
+    seen.assert_steps(
+        &["everything: 1/4", "everything: 2/4", "everything: 3/4"],
+        (3, "everything: 4/4"),
+    )
+    .await;
     client.cancel().await.unwrap();
 }

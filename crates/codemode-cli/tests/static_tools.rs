@@ -25,6 +25,23 @@ fn exec_static(code: &str, extra: &[&str]) -> (i32, Value) {
     common::exec_with_tools(TOOLS, code, extra)
 }
 
+/// Runs [`exec_static`] and checks that it exits 0 with the completed result of `value` and
+/// `output`, after `calls` tool calls.
+fn assert_completed(code: &str, extra: &[&str], value: Value, output: Value, calls: u64) {
+    let (exit, result) = exec_static(code, extra);
+    assert_eq!(exit, 0, "{result}");
+    assert_eq!(
+        result,
+        json!({
+            "status": "completed",
+            "value": value,
+            "output": output,
+            "replaySafe": false,
+            "telemetry": telemetry(calls)
+        })
+    );
+}
+
 /// Telemetry of a run over [`TOOLS`] with `calls` tool calls.
 fn telemetry(calls: u64) -> Value {
     common::core_telemetry(4, calls)
@@ -56,64 +73,48 @@ fn eval_returns_three_with_builtin_tools() {
 
 #[test]
 fn result_tool_returns_its_details() {
-    let (code, result) = exec_static(
+    assert_completed(
         r#"const whole = await tools.call("openclaw:core:fixed", {});
            const value = await tools.fixed({});
            return {whole, value, ids: ALL_TOOLS.map((t) => t.id)};"#,
         &[],
-    );
-    assert_eq!(code, 0);
-    assert_eq!(
-        result,
         json!({
-            "status": "completed",
-            "value": {
-                "whole": {
-                    "tool": {
-                        "id": "openclaw:core:fixed",
-                        "name": "fixed",
-                        "description": "Always the same answer.",
-                        "source": "openclaw",
-                        "sourceName": "core",
-                        "input": "unknown"
-                    },
-                    "result": {
-                        "content": [{"type": "text", "text": "{\"answer\":42}"}],
-                        "details": {"answer": 42}
-                    }
+            "whole": {
+                "tool": {
+                    "id": "openclaw:core:fixed",
+                    "name": "fixed",
+                    "description": "Always the same answer.",
+                    "source": "openclaw",
+                    "sourceName": "core",
+                    "input": "unknown"
                 },
-                "value": {"answer": 42},
-                "ids": [
-                    "openclaw:core:echo",
-                    "openclaw:core:fails",
-                    "openclaw:core:fixed",
-                    "openclaw:core:slow"
-                ]
+                "result": {
+                    "content": [{"type": "text", "text": "{\"answer\":42}"}],
+                    "details": {"answer": 42}
+                }
             },
-            "output": [],
-            "replaySafe": false,
-            "telemetry": telemetry(2)
-        })
+            "value": {"answer": 42},
+            "ids": [
+                "openclaw:core:echo",
+                "openclaw:core:fails",
+                "openclaw:core:fixed",
+                "openclaw:core:slow"
+            ]
+        }),
+        json!([]),
+        2,
     );
 }
 
 #[test]
 fn error_tool_rejects_with_its_message() {
-    let (code, result) = exec_static(
+    assert_completed(
         r#"try { await tools.fails({}); return "resolved"; }
            catch (e) { return [e instanceof Error, e.message]; }"#,
         &[],
-    );
-    assert_eq!(code, 0);
-    assert_eq!(
-        result,
-        json!({
-            "status": "completed",
-            "value": [true, "the service is down"],
-            "output": [],
-            "replaySafe": false,
-            "telemetry": telemetry(1)
-        })
+        json!([true, "the service is down"]),
+        json!([]),
+        1,
     );
 
     let (code, result) = exec_static(r#"await tools.fails({}); return "resolved";"#, &[]);
@@ -125,20 +126,12 @@ fn error_tool_rejects_with_its_message() {
 
 #[test]
 fn echo_tool_returns_its_input() {
-    let (code, result) = exec_static(
+    assert_completed(
         r#"return await tools.echo({a: 1, b: [true, null, "x"], c: undefined});"#,
         &[],
-    );
-    assert_eq!(code, 0);
-    assert_eq!(
-        result,
-        json!({
-            "status": "completed",
-            "value": {"input": {"a": 1, "b": [true, null, "x"]}},
-            "output": [],
-            "replaySafe": false,
-            "telemetry": telemetry(1)
-        })
+        json!({"input": {"a": 1, "b": [true, null, "x"]}}),
+        json!([]),
+        1,
     );
 }
 
@@ -156,22 +149,14 @@ fn delayed_tool_parks_the_run() {
 #[test]
 fn delayed_tool_completes_through_the_wait_loop() {
     let started = Instant::now();
-    let (code, result) = exec_static(
+    assert_completed(
         r#"text("start"); const v = await tools.slow({}); text("end"); return v;"#,
         &["--timeout-ms", "100"],
+        json!("done"),
+        json!([{"type": "text", "text": "start"}, {"type": "text", "text": "end"}]),
+        1,
     );
     assert!(started.elapsed() >= Duration::from_millis(1000));
-    assert_eq!(code, 0);
-    assert_eq!(
-        result,
-        json!({
-            "status": "completed",
-            "value": "done",
-            "output": [{"type": "text", "text": "start"}, {"type": "text", "text": "end"}],
-            "replaySafe": false,
-            "telemetry": telemetry(1)
-        })
-    );
 }
 
 /// Runs `codemode exec --tools FILE -e 'return 1'` on a file with `text`; returns (exit code,

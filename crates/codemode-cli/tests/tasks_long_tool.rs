@@ -16,7 +16,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use codemode_test_support::npm_server;
+use codemode_test_support::everything_servers;
+use codemode_test_support::mcp::request_2026;
 use serde_json::{json, Value};
 
 /// The tool's duration in seconds: `CODEMODE_LONG_TOOL_SECONDS`, default 15.
@@ -31,67 +32,23 @@ fn seconds() -> u64 {
 /// A client host of the 2026-07-28 revision that declares Tasks and counts what it sends.
 struct Host {
     url: String,
-    http: reqwest::Client,
     sent: BTreeMap<String, usize>,
     next_id: u64,
 }
 
 impl Host {
     /// One stateless request (the revision's `_meta` and headers); the JSON-RPC response.
-    async fn request(&mut self, method: &str, mut params: Value) -> Value {
+    async fn request(&mut self, method: &str, params: Value) -> Value {
         *self.sent.entry(method.to_string()).or_default() += 1;
         self.next_id += 1;
-        let id = self.next_id;
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "tasks-proof-host", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {
-                "extensions": {"io.modelcontextprotocol/tasks": {}},
-            },
-        });
-        let name = params
-            .get("name")
-            .or_else(|| params.get("taskId"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let text = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method)
-            .header("mcp-name", name)
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        serde_json::from_str::<Value>(&text)
-            .ok()
-            .or_else(|| {
-                text.lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-                    .find(|message| message.get("id") == Some(&json!(id)))
-            })
-            .unwrap_or_else(|| panic!("no response to {method} {id}: {text}"))
+        let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        request_2026(&self.url, self.next_id, method, params, capabilities).await
     }
 }
 
 /// `codemode serve --http 127.0.0.1:0` over server-everything, its URL once its servers are up.
 async fn serve(dir: &std::path::Path, seconds: u64) -> (tokio::process::Child, String) {
-    let config = dir.join("servers.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"everything": {"command": npm_server("mcp-server-everything")}}})
-            .to_string(),
-    )
-    .unwrap();
+    let config = everything_servers(dir);
     // Runs park after 1 s; a parked run is kept, and the nested call allowed, well past N.
     let host = dir.join("host.json");
     std::fs::write(
@@ -136,7 +93,6 @@ async fn a_run_parked_on_a_long_mcp_tool_costs_the_model_one_exec() {
     let (mut child, url) = serve(dir.path(), n).await;
     let mut settle = Host {
         url: url.clone(),
-        http: reqwest::Client::new(),
         sent: BTreeMap::new(),
         next_id: 0,
     };

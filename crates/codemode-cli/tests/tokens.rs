@@ -3,9 +3,9 @@
 //! with the real o200k and cl100k tokenizers, and one tool's declaration file costing no more
 //! than its direct schema plus 20% (docs/catalog.md, "What code mode saves").
 
-use std::process::Command;
+use std::process::{Command, Output};
 
-use codemode_test_support::npm_server;
+use codemode_test_support::{memory_server, npm_server, servers_file};
 
 /// One parsed server row: (server, tools, direct o200k, direct cl100k, .d.ts o200k, ratio).
 fn row(line: &str) -> (String, usize, usize, usize, usize, f64) {
@@ -29,15 +29,25 @@ fn row(line: &str) -> (String, usize, usize, usize, usize, f64) {
 fn three_servers(dir: &std::path::Path) -> std::path::PathBuf {
     let root = dir.join("files");
     std::fs::create_dir(&root).unwrap();
-    let config = serde_json::json!({"mcpServers": {
-        "everything": {"command": npm_server("mcp-server-everything")},
-        "memory": {"command": npm_server("mcp-server-memory"),
-                   "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}},
-        "filesystem": {"command": npm_server("mcp-server-filesystem"), "args": [root]},
-    }});
-    let file = dir.join("servers.json");
-    std::fs::write(&file, config.to_string()).unwrap();
-    file
+    servers_file(
+        dir,
+        serde_json::json!({
+            "everything": {"command": npm_server("mcp-server-everything")},
+            "memory": memory_server(dir),
+            "filesystem": {"command": npm_server("mcp-server-filesystem"), "args": [root]},
+        }),
+    )
+}
+
+/// Runs `codemode catalog --tokens` over [`three_servers`] in a temporary directory.
+fn tokens_table() -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let file = three_servers(dir.path());
+    Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["catalog", "--tokens", "--mcp-config"])
+        .arg(&file)
+        .output()
+        .unwrap()
 }
 
 /// Issue 28 item 5's bound on one tool's declaration file. Not met: the per-tool block (doc
@@ -46,13 +56,7 @@ fn three_servers(dir: &std::path::Path) -> std::path::PathBuf {
 #[test]
 #[ignore = "one tool's .d.ts is 1.7-2.8x its direct schema at worst; issue 28 item 5 wants <= 1.2x"]
 fn one_tool_declaration_within_a_fifth_of_its_schema() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = three_servers(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["catalog", "--tokens", "--mcp-config"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = tokens_table();
     let stdout = String::from_utf8_lossy(&out.stdout);
     for line in stdout.lines().skip(2).take(3) {
         let (name, .., ratio) = row(line);
@@ -62,13 +66,7 @@ fn one_tool_declaration_within_a_fifth_of_its_schema() {
 
 #[test]
 fn tokens_table_for_the_three_pinned_servers() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = three_servers(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["catalog", "--tokens", "--mcp-config"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = tokens_table();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

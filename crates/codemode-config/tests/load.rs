@@ -105,12 +105,7 @@ fn deeply_nested_config_files_are_an_error_not_a_stack_overflow() {
 #[test]
 fn config_files_go_through_the_checked_path() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("config.json");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = codemode_test_support::files::fifo(dir.path(), "config.json");
     assert_eq!(
         load_config_file(&fifo, None).unwrap_err().to_string(),
         format!(

@@ -2,6 +2,8 @@
 //! docs/contract/examples.md#s10 where it gives them.
 
 mod common;
+#[path = "../../codemode-catalog/tests/support/examples.rs"]
+mod examples;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,6 +15,7 @@ use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_config::{CodeModeConfig, Enabled};
 use codemode_facade::{CodeMode, CodeModeResult, ErrorCode, RunEnv, WaitReason};
 use codemode_runtime::{AbortHandle, Runtime};
+use examples::e26_tool;
 use serde_json::{json, Value};
 
 /// Fixture tools: return `{name, input}` as details (docs/contract/examples.md#fixtures "Fixtures"), after an
@@ -295,7 +298,7 @@ fn files_write() -> Vec<ToolSpec> {
 }
 
 fn github() -> Vec<ToolSpec> {
-    vec![github_spec()]
+    vec![e26_tool()]
 }
 
 /// Every single-`exec` case with exact expectations. docs/contract/examples.md#s10 example numbers in names.
@@ -1359,22 +1362,9 @@ async fn floods_fail_inside_the_guest_with_spec_codes() {
     assert_eq!(value(&h.exec("return 'healthy'").await), &json!("healthy"));
 }
 
-fn github_spec() -> ToolSpec {
-    ToolSpec::mcp_tool("github", "create_issue", "Create a GitHub issue.").with_parameters(json!({
-        "type": "object",
-        "properties": {
-            "owner": {"type": "string", "description": "Repository owner"},
-            "repo": {"type": "string", "description": "Repository 名称"},
-            "title": {"type": "string", "description": "Issue title\nShown in tracker"},
-            "body": {"type": "string", "default": ""}
-        },
-        "required": ["owner", "repo", "title"]
-    }))
-}
-
 #[tokio::test]
 async fn mcp_namespace_e26_e27() {
-    let h = harness_with(json!(true), &[], vec![github_spec()]);
+    let h = harness_with(json!(true), &[], vec![e26_tool()]);
     let r = h
         .exec(
             r#"const r = await MCP.github.createIssue({owner: "openclaw", repo: "openclaw", title: "Ship it"});

@@ -278,6 +278,28 @@ async fn an_approval_granted_after_the_run_parked_completes_it_on_wait() {
     assert!(broker.pending().is_empty());
 }
 
+/// A program that calls `write` and returns `"ran"`, or the message it was rejected with.
+const TRY_WRITE: &str =
+    r#"try { await tools.write({ path: "x" }); return "ran"; } catch (e) { return e.message; }"#;
+
+/// The run of [`TRY_WRITE`] ended in `result` with `write` not approved for `reason`: the tool
+/// never ran and no approval is left pending.
+fn assert_not_approved(
+    h: &Harness,
+    broker: &ApprovalBroker,
+    result: &CodeModeResult,
+    reason: &str,
+) {
+    assert_eq!(
+        value(result),
+        &json!(format!(
+            "Tool \"openclaw:core:write\" was not approved: {reason}"
+        ))
+    );
+    assert!(h.tools.calls().is_empty());
+    assert!(broker.pending().is_empty());
+}
+
 #[tokio::test]
 async fn a_denied_approval_rejects_in_the_guest_and_the_tool_never_runs() {
     let mut h = harness(5000, &[]);
@@ -286,15 +308,8 @@ async fn a_denied_approval_rejects_in_the_guest_and_the_tool_never_runs() {
         Arc::new(FixedApprover(ApprovalDecision::deny())),
     ));
     requiring_writes(&mut h, broker.clone());
-    let r = h
-        .exec(r#"try { await tools.write({ path: "x" }); return "ran"; } catch (e) { return e.message; }"#)
-        .await;
-    assert_eq!(
-        value(&r),
-        &json!("Tool \"openclaw:core:write\" was not approved: denied")
-    );
-    assert!(h.tools.calls().is_empty());
-    assert!(broker.pending().is_empty());
+    let r = h.exec(TRY_WRITE).await;
+    assert_not_approved(&h, &broker, &r, "denied");
 }
 
 #[tokio::test]
@@ -302,9 +317,7 @@ async fn an_approval_outliving_its_ttl_is_denied() {
     let mut h = harness(100, &[]);
     let broker = Arc::new(ApprovalBroker::new(Duration::from_millis(300)));
     requiring_writes(&mut h, broker.clone());
-    let r = h
-        .exec(r#"try { await tools.write({ path: "x" }); return "ran"; } catch (e) { return e.message; }"#)
-        .await;
+    let r = h.exec(TRY_WRITE).await;
     let run_id = r.run_id().expect("waiting").to_string();
     let CodeModeResult::Waiting {
         pending_approvals, ..
@@ -320,12 +333,7 @@ async fn an_approval_outliving_its_ttl_is_denied() {
         }
         last = h.wait(&format!("call_{n}"), &run_id).await;
     }
-    assert_eq!(
-        value(&last),
-        &json!("Tool \"openclaw:core:write\" was not approved: approval expired")
-    );
-    assert!(h.tools.calls().is_empty());
-    assert!(broker.pending().is_empty());
+    assert_not_approved(&h, &broker, &last, "approval expired");
 }
 
 #[tokio::test]
@@ -360,6 +368,18 @@ fn ticking(sink: Arc<MemorySink>) -> Trajectory {
         .with_clock(move || format!("T{}", tick.fetch_add(1, Ordering::Relaxed)))
 }
 
+/// Records `h`'s runs into a new [`MemorySink`] through a [`ticking`] trajectory; the sink.
+fn record_trajectory(h: &mut Harness) -> Arc<MemorySink> {
+    let sink = Arc::new(MemorySink::new());
+    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    sink
+}
+
+/// The type of each event `sink` holds, in order.
+fn event_types(sink: &MemorySink) -> Vec<&'static str> {
+    sink.events().iter().map(|e| e.kind().type_name()).collect()
+}
+
 /// The events as JSON, with `durationMs` and `snapshotBytes` (wall-clock and size dependent)
 /// checked to be numbers and replaced by 0, and the code-mode run id by `cm_RUN`.
 fn normalised(sink: &MemorySink, run_id: &str) -> Vec<Value> {
@@ -383,8 +403,7 @@ fn normalised(sink: &MemorySink, run_id: &str) -> Vec<Value> {
 #[tokio::test]
 async fn the_trajectory_of_a_parallel_run_that_parks_and_resumes_event_by_event() {
     let mut h = harness(500, &[("fast", 20), ("slow", 700)]);
-    let sink = Arc::new(MemorySink::new());
-    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    let sink = record_trajectory(&mut h);
     let code = r#"const long = "x".repeat(10000);
 const [a, b] = await Promise.all([tools.fast({ token: "s3cret", note: long }), tools.slow({})]);
 return { fast: a.input, slow: b.name };"#;
@@ -577,14 +596,8 @@ return await tools.slow({});"#,
 #[tokio::test]
 async fn an_aborted_run_records_run_aborted() {
     let mut h = harness(5000, &[("slow", 5000)]);
-    let sink = Arc::new(MemorySink::new());
-    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
-    let abort = AbortHandle::new();
-    let fire = abort.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        fire.abort();
-    });
+    let sink = record_trajectory(&mut h);
+    let abort = abort_after(200);
     let r =
         h.cm.exec(
             &h.env,
@@ -593,13 +606,8 @@ async fn an_aborted_run_records_run_aborted() {
         )
         .await;
     assert_eq!(r.status(), "failed");
-    let types: Vec<String> = sink
-        .events()
-        .iter()
-        .map(|e| e.kind().type_name().to_string())
-        .collect();
     assert_eq!(
-        types,
+        event_types(&sink),
         [
             "tool_call",
             "nested_tool_call",
@@ -618,8 +626,7 @@ async fn a_parked_run_dropped_after_its_ttl_records_its_timed_out_call_and_run_e
         json!({"enabled": true, "timeoutMs": 100, "snapshotTtlSeconds": 1}),
         &[("slow", 5000)],
     );
-    let sink = Arc::new(MemorySink::new());
-    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    let sink = record_trajectory(&mut h);
     let r = h.exec("return await tools.slow({});").await;
     let run_id = r.run_id().expect("waiting").to_string();
     tokio::time::sleep(Duration::from_millis(1300)).await;
@@ -629,9 +636,8 @@ async fn a_parked_run_dropped_after_its_ttl_records_its_timed_out_call_and_run_e
             .await;
     assert_eq!(gone.status(), "failed");
     // The dispatcher's timeout (the snapshot TTL) fired first: status `timeout`.
-    let types: Vec<&str> = sink.events().iter().map(|e| e.kind().type_name()).collect();
     assert_eq!(
-        types,
+        event_types(&sink),
         [
             "tool_call",
             "nested_tool_call",
@@ -781,9 +787,8 @@ async fn a_failing_after_hook_on_a_waiting_result_drops_the_parked_run() {
         other => panic!("expected failed: {other:?}"),
     }
     assert_eq!(h.cm.parked_runs(), 0);
-    let types: Vec<&str> = sink.events().iter().map(|e| e.kind().type_name()).collect();
     assert_eq!(
-        types,
+        event_types(&sink),
         [
             "tool_call",
             "nested_tool_call",
@@ -818,9 +823,8 @@ fn is_generated(id: &str, prefix: &str) -> bool {
 #[tokio::test]
 async fn without_a_tool_call_id_each_exec_gets_its_own_and_nested_ids_never_collide() {
     let mut h = harness(5000, &[("read", 50)]);
-    let sink = Arc::new(MemorySink::new());
     h.env.parent_tool_call_id = None;
-    h.env = h.env.clone().with_trajectory(ticking(sink.clone()));
+    let sink = record_trajectory(&mut h);
     let code = json!({"code": "return await tools.read({});"});
     let (abort_a, abort_b) = (AbortHandle::new(), AbortHandle::new());
     let (a, b) = tokio::join!(

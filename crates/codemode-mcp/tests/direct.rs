@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_catalog::{Catalog, SearchLimits};
@@ -16,46 +16,10 @@ use codemode_mcp::server::DirectTools;
 use codemode_mcp::source::FixedSource;
 use codemode_mcp::{ClientOptions, CodeModeServer, McpHub, ServeHost};
 use codemode_runtime::Runtime;
-use rmcp::model::{CallToolRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction};
-use rmcp::service::{RequestContext, RunningService};
+use codemode_test_support::mcp::{call_tool, Accepting};
+use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-
-/// An upstream client that declares elicitation, accepts every request with `{"ok": true}` and
-/// records each message it was asked.
-#[derive(Clone, Default)]
-struct Accepting(Arc<Mutex<Vec<String>>>);
-
-impl rmcp::ClientHandler for Accepting {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::builder()
-                .enable_elicitation()
-                .build(),
-            rmcp::model::Implementation::new("direct-test-client", "1"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let request = serde_json::to_value(&request).unwrap();
-        self.0
-            .lock()
-            .unwrap()
-            .push(request["message"].as_str().unwrap_or("").to_string());
-        // An approval (codemode's schema asks for a boolean `approve`) is granted; the test
-        // server's own question gets `{"ok": true}`.
-        let content = if request["requestedSchema"]["properties"]["approve"].is_object() {
-            json!({"approve": true})
-        } else {
-            json!({"ok": true})
-        };
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
-    }
-}
 
 /// The test server as `t`, served with code mode off under `policy`, to a client over an
 /// in-memory duplex.
@@ -84,14 +48,13 @@ async fn serve(
 }
 
 async fn call(client: &RunningService<RoleClient, Accepting>, name: &str, input: Value) -> Value {
-    let params = CallToolRequestParams::new(name.to_string())
-        .with_arguments(input.as_object().cloned().unwrap());
-    serde_json::to_value(client.call_tool(params).await.unwrap()).unwrap()
+    call_tool(client, name, input).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_mode_off_passes_mrtr_tasks_and_approvals_through() {
-    let asked = Accepting::default();
+    // Approvals are granted; the test server's own question gets `{"ok": true}`.
+    let asked = Accepting::new(json!({"ok": true}));
     let (client, hub) = serve(
         json!({"tools": {"deny": ["t__crash"], "approvals": {"require": ["t__echo"]}}}),
         asked.clone(),
@@ -121,7 +84,7 @@ async fn code_mode_off_passes_mrtr_tasks_and_approvals_through() {
         ),
         "{asked_back}"
     );
-    assert_eq!(*asked.0.lock().unwrap(), ["Proceed?"]);
+    assert_eq!(asked.asked(), ["Proceed?"]);
 
     // A downstream task is followed to its result.
     let task = call(&client, "t__task_slow", json!({"ms": 300})).await;
@@ -135,7 +98,7 @@ async fn code_mode_off_passes_mrtr_tasks_and_approvals_through() {
         json!({"echo": "hi"}),
         "{echoed}"
     );
-    assert_eq!(asked.0.lock().unwrap().len(), 2);
+    assert_eq!(asked.asked().len(), 2);
 
     // A tool-level error stays the server's.
     let failed = call(&client, "t__fail", json!({})).await;

@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use codemode_mcp::elicit::approval_schema;
 use codemode_mcp::mrtr::INVALID_REQUEST_STATE;
+use codemode_test_support::mcp::request_2026;
 use serde_json::{json, Value};
 
-use common::serve::{
-    assert_write_approved_deploy_declined, python_report, request_2026, HttpFixture,
-};
+use common::serve::{assert_write_approved_deploy_declined, python_report, HttpFixture};
 
 /// A server over `read` (no approval), `write` and `deploy` (approval required), whose runs
 /// park after 300 ms, served over streamable HTTP on a loopback port.

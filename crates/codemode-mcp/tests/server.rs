@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{namespace_prompt, Catalog, SearchLimits, ToolSpec};
-use codemode_facade::{exec_tool, wait_tool, CodeMode, RunEnv};
+use codemode_facade::{exec_tool, wait_tool, CodeMode, RunEnv, ToolDefinition};
 use codemode_mcp::server::{disabled_result, ServeError, SERVER_INSTRUCTIONS, SERVER_NAME};
 use codemode_mcp::{CodeModeServer, EnvSource};
 use codemode_runtime::Runtime;
@@ -133,6 +133,27 @@ async fn connect(server: &CodeModeServer) -> (Client, JoinHandle<Result<(), Serv
     (client, serving)
 }
 
+/// `wait` on `run_id` from `client`, a session that did not start the run, is refused, and the
+/// run stays parked in `f`.
+async fn assert_refused_as_another_sessions(f: &Fixture, client: &Client, run_id: &str) {
+    let refused = wait(client, run_id).await;
+    assert_eq!(refused["status"], "failed");
+    assert_eq!(refused["code"], "invalid_input");
+    assert_eq!(
+        refused["error"],
+        "code mode run belongs to a different session."
+    );
+    assert_eq!(f.code_mode.parked_runs(), 1, "the refusal keeps the run");
+}
+
+/// The default [`fixture`] with one client connected over an in-memory duplex (the serving
+/// task ends with the session).
+async fn connected() -> (Fixture, Client, JoinHandle<Result<(), ServeError>>) {
+    let f = fixture();
+    let (client, serving) = connect(&f.server).await;
+    (f, client, serving)
+}
+
 fn params(name: &str, args: Value) -> CallToolRequestParams {
     let params = CallToolRequestParams::new(name.to_string());
     match args {
@@ -182,10 +203,33 @@ async fn wait(client: &Client, run_id: &str) -> Value {
     structured(&call(client, "wait", json!({"runId": run_id})).await)
 }
 
+/// `result` is a `waiting` result for `reason` whose one pending call is the bridge request
+/// `id` (`bridge:<method>:<n>`).
+fn assert_waiting(result: &Value, reason: &str, id: &str) {
+    assert_eq!(result["status"], "waiting", "{result}");
+    assert_eq!(result["reason"], reason);
+    let method = id.split(':').nth(1).unwrap();
+    assert_eq!(
+        result["pendingToolCalls"],
+        json!([{"id": id, "method": method}])
+    );
+}
+
+/// The tool `served` lists is `definition`: the same description and input schema.
+fn assert_served_as(served: &rmcp::model::Tool, definition: &ToolDefinition) {
+    assert_eq!(
+        served.description.as_deref(),
+        Some(definition.description.as_str())
+    );
+    assert_eq!(
+        Value::Object((*served.input_schema).clone()),
+        definition.parameters
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_exactly_exec_and_wait_with_the_spec_definitions() {
-    let f = fixture();
-    let (client, _serving) = connect(&f.server).await;
+    let (f, client, _serving) = connected().await;
 
     let info = client.peer_info().expect("server info");
     let implementation = info.server_info.as_ref().expect("serverInfo");
@@ -200,24 +244,9 @@ async fn lists_exactly_exec_and_wait_with_the_spec_definitions() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["exec", "wait"]);
     let exec = exec_tool(Some(&f.catalog), None);
-    assert_eq!(
-        tools[0].description.as_deref(),
-        Some(exec.description.as_str())
-    );
-    assert_eq!(
-        Value::Object((*tools[0].input_schema).clone()),
-        exec.parameters
-    );
+    assert_served_as(&tools[0], &exec);
     assert!(exec.description.contains("\"openclaw:core:echo\""));
-    let wait = wait_tool();
-    assert_eq!(
-        tools[1].description.as_deref(),
-        Some(wait.description.as_str())
-    );
-    assert_eq!(
-        Value::Object((*tools[1].input_schema).clone()),
-        wait.parameters
-    );
+    assert_served_as(&tools[1], &wait_tool());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -233,17 +262,13 @@ async fn exec_description_carries_the_mcp_namespace_prompt() {
     let tools = client.list_all_tools().await.unwrap();
     let prompt = namespace_prompt(&f.catalog).expect("MCP prompt");
     let exec = exec_tool(Some(&f.catalog), Some(&prompt));
-    assert_eq!(
-        tools[0].description.as_deref(),
-        Some(exec.description.as_str())
-    );
+    assert_served_as(&tools[0], &exec);
     assert!(exec.description.contains("visible servers: github"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_completes_with_the_result_as_structured_content() {
-    let f = fixture();
-    let (client, _serving) = connect(&f.server).await;
+    let (_f, client, _serving) = connected().await;
     let answer = call(&client, "exec", json!({"code": "return 1 + 1"})).await;
     let result = structured(&answer);
     assert_eq!(
@@ -264,8 +289,7 @@ async fn exec_completes_with_the_result_as_structured_content() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_calls_catalog_tools() {
-    let f = fixture();
-    let (client, _serving) = connect(&f.server).await;
+    let (_f, client, _serving) = connected().await;
     let answer = call(
         &client,
         "exec",
@@ -281,8 +305,7 @@ async fn exec_calls_catalog_tools() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_program_is_an_error_result() {
-    let f = fixture();
-    let (client, _serving) = connect(&f.server).await;
+    let (_f, client, _serving) = connected().await;
     let result = exec(&client, "text(\"before\"); throw new Error(\"boom\");").await;
     assert_eq!(result["status"], "failed");
     assert_eq!(result["code"], "internal_error");
@@ -298,8 +321,7 @@ async fn a_failing_program_is_an_error_result() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_arguments_get_the_facade_messages() {
-    let f = fixture();
-    let (client, _serving) = connect(&f.server).await;
+    let (_f, client, _serving) = connected().await;
     for (tool, args, message) in [
         (
             "exec",
@@ -333,8 +355,7 @@ async fn bad_arguments_get_the_facade_messages() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_tool_is_a_protocol_error() {
-    let f = fixture();
-    let (client, _serving) = connect(&f.server).await;
+    let (_f, client, _serving) = connected().await;
     match client.call_tool(params("echo", json!({}))).await {
         Err(ServiceError::McpError(e)) => {
             assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
@@ -346,19 +367,13 @@ async fn an_unknown_tool_is_a_protocol_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_yielded_run_resumes_with_wait() {
-    let f = fixture();
-    let (client, _serving) = connect(&f.server).await;
+    let (f, client, _serving) = connected().await;
     let first = exec(
         &client,
         "text(\"before\"); await yield_control(\"pause\"); text(\"after\"); return \"done\";",
     )
     .await;
-    assert_eq!(first["status"], "waiting", "{first}");
-    assert_eq!(first["reason"], "yield");
-    assert_eq!(
-        first["pendingToolCalls"],
-        json!([{"id": "bridge:yield:1", "method": "yield"}])
-    );
+    assert_waiting(&first, "yield", "bridge:yield:1");
     assert_eq!(first["output"], json!([{"type": "text", "text": "before"}]));
     let run_id = first["runId"].as_str().unwrap();
     assert!(run_id.starts_with("cm_"));
@@ -380,12 +395,7 @@ async fn a_run_waiting_for_a_slow_tool_resumes_with_wait() {
         "const r = await tools.callValue('openclaw:core:slow', {n: 7}); return r.n * 6;",
     )
     .await;
-    assert_eq!(result["status"], "waiting", "{result}");
-    assert_eq!(result["reason"], "pending_tools");
-    assert_eq!(
-        result["pendingToolCalls"],
-        json!([{"id": "bridge:callValue:1", "method": "callValue"}])
-    );
+    assert_waiting(&result, "pending_tools", "bridge:callValue:1");
     let run_id = result["runId"].as_str().unwrap().to_string();
     for _ in 0..50 {
         if result["status"] != "waiting" {
@@ -407,14 +417,7 @@ async fn another_session_cannot_wait_on_a_run() {
     assert_eq!(first["status"], "waiting", "{first}");
     let run_id = first["runId"].as_str().unwrap();
 
-    let refused = wait(&other, run_id).await;
-    assert_eq!(refused["status"], "failed");
-    assert_eq!(refused["code"], "invalid_input");
-    assert_eq!(
-        refused["error"],
-        "code mode run belongs to a different session."
-    );
-    assert_eq!(f.code_mode.parked_runs(), 1, "the refusal keeps the run");
+    assert_refused_as_another_sessions(&f, &other, run_id).await;
 
     let done = wait(&owner, run_id).await;
     assert_eq!(done["status"], "completed", "{done}");
@@ -534,32 +537,11 @@ async fn a_sessions_parked_runs_are_dropped_when_it_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_sessions_parked_runs_are_dropped_when_the_client_closes() {
     let f = fixture();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let serving = tokio::spawn(f.server.clone().serve_http(listener, shutdown.clone()));
-    let client = ()
-        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-            url,
-        ))
-        .await
-        .expect("client handshake");
+    let (url, shutdown, serving) = serve_http(&f).await;
+    let client = connect_http(&url).await;
     let first = exec(&client, "await yield_control(); return 1;").await;
     assert_eq!(first["status"], "waiting", "{first}");
-    assert_eq!(f.code_mode.parked_runs(), 1);
-
-    client.cancel().await.unwrap();
-    let mut left = f.code_mode.parked_runs();
-    for _ in 0..100 {
-        if left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        left = f.code_mode.parked_runs();
-    }
-    assert_eq!(left, 0, "the deleted HTTP session's run is dropped");
-    shutdown.cancel();
-    serving.await.unwrap().unwrap();
+    assert_close_drops_the_run(&f, client, shutdown, serving).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -572,6 +554,45 @@ async fn a_transport_closed_before_the_handshake_is_an_error() {
         matches!(served, Err(ServeError::Initialize(_))),
         "{served:?}"
     );
+}
+
+/// The runs `f` keeps parked once none is left, waiting at most 5 s for that (a run dropped
+/// with its session goes on a task of its own).
+async fn parked_runs_once_dropped(f: &Fixture) -> usize {
+    let mut left = f.code_mode.parked_runs();
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = f.code_mode.parked_runs();
+    }
+    left
+}
+
+/// rmcp's streamable HTTP client (a session) connected to `url`.
+async fn connect_http(url: &str) -> Client {
+    ().serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+        url.to_string(),
+    ))
+    .await
+    .expect("client handshake")
+}
+
+/// With one run parked in `f` by `client`'s HTTP session: closing `client` (rmcp's client
+/// deletes the session) drops the run, and the server then stops cleanly.
+async fn assert_close_drops_the_run(
+    f: &Fixture,
+    client: Client,
+    shutdown: tokio_util::sync::CancellationToken,
+    serving: JoinHandle<Result<(), ServeError>>,
+) {
+    assert_eq!(f.code_mode.parked_runs(), 1);
+    client.cancel().await.unwrap();
+    let left = parked_runs_once_dropped(f).await;
+    assert_eq!(left, 0, "the deleted session's run is dropped");
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
 }
 
 /// Serves `f` over streamable HTTP on a loopback port: (URL, shutdown, serving task).
@@ -642,12 +663,7 @@ async fn a_stateless_http_client_resumes_its_run_with_wait() {
     assert_eq!(results[0]["tool"], "exec");
     assert_eq!(results[0]["protocol"], "2026-07-28");
     let first = &results[0]["structured"];
-    assert_eq!(first["status"], "waiting", "{first}");
-    assert_eq!(first["reason"], "yield");
-    assert_eq!(
-        first["pendingToolCalls"],
-        json!([{"id": "bridge:yield:1", "method": "yield"}])
-    );
+    assert_waiting(first, "yield", "bridge:yield:1");
     assert_eq!(first["output"], json!([{"type": "text", "text": "before"}]));
     assert_eq!(results[0]["isError"], false);
     let second = &results[1]["structured"];
@@ -705,34 +721,15 @@ async fn stateless_runs_are_out_of_a_sessions_reach_and_expire() {
             .to_string()
     };
     assert_eq!(f.code_mode.parked_runs(), 1);
-    let stateful = ()
-        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-            url.clone(),
-        ))
-        .await
-        .expect("client handshake");
-    let refused = wait(&stateful, &stateless_run).await;
-    assert_eq!(refused["status"], "failed");
-    assert_eq!(refused["code"], "invalid_input");
-    assert_eq!(
-        refused["error"],
-        "code mode run belongs to a different session."
-    );
-    assert_eq!(f.code_mode.parked_runs(), 1, "the refusal keeps the run");
+    let stateful = connect_http(&url).await;
+    assert_refused_as_another_sessions(&f, &stateful, &stateless_run).await;
     // Ending the stateful session leaves the stateless run alone; shutting down drops it.
     stateful.cancel().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(f.code_mode.parked_runs(), 1);
     shutdown.cancel();
     serving.await.unwrap().unwrap();
-    let mut left = f.code_mode.parked_runs();
-    for _ in 0..100 {
-        if left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        left = f.code_mode.parked_runs();
-    }
+    let left = parked_runs_once_dropped(&f).await;
     assert_eq!(left, 0, "the server's end drops the stateless runs");
 }
 
@@ -841,12 +838,7 @@ async fn http_validates_origin_and_answers_delete_with_204() {
     }
 
     // A real session parks a run; deleting the session answers 204 and drops the run.
-    let client = ()
-        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-            url.clone(),
-        ))
-        .await
-        .expect("client handshake");
+    let client = connect_http(&url).await;
     let parked = exec(&client, "await yield_control(); return 1;").await;
     assert_eq!(parked["status"], "waiting", "{parked}");
     let (status, headers) = post(None).await;
@@ -870,20 +862,8 @@ async fn http_validates_origin_and_answers_delete_with_204() {
     )
     .await;
     assert_eq!(status, 403, "DELETE checks the Origin too");
-    assert_eq!(f.code_mode.parked_runs(), 1);
     // rmcp's client closes with DELETE as well, and takes the 204.
-    client.cancel().await.unwrap();
-    let mut left = f.code_mode.parked_runs();
-    for _ in 0..100 {
-        if left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        left = f.code_mode.parked_runs();
-    }
-    assert_eq!(left, 0, "the deleted session's run is dropped");
-    shutdown.cancel();
-    serving.await.unwrap().unwrap();
+    assert_close_drops_the_run(&f, client, shutdown, serving).await;
 }
 
 /// A client that records every `notifications/progress` as `(token, progress, message)`.
@@ -958,12 +938,7 @@ async fn stopping_http_answers_calls_in_flight_with_an_error() {
     use codemode_mcp::drain::{SHUTDOWN_DRAIN, SHUTTING_DOWN};
     let f = fixture();
     let (url, shutdown, serving) = serve_http(&f).await;
-    let client = ()
-        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-            url,
-        ))
-        .await
-        .expect("client handshake");
+    let client = connect_http(&url).await;
     let peer = client.peer().clone();
     let running = tokio::spawn(async move {
         peer.call_tool(params("exec", json!({"code": "while (true) {}"})))

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use common::serve::{request_2026, HttpFixture};
+use codemode_test_support::mcp::request_2026;
+use common::serve::HttpFixture;
 
 /// Tools `slow` (3 s), `hang` (never answers) and `write` (approval required); runs park after
 /// 300 ms.
@@ -41,6 +42,15 @@ async fn exec(url: &str, code: &str) -> Value {
         json!({"name": "exec", "arguments": {"code": code}}),
     )
     .await
+}
+
+/// Sends `exec` of `code` and returns the id of the task it created.
+async fn exec_task(url: &str, code: &str) -> String {
+    let created = exec(url, code).await;
+    created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string()
 }
 
 /// Polls `tasks/get` as a client host does (every `pollIntervalMs`) until the task leaves
@@ -110,11 +120,7 @@ async fn a_run_parked_on_a_long_tool_costs_one_exec() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_approval_is_answered_by_tasks_update() {
     let f = fixture().await;
-    let created = exec(&f.url, "return await tools.write({path: 'a'});").await;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{created}"))
-        .to_string();
+    let id = exec_task(&f.url, "return await tools.write({path: 'a'});").await;
     let (asking, _) = poll_while(&f.url, &id, &["working"]).await;
     assert_eq!(asking["status"], "input_required", "{asking}");
     let requests = asking["inputRequests"].as_object().unwrap();
@@ -159,11 +165,7 @@ async fn a_tasks_approval_is_answered_by_tasks_update() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_cancel_aborts_the_run_and_its_calls() {
     let f = fixture().await;
-    let created = exec(&f.url, "return await tools.hang({});").await;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{created}"))
-        .to_string();
+    let id = exec_task(&f.url, "return await tools.hang({});").await;
     let ack = request(&f.url, 60, "tasks/cancel", json!({"taskId": id})).await;
     assert!(ack.get("error").is_none(), "{ack}");
     let got = request(&f.url, 61, "tasks/get", json!({"taskId": id})).await;

@@ -3,34 +3,22 @@
 //! state (the `Math.random` seed, the heap limit, the deadline) is still set per run, and the
 //! module cache stores the pre-initialised module once and reuses it without running wizer.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_bridge::{Delivery, GuestReport, GuestState};
-use codemode_runtime::{
-    AbortHandle, FreshVm, GuestSetup, LegBudget, Runtime, RuntimeOptions, VmError, VmLimits,
-};
+use codemode_bridge::{GuestReport, GuestState};
+use codemode_runtime::{FreshVm, GuestSetup, Runtime, RuntimeOptions, VmError, VmLimits};
+use common::{budget, deliver, start_on, value};
 use serde_json::json;
 
 const WAYS: [FreshVm; 3] = [FreshVm::PreInit, FreshVm::Image, FreshVm::Init];
 
-fn budget(ms: u64) -> LegBudget {
-    LegBudget::new(Duration::from_millis(ms), AbortHandle::new())
-}
-
 fn start(rt: &Arc<Runtime>, how: FreshVm, code: &str, limits: &VmLimits) -> GuestReport {
-    let mut vm = rt.fresh_vm_with(limits, how).expect("vm");
-    vm.start(code, r#"{"tools":[]}"#, limits, &budget(5000))
-        .expect("report")
-}
-
-fn value(report: GuestReport) -> serde_json::Value {
-    match report.state {
-        GuestState::Completed { value } => value,
-        other => panic!("expected completed, got {other:?}"),
-    }
+    start_on(rt, how, code, limits).1
 }
 
 /// The `.cwasm` files in `dir`, by name.
@@ -93,28 +81,17 @@ fn the_three_ways_give_the_same_guest() {
     }
     // A bridge request and its delivery, each way.
     for how in WAYS {
-        let mut vm = rt.fresh_vm_with(&limits, how).unwrap();
-        let r = vm
-            .start(
-                "const v = await tools.call('x', {a: 1}); return v + 1;",
-                r#"{"tools":[]}"#,
-                &limits,
-                &budget(5000),
-            )
-            .unwrap();
+        let (mut vm, r) = start_on(
+            &rt,
+            how,
+            "const v = await tools.call('x', {a: 1}); return v + 1;",
+            &limits,
+        );
         assert_eq!(r.state, GuestState::Pending, "{how:?}");
         assert_eq!(r.requests.len(), 1, "{how:?}");
         assert_eq!(r.requests[0].id, "bridge:call:1", "{how:?}");
         assert_eq!(r.requests[0].args, json!({"id": "x", "input": {"a": 1}}));
-        let r = vm
-            .deliver(
-                &Delivery {
-                    id: "bridge:call:1".into(),
-                    outcome: Ok(json!(41)),
-                },
-                &budget(5000),
-            )
-            .unwrap();
+        let r = deliver(&mut vm, "bridge:call:1", Ok(json!(41))).unwrap();
         assert_eq!(
             r.state,
             GuestState::Completed { value: json!(42) },
@@ -238,15 +215,7 @@ fn snapshots_of_the_preinitialised_guest_restore() {
     let snapshot = vm.snapshot().unwrap();
     for answer in [1, 2] {
         let mut restored = rt.restore(&snapshot, &limits).unwrap();
-        let r = restored
-            .deliver(
-                &Delivery {
-                    id: "bridge:call:1".into(),
-                    outcome: Ok(json!(answer)),
-                },
-                &budget(5000),
-            )
-            .unwrap();
+        let r = deliver(&mut restored, "bridge:call:1", Ok(json!(answer))).unwrap();
         assert_eq!(
             r.state,
             GuestState::Completed {

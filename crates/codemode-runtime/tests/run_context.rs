@@ -3,20 +3,12 @@
 //! catalog globals, a restored VM reads it again after `Vm::set_context`, and without one the
 //! touching access fails with a clear error instead of seeing an empty catalog.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use codemode_bridge::{Delivery, GuestReport, GuestState, RunContext};
-use codemode_runtime::{AbortHandle, LegBudget, Runtime, VmLimits};
-use serde_json::{json, Value};
-
-fn runtime() -> Arc<Runtime> {
-    Runtime::global().expect("runtime")
-}
-
-fn budget() -> LegBudget {
-    LegBudget::new(Duration::from_millis(5000), AbortHandle::new())
-}
+use codemode_bridge::{Delivery, GuestState, RunContext};
+use codemode_runtime::VmLimits;
+use common::{budget, runtime, value};
+use serde_json::json;
 
 /// Two tools (`echo`, and `dup` twice) and one MCP path.
 const CONTEXT: &str = r#"{"tools":[{"id":"openclaw:core:echo","name":"echo"},
@@ -26,13 +18,6 @@ const CONTEXT: &str = r#"{"tools":[{"id":"openclaw:core:echo","name":"echo"},
 
 fn lazy() -> RunContext {
     RunContext::from_json(CONTEXT).unwrap()
-}
-
-fn value(report: GuestReport) -> Value {
-    match report.state {
-        GuestState::Completed { value } => value,
-        other => panic!("expected completed, got {other:?}"),
-    }
 }
 
 const PROBE: &str = r#"return [Object.keys(tools), ALL_TOOLS.map((t) => t.id), Object.keys(MCP.srv),
@@ -52,12 +37,12 @@ fn a_lazy_context_gives_the_same_globals_as_the_eager_one() {
     ]);
     let mut vm = rt.fresh_vm(&limits).unwrap();
     assert_eq!(
-        value(vm.start(PROBE, lazy(), &limits, &budget()).unwrap()),
+        value(vm.start(PROBE, lazy(), &limits, &budget(5000)).unwrap()),
         expected
     );
     let mut vm = rt.fresh_vm(&limits).unwrap();
     assert_eq!(
-        value(vm.start(PROBE, CONTEXT, &limits, &budget()).unwrap()),
+        value(vm.start(PROBE, CONTEXT, &limits, &budget(5000)).unwrap()),
         expected
     );
 }
@@ -72,7 +57,7 @@ fn a_convenience_call_asks_only_for_its_name() {
             "return await tools.echo({a: 1})",
             lazy(),
             &limits,
-            &budget(),
+            &budget(5000),
         )
         .unwrap();
     assert_eq!(report.state, GuestState::Pending);
@@ -91,7 +76,7 @@ fn a_restored_vm_reads_the_context_it_is_given_again() {
     let limits = VmLimits::default();
     let mut vm = rt.fresh_vm(&limits).unwrap();
     let code = "await yield_control(); return [Object.keys(tools).length, ALL_TOOLS.length];";
-    let report = vm.start(code, lazy(), &limits, &budget()).unwrap();
+    let report = vm.start(code, lazy(), &limits, &budget(5000)).unwrap();
     assert_eq!(report.state, GuestState::Pending);
     let snapshot = vm.snapshot().unwrap();
     drop(vm);
@@ -103,13 +88,13 @@ fn a_restored_vm_reads_the_context_it_is_given_again() {
     let mut restored = rt.restore(&snapshot, &limits).unwrap();
     restored.set_context(lazy());
     assert_eq!(
-        value(restored.deliver(&resume, &budget()).unwrap()),
+        value(restored.deliver(&resume, &budget(5000)).unwrap()),
         json!([5, 3])
     );
 
     // Without the context, the first touch fails the run with a clear error.
     let mut bare = rt.restore(&snapshot, &limits).unwrap();
-    match bare.deliver(&resume, &budget()).unwrap().state {
+    match bare.deliver(&resume, &budget(5000)).unwrap().state {
         GuestState::Failed { error } => assert_eq!(
             error.lines().next().unwrap(),
             "Error: code mode run context is unavailable"

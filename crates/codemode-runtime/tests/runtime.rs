@@ -1,19 +1,13 @@
 //! Runtime-level tests: the guest ABI, limits, snapshots. Exact values throughout.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use codemode_bridge::{BridgeMethod, Delivery, GuestReport, GuestState, OutputItem};
 use codemode_runtime::{AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
+use common::{budget, deliver, runtime, start_on};
 use serde_json::json;
-
-fn runtime() -> Arc<Runtime> {
-    Runtime::global().expect("runtime")
-}
-
-fn budget(ms: u64) -> LegBudget {
-    LegBudget::new(Duration::from_millis(ms), AbortHandle::new())
-}
 
 fn start(code: &str) -> (Vm, Result<GuestReport, VmError>) {
     let rt = runtime();
@@ -283,26 +277,10 @@ fn bridge_requests_deliveries_and_output() {
         ]
     );
     // Deliver out of order.
-    let r = vm
-        .deliver(
-            &Delivery {
-                id: "bridge:callValue:2".into(),
-                outcome: Ok(json!(20)),
-            },
-            &budget(5000),
-        )
-        .unwrap();
+    let r = deliver(&mut vm, "bridge:callValue:2", Ok(json!(20))).unwrap();
     assert_eq!(r.state, GuestState::Pending);
     assert_eq!(r.outstanding, 1);
-    let r = vm
-        .deliver(
-            &Delivery {
-                id: "bridge:callValue:1".into(),
-                outcome: Ok(json!(1)),
-            },
-            &budget(5000),
-        )
-        .unwrap();
+    let r = deliver(&mut vm, "bridge:callValue:1", Ok(json!(1))).unwrap();
     assert_eq!(r.state, GuestState::Completed { value: json!(21) });
     assert_eq!(
         r.output,
@@ -311,31 +289,17 @@ fn bridge_requests_deliveries_and_output() {
         }]
     );
     assert_eq!(
-        vm.deliver(
-            &Delivery {
-                id: "bridge:callValue:1".into(),
-                outcome: Ok(json!(1))
-            },
-            &budget(5000)
-        ),
+        deliver(&mut vm, "bridge:callValue:1", Ok(json!(1))),
         Err(VmError::UnknownRequest("bridge:callValue:1".into()))
     );
 }
 
 #[test]
 fn snapshot_restores_twice_with_different_answers() {
-    let rt = runtime();
-    let limits = VmLimits::default();
-    let mut vm = rt.fresh_vm(&limits).unwrap();
-    let r = vm
-        .start(
-            "const before = 'kept'; try { const v = await tools.call('x', {}); return [before, v]; } catch (e) { return [before, e.message]; }",
-            r#"{"tools":[]}"#,
-            &limits,
-            &budget(5000),
-        )
-        .unwrap();
-    assert_eq!(r.state, GuestState::Pending);
+    let (mut vm, r) = start(
+        "const before = 'kept'; try { const v = await tools.call('x', {}); return [before, v]; } catch (e) { return [before, e.message]; }",
+    );
+    assert_eq!(r.unwrap().state, GuestState::Pending);
     let snap = vm.snapshot().unwrap();
     drop(vm);
     let bytes = snap.to_bytes();
@@ -343,16 +307,9 @@ fn snapshot_restores_twice_with_different_answers() {
     let snap = Snapshot::from_bytes(&bytes).unwrap();
     assert_eq!(snap.pending().len(), 1);
 
+    let (rt, limits) = (runtime(), VmLimits::default());
     let mut a = rt.restore(&snap, &limits).unwrap();
-    let ra = a
-        .deliver(
-            &Delivery {
-                id: "bridge:call:1".into(),
-                outcome: Ok(json!({"n": 1})),
-            },
-            &budget(5000),
-        )
-        .unwrap();
+    let ra = deliver(&mut a, "bridge:call:1", Ok(json!({"n": 1}))).unwrap();
     assert_eq!(
         ra.state,
         GuestState::Completed {
@@ -361,15 +318,7 @@ fn snapshot_restores_twice_with_different_answers() {
     );
 
     let mut b = rt.restore(&snap, &limits).unwrap();
-    let rb = b
-        .deliver(
-            &Delivery {
-                id: "bridge:call:1".into(),
-                outcome: Err("fast failure".into()),
-            },
-            &budget(5000),
-        )
-        .unwrap();
+    let rb = deliver(&mut b, "bridge:call:1", Err("fast failure".into())).unwrap();
     assert_eq!(
         rb.state,
         GuestState::Completed {
@@ -404,15 +353,8 @@ fn image_and_init_give_the_same_guest() {
         codemode_runtime::FreshVm::Image,
         codemode_runtime::FreshVm::Init,
     ] {
-        let mut vm = rt.fresh_vm_with(&limits, how).unwrap();
-        let r = vm
-            .start(
-                "return [1, typeof tools, typeof ALL_TOOLS, typeof __cm]",
-                r#"{"tools":[]}"#,
-                &limits,
-                &budget(5000),
-            )
-            .unwrap();
+        let code = "return [1, typeof tools, typeof ALL_TOOLS, typeof __cm]";
+        let r = start_on(&rt, how, code, &limits).1;
         assert_eq!(
             r.state,
             GuestState::Completed {

@@ -227,12 +227,7 @@ async fn dir_backend_refuses_unsafe_directories_and_files() {
         .await
         .unwrap();
     std::os::unix::fs::symlink(real.join("cm_ok.cmrun"), real.join("cm_link.cmrun")).unwrap();
-    let fifo = real.join("cm_fifo.cmrun");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = codemode_test_support::files::fifo(&real, "cm_fifo.cmrun");
     std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::copy(real.join("cm_ok.cmrun"), real.join("cm_open.cmrun")).unwrap();
     std::fs::set_permissions(

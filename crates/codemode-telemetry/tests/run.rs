@@ -500,12 +500,7 @@ fn a_trajectory_file_another_user_owns_is_refused_and_untouched() {
 #[test]
 fn a_fifo_trajectory_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.jsonl");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&path)
-        .status()
-        .unwrap()
-        .success());
+    let path = codemode_test_support::files::fifo(dir.path(), "t.jsonl");
     let (tx, rx) = std::sync::mpsc::channel();
     let opening = path.clone();
     std::thread::spawn(move || {

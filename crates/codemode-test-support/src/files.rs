@@ -1,4 +1,5 @@
-//! Files a test writes into its temporary directory, and what a program printed.
+//! Files a test writes into its temporary directory (text, scripts, FIFOs), and what a program
+//! printed.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -9,6 +10,18 @@ use serde_json::Value;
 pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Makes a FIFO (named pipe) `dir/name` with `mkfifo` and returns its path; panics when
+/// `mkfifo` fails.
+pub fn fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let status = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}: {status}", path.display());
     path
 }
 

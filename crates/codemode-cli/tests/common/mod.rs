@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 pub(crate) use codemode_test_support::files::{
-    executable_script, json_lines, stderr_text, stdout_json, write_file,
+    executable_script, fifo, json_lines, stderr_text, stdout_json, write_file,
 };
 pub(crate) use codemode_test_support::process::{run_with_stdin, spawn_with, LineChild};
 

@@ -195,4 +195,3 @@ pub(crate) fn text(result: &Value) -> &str {
 }
 
 pub(crate) mod serve;
-pub(crate) mod stateless;

@@ -1,6 +1,6 @@
 //! A `CodeModeServer` over echo tools whose policy requires approval for some of them, served
-//! over streamable HTTP on a loopback port, and the raw stateless 2026-07-28 requests the MRTR
-//! and Tasks tests send it.
+//! over streamable HTTP on a loopback port, for the MRTR and Tasks tests (which send it raw
+//! stateless 2026-07-28 requests with `codemode_test_support::mcp::request_2026`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,8 +15,6 @@ use codemode_mcp::{CodeModeServer, ServeHost};
 use codemode_runtime::Runtime;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
-
-pub(crate) use super::stateless::request_2026;
 
 /// Every tool records that it ran and echoes its input as `details` (and as JSON text); `slow`
 /// answers after 3 s, `hang` never. A future dropped before it answered (a cancelled call) counts
