@@ -16,12 +16,12 @@
 //!    header rewritten to Bob's scope) is refused for Bob and for Alice.
 //! 5. 1,000 runs through the balancer, each parked by an `exec` and resumed by a `wait`: all
 //!    completed once with their own value, none lost, none duplicated.
+//! 6. A slow tool call in flight on A (the `exec` parks after its `timeoutMs`); `wait`s on B and
+//!    C at once wait for A (its owner lease, Redis pub/sub) and both answer with the program's
+//!    result when A's call finishes, not with the call lost.
 //!
 //! Then one `cluster bench` line: the throughput of instance A alone against the three behind
 //! HAProxy (`throughput`), printed for docs/benchmarks.md, not checked.
-//!
-//! Not covered (not built yet, issue 24 item 3): `wait`s on B and C answering when A finishes a
-//! slow call it still runs (the owner lease and Redis pub/sub).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -135,7 +135,7 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
     for i in 0..3 {
         cluster.connected(i)?;
     }
-    let scenarios: [(&str, Scenario); 5] = [
+    let scenarios: [(&str, Scenario); 6] = [
         (
             "kill -9 the instance that parked; wait on another",
             kill_parked,
@@ -144,6 +144,10 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
         ("dir: park, SIGTERM, start again, wait", dir_restart),
         ("edited or replayed records refused", tampered),
         ("1,000 runs parked and resumed across three", many),
+        (
+            "a slow call in flight on A; waits on B and C answer when A finishes",
+            follow_owner,
+        ),
     ];
     let mut failed = 0;
     for (n, (what, scenario)) in scenarios.into_iter().enumerate() {
@@ -162,7 +166,7 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
         }
     }
     if failed > 0 {
-        return Err(format!("{failed} of 5 cluster scenarios failed"));
+        return Err(format!("{failed} of 6 cluster scenarios failed"));
     }
     throughput(&cluster)
 }
@@ -618,6 +622,43 @@ fn many(cluster: &mut Cluster) -> Result<String, String> {
     Ok(format!(
         "{MANY} of {MANY} completed once each, {WORKERS} clients at a time, {:.1} s",
         report["seconds"].as_f64().unwrap_or_default()
+    ))
+}
+
+/// Scenario 6.
+fn follow_owner(cluster: &mut Cluster) -> Result<String, String> {
+    let a = cluster.url(0)?;
+    let code = "try { await MCP.everything.triggerLongRunningOperation({duration: 4, steps: 2}); return 'finished'; } catch (e) { return 'caught: ' + e.message; }";
+    let parked = cluster.call(&a, ALICE, "exec", json!({"code": code, "timeoutMs": 1500}))?;
+    same("exec on A", &parked["status"], &json!("waiting"))?;
+    let wait = json!({"runId": parked["runId"]});
+    let started = Instant::now();
+    let cluster = &*cluster;
+    let (on_b, on_c) = std::thread::scope(|scope| {
+        let b = scope.spawn(|| cluster.call(&cluster.url(1)?, ALICE, "wait", wait.clone()));
+        let c = scope.spawn(|| cluster.call(&cluster.url(2)?, ALICE, "wait", wait.clone()));
+        let joined = |h: std::thread::ScopedJoinHandle<'_, Result<Value, String>>| {
+            h.join().map_err(|_| "a wait thread panicked".to_string())?
+        };
+        Ok::<_, String>((joined(b)?, joined(c)?))
+    })?;
+    let seconds = started.elapsed().as_secs_f64();
+    for (name, done) in [("B", &on_b), ("C", &on_c)] {
+        same(
+            &format!("status on {name}"),
+            &done["status"],
+            &json!("completed"),
+        )?;
+        same(
+            &format!("value on {name}"),
+            &done["value"],
+            &json!("finished"),
+        )?;
+    }
+    same("the two answers", &on_b, &on_c)?;
+    Ok(format!(
+        "B and C both completed with {} {seconds:.1} s after they started waiting",
+        on_b["value"]
     ))
 }
 

@@ -6,6 +6,9 @@
 //! - `--auth FILE`: 401 with `WWW-Authenticate` without a valid token (and the token is in no
 //!   log), runs scoped to their principal, the per-principal cap, and a non-loopback bind
 //!   refused without `--auth`.
+//! - A run parked on A with a tool call in flight is owned by A: `wait`s on B and C wait for A
+//!   and answer with the run's result when A's call finishes; when A is killed they restore the
+//!   run after the owner lease expires, with the call lost inside the program.
 
 #[path = "../../codemode-snapshot/tests/support/redis_server.rs"]
 mod redis_server;
@@ -319,5 +322,109 @@ async fn sigterm_parks_the_runs_in_flight_into_the_store() {
         value.starts_with("caught: tool call \"")
             && value.ends_with("\" was lost: the codemode process running it stopped"),
         "{value}"
+    );
+}
+
+/// A tool `slow` that answers `{"slow": "done"}` after `delay_ms`, in a tools file in `dir`.
+fn slow_tool(dir: &std::path::Path, delay_ms: u64) -> std::path::PathBuf {
+    let path = dir.join("tools.json");
+    let tools = json!([{"name": "slow", "result": {"slow": "done"}, "delayMs": delay_ms}]);
+    std::fs::write(&path, tools.to_string()).unwrap();
+    path
+}
+
+/// `serve` on `state` with the tools file `tools`, whose calls get `timeout_ms`.
+fn serve_tools(state: &str, tools: &std::path::Path, timeout_ms: &str) -> Serve {
+    let tools = tools.to_str().unwrap();
+    Serve::start(&[
+        "--state",
+        state,
+        "--tools",
+        tools,
+        "--timeout-ms",
+        timeout_ms,
+    ])
+}
+
+/// The program both owner tests run: one slow call, its failure handled by the program.
+const SLOW: &str = "text('started'); try { const r = await tools.slow({}); text('after'); return r; } catch (e) { return 'caught: ' + e.message; }";
+
+/// Parks [`SLOW`] on `a` (an instance whose calls get 500 ms) with the call in flight.
+async fn park_slow(a: &Serve) -> Value {
+    let parked = result(&a.url, None, "exec", json!({"code": SLOW})).await;
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    assert_eq!(
+        parked["pendingToolCalls"],
+        json!([{"id": "bridge:callValue:1", "method": "callValue"}])
+    );
+    parked
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_elsewhere_answer_when_the_owner_finishes_the_call() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = slow_tool(dir.path(), 3000);
+    let state = redis.url(5);
+    let a = serve_tools(&state, &tools, "500");
+    let b = serve_tools(&state, &tools, "20000");
+    let c = serve_tools(&state, &tools, "20000");
+    let parked = park_slow(&a).await;
+    let started = std::time::Instant::now();
+    let wait = json!({"runId": parked["runId"]});
+    let (on_b, on_c) = tokio::join!(
+        result(&b.url, None, "wait", wait.clone()),
+        result(&c.url, None, "wait", wait.clone())
+    );
+    let elapsed = started.elapsed();
+    let done = json!({
+        "status": "completed",
+        "value": {"slow": "done"},
+        "output": [{"type": "text", "text": "after"}],
+        "replaySafe": false
+    });
+    assert_eq!(on_b, done);
+    assert_eq!(on_c, done);
+    eprintln!("waits on B and C answered {elapsed:?} after they started (tool: 3 s)");
+    assert!(elapsed < std::time::Duration::from_secs(10), "{elapsed:?}");
+    // A wait that starts after the run finished gets the contract's answer.
+    let late = result(&c.url, None, "wait", wait).await;
+    assert_eq!(late["error"], "code mode run is unavailable or expired.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_owner_loses_its_call_visibly_after_the_lease_expires() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = slow_tool(dir.path(), 60_000);
+    let state = redis.url(6);
+    let a = serve_tools(&state, &tools, "500");
+    let b = serve_tools(&state, &tools, "20000");
+    let parked = park_slow(&a).await;
+    let url = b.url.clone();
+    let wait = json!({"runId": parked["runId"]});
+    let waiting = tokio::spawn(async move { result(&url, None, "wait", wait).await });
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let killed = std::time::Instant::now();
+    drop(a); // SIGKILL: the owner lease is neither renewed nor dropped
+    let done = waiting.await.unwrap();
+    let after = killed.elapsed();
+    assert_eq!(
+        done,
+        json!({
+            "status": "completed",
+            "value": "caught: tool call \"bridge:callValue:1\" was lost: the codemode process running it stopped",
+            "output": [],
+            "replaySafe": false
+        })
+    );
+    eprintln!("the wait on B completed {after:?} after A was killed");
+    assert!(
+        after >= std::time::Duration::from_secs(3) && after < std::time::Duration::from_secs(10),
+        "{after:?}"
     );
 }

@@ -1,5 +1,8 @@
 //! [`CodeMode`], the per-process front: `exec`, `wait` and the store of parked runs
-//! (docs/contract/lifecycle.md#s5-2, docs/contract/lifecycle.md#s5-3).
+//! (docs/contract/lifecycle.md#s5-2, docs/contract/lifecycle.md#s5-3); the durable run store's
+//! side is in [`durable`].
+
+mod durable;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -7,12 +10,9 @@ use std::time::{Duration, Instant};
 use codemode_bridge::RunScope;
 use codemode_runtime::{AbortHandle, Runtime, RuntimeError, VmError};
 use codemode_snapshot::backend::RunStore;
-use codemode_snapshot::live::ResumeGuard;
-use codemode_snapshot::record::{expiry_ms_after, now_ms, RecordMeta, StoredRun};
-use codemode_snapshot::seal::{Binding, KeyError, StateKeys};
-use codemode_snapshot::{Claim, RunStoreError, SnapshotStore, StoreError, MAX_SUSPENDED_RUNS};
+use codemode_snapshot::seal::{KeyError, StateKeys};
+use codemode_snapshot::{SnapshotStore, MAX_SUSPENDED_RUNS};
 use serde_json::Value;
-use sha2::Digest;
 
 use crate::env::RunEnv;
 use crate::failure;
@@ -24,6 +24,7 @@ use crate::pipeline::{
 use crate::prepare;
 use crate::result::{CodeModeResult, ErrorCode};
 use crate::run::{self, Run};
+use durable::Durable;
 
 /// The per-process code-mode front: runtime plus the live table of parked runs
 /// (`codemode-snapshot`), and optionally a durable run store every parked run is also written
@@ -32,21 +33,10 @@ use crate::run::{self, Run};
 pub struct CodeMode {
     runtime: Arc<Runtime>,
     runs: SnapshotStore<Run>,
-    durable: Option<Durable>,
+    durable: Option<Arc<Durable>>,
     /// `true` once [`CodeMode::park_in_flight`] was called: every run parks at its next wait.
     park_now: tokio::sync::watch::Sender<bool>,
 }
-
-/// A durable run store, the keys that seal its records, and this process's guest image hash.
-struct Durable {
-    store: Arc<dyn RunStore>,
-    keys: StateKeys,
-    guest_sha256: String,
-}
-
-/// How long a `wait` holds a stored run's lease beyond the wait's own `timeoutMs`: a process
-/// that dies mid-`wait` frees the run this long after the wait would have ended.
-const LEASE_MARGIN: Duration = Duration::from_secs(30);
 
 impl CodeMode {
     /// A front over `runtime` with the spec's cap of [`MAX_SUSPENDED_RUNS`] parked runs, kept in
@@ -76,11 +66,7 @@ impl CodeMode {
                 url: store.describe(),
             })?;
             let guest_sha256 = run::hex(&code_mode.runtime.image_sha256());
-            code_mode.durable = Some(Durable {
-                store,
-                keys,
-                guest_sha256,
-            });
+            code_mode.durable = Some(Arc::new(Durable::new(store, keys, guest_sha256)));
         }
         Ok(code_mode)
     }
@@ -277,14 +263,19 @@ impl CodeMode {
                 };
                 let ttl = Duration::from_secs(run.env.config.snapshot_ttl_seconds());
                 let scope = run.env.scope.clone();
-                if let Err(failure) = self.save(&mut run, &id, &scope, ttl).await {
-                    return failure;
-                }
+                let owned = match self.save(&mut run, &id, &scope, ttl).await {
+                    Ok(owned) => owned,
+                    Err(failure) => return failure,
+                };
                 let parked = run.parked_event(call_id, &result);
                 let trajectory = run.trajectory().clone();
+                let settled = run.settled_signal();
                 run.set_stored(true);
-                match slot.park(id, scope, ttl, run) {
+                match slot.park(id.clone(), scope.clone(), ttl, run) {
                     Ok(()) => {
+                        if owned {
+                            self.own(&id, &scope, settled);
+                        }
                         if let Some(event) = parked {
                             trajectory.record(event);
                         }
@@ -480,64 +471,6 @@ impl CodeMode {
         result
     }
 
-    /// Writes the parked `run` to the durable run store (nothing without one), sealed to its id,
-    /// owner, this guest, its catalog and its expiry (`now + ttl`). A new run counts against
-    /// its owner's cap in the store.
-    ///
-    /// # Errors
-    /// The failure result that ends the run: the store's refusal (`invalid_input`, e.g. `too many
-    /// suspended code mode runs.`) or failure, or an expiry or seal error (`internal_error`).
-    async fn save(
-        &self,
-        run: &mut Run,
-        run_id: &str,
-        owner: &RunScope,
-        ttl: Duration,
-    ) -> Result<(), CodeModeResult> {
-        let Some(durable) = &self.durable else {
-            return Ok(());
-        };
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let expires_at_ms = match expiry_ms_after(now_ms(), ttl_ms) {
-            Ok(at) => at,
-            Err(e) => return Err(run.fail(ErrorCode::InternalError, &e.to_string())),
-        };
-        let Some(plain) = run.portable_bytes() else {
-            return Err(run.fail(ErrorCode::InternalError, "code mode snapshot is missing"));
-        };
-        let fingerprint = run::catalog_fingerprint(&run.env.catalog);
-        let binding = Binding {
-            run_id,
-            owner,
-            guest_sha256: &durable.guest_sha256,
-            catalog_fingerprint: &fingerprint,
-            expires_at_ms,
-        };
-        let body = match durable.keys.seal(&binding, &plain) {
-            Ok(body) => body,
-            Err(e) => return Err(run.fail(ErrorCode::InternalError, &e.to_string())),
-        };
-        let digest: [u8; 32] = sha2::Sha256::digest(&body).into();
-        let record = StoredRun {
-            meta: RecordMeta {
-                run_id: run_id.to_string(),
-                owner: owner.clone(),
-                expires_at_ms,
-            },
-            body,
-        };
-        match durable.store.put(record, MAX_SUSPENDED_RUNS).await {
-            Ok(()) => {
-                run.set_stored_digest(digest);
-                Ok(())
-            }
-            Err(RunStoreError::Refused(e)) => {
-                Err(run.fail(ErrorCode::InvalidInput, &e.to_string()))
-            }
-            Err(e) => Err(run.fail(ErrorCode::InternalError, &e.to_string())),
-        }
-    }
-
     /// With a durable run store, when the live table is full (parked runs plus reservations at
     /// the cap): [`CodeMode::reclaim_stale`], dropping the idle live copies whose record is no longer in the store, because
     /// another process completed, failed or purged the run (docs/deployment.md, "Several
@@ -572,119 +505,6 @@ impl CodeMode {
         dropped
     }
 
-    /// Removes `run_id`'s record from the durable run store (the run ended here). A store that
-    /// fails leaves the record to expire.
-    async fn forget(&self, run_id: &str) {
-        if let Some(durable) = &self.durable {
-            let _ = durable.store.remove(run_id).await;
-        }
-    }
-
-    /// Ends a stored run's lease without changing it (`wait` answered `waiting`).
-    async fn release(&self, claim: Option<&Claim>) {
-        if let (Some(durable), Some(claim)) = (&self.durable, claim) {
-            let _ = durable.store.release(claim).await;
-        }
-    }
-
-    /// Takes `run_id` for `caller`: from the live table, checked against the durable run store
-    /// when there is one (a run that ended elsewhere is dropped here; one that another process
-    /// parked again since is replaced by the stored one), or restored from the store when this
-    /// process does not hold it and `env` is given. Returns the guard and the store's claim.
-    ///
-    /// # Errors
-    /// The refusal result (the store's texts, or the seal's when a record cannot be opened).
-    async fn resume(
-        &self,
-        run_id: &str,
-        caller: &RunScope,
-        env: Option<&RunEnv>,
-    ) -> Result<(ResumeGuard<Run>, Option<Claim>), Box<CodeModeResult>> {
-        let refusal = |message: String| Box::new(failure::bare_refusal(&message));
-        let live = self.runs.resume(run_id, caller);
-        let Some(durable) = &self.durable else {
-            return live
-                .map(|guard| (guard, None))
-                .map_err(|e| refusal(e.to_string()));
-        };
-        let guard = match live {
-            Ok(guard) => Some(guard),
-            Err(StoreError::Unavailable) => None,
-            Err(e) => return Err(refusal(e.to_string())),
-        };
-        let lease_env = guard.as_ref().map(|g| &*g.env).or(env);
-        let Some(lease_env) = lease_env else {
-            return Err(refusal(StoreError::Unavailable.to_string()));
-        };
-        let lease = Duration::from_millis(lease_env.config.timeout_ms()) + LEASE_MARGIN;
-        let claim = match durable.store.claim(run_id, caller, lease).await {
-            Ok(claim) => claim,
-            Err(RunStoreError::Refused(StoreError::Unavailable)) => {
-                // Ended, expired or purged elsewhere: the live copy is stale.
-                if let Some(guard) = guard {
-                    run::dropping_because(run::SNAPSHOT_TTL, || drop(guard.finish()));
-                }
-                return Err(refusal(StoreError::Unavailable.to_string()));
-            }
-            Err(e) => return Err(refusal(e.to_string())),
-        };
-        let digest: [u8; 32] = sha2::Sha256::digest(&claim.run.body).into();
-        if let Some(guard) = guard {
-            if guard.stored_digest() == Some(digest) {
-                return Ok((guard, Some(claim)));
-            }
-            // Parked again by another process since: the stored run is the current one.
-            run::dropping_because(run::SNAPSHOT_TTL, || drop(guard.finish()));
-        }
-        let Some(env) = env else {
-            durable.store.release(&claim).await.ok();
-            return Err(refusal(StoreError::Unavailable.to_string()));
-        };
-        match self.restore_stored(durable, &claim, digest, caller, env) {
-            Ok(guard) => Ok((guard, Some(claim))),
-            Err(message) => {
-                durable.store.release(&claim).await.ok();
-                Err(refusal(message))
-            }
-        }
-    }
-
-    /// Opens a claimed record, rebuilds its run with `env` and parks it in the live table under
-    /// its id with the expiry it had; returns the live guard.
-    fn restore_stored(
-        &self,
-        durable: &Durable,
-        claim: &Claim,
-        digest: [u8; 32],
-        caller: &RunScope,
-        env: &RunEnv,
-    ) -> Result<ResumeGuard<Run>, String> {
-        let meta = &claim.run.meta;
-        let fingerprint = run::catalog_fingerprint(&env.catalog);
-        let binding = Binding {
-            run_id: &meta.run_id,
-            owner: &meta.owner,
-            guest_sha256: &durable.guest_sha256,
-            catalog_fingerprint: &fingerprint,
-            expires_at_ms: meta.expires_at_ms,
-        };
-        let plain = durable
-            .keys
-            .open(&binding, &claim.run.body)
-            .map_err(|e| e.to_string())?;
-        let mut restored =
-            Run::from_portable(env, &meta.owner, self.runs.clone(), &meta.run_id, &plain)?;
-        restored.set_stored_digest(digest);
-        restored.set_stored(true);
-        let slot = self.runs.reserve().map_err(|e| e.to_string())?;
-        let ttl = Duration::from_millis(meta.expires_at_ms.saturating_sub(now_ms()));
-        slot.park(meta.run_id.clone(), meta.owner.clone(), ttl, restored)
-            .map_err(|rejected| rejected.error.to_string())?;
-        self.runs
-            .resume(&meta.run_id, caller)
-            .map_err(|e| e.to_string())
-    }
-
     /// `wait` without the outer hooks and events. With a durable run store and the `wait`'s
     /// `env`, a run this process does not hold is restored from the store, and a run it holds is
     /// checked against the store first (docs/snapshot-store.md, "What is portable").
@@ -708,12 +528,15 @@ impl CodeMode {
         }
         self.reclaim_if_full().await;
         // Scope checks and the in-flight guard, in the spec's order; refusals leave the run as is.
-        let (mut guard, claim) = match self.resume(run_id, caller, env).await {
+        let resumed = match self.resume(run_id, caller, env, abort).await {
             Ok(resumed) => resumed,
-            Err(refusal) => return *refusal,
+            Err(answer) => return *answer,
         };
+        let (mut guard, claim) = (resumed.guard, resumed.claim);
         guard.set_park_signal(self.park_now.subscribe());
-        let deadline = Instant::now() + Duration::from_millis(guard.env.config.timeout_ms());
+        let timeout = Duration::from_millis(guard.env.config.timeout_ms());
+        // A `wait` that followed the run's owner keeps the budget it started with.
+        let deadline = resumed.deadline.unwrap_or_else(|| Instant::now() + timeout);
         match guard.wait_ready(deadline, abort).await {
             run::Readiness::Aborted => {
                 self.forget(run_id).await;
@@ -727,51 +550,50 @@ impl CodeMode {
             run::Readiness::Ready => {}
         }
         if let Err(result) = guard.restore(&self.runtime).await {
-            self.forget(run_id).await;
+            self.conclude(&mut guard, run_id, &result).await;
             guard.finish();
             return *result;
         }
         guard.record_resumed(call_id);
         // Resume: deliver what settled (in settlement order), then continue the settle loop.
         guard.deliver_arrived(deadline, abort).await;
-        match guard.settle(deadline, abort).await {
-            run::Outcome::Done(result) => {
-                self.forget(run_id).await;
-                guard.finish();
-                result
-            }
-            run::Outcome::Park => {
-                let result = match guard.park(run_id) {
-                    run::Parking::Parked(result) => result,
-                    run::Parking::Failed(result) => {
-                        self.forget(run_id).await;
-                        guard.finish();
-                        return result;
-                    }
-                };
-                let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds());
-                let owner = guard.env.scope.clone();
-                if let Err(failure) = self.save(&mut guard, run_id, &owner, ttl).await {
-                    self.forget(run_id).await;
-                    guard.finish();
-                    return failure;
-                }
-                let parked = guard.parked_event(call_id, &result);
-                let trajectory = guard.trajectory().clone();
-                guard.set_stored(true);
-                match guard.repark(ttl) {
-                    Ok(()) => {
-                        if let Some(event) = parked {
-                            trajectory.record(event);
+        let result = match guard.settle(deadline, abort).await {
+            run::Outcome::Done(result) => result,
+            run::Outcome::Park => match guard.park(run_id) {
+                run::Parking::Failed(result) => result,
+                run::Parking::Parked(result) => {
+                    let ttl = Duration::from_secs(guard.env.config.snapshot_ttl_seconds());
+                    let owner = guard.env.scope.clone();
+                    match self.save(&mut guard, run_id, &owner, ttl).await {
+                        Err(failure) => failure,
+                        Ok(owned) => {
+                            let parked = guard.parked_event(call_id, &result);
+                            let trajectory = guard.trajectory().clone();
+                            let settled = guard.settled_signal();
+                            guard.set_stored(true);
+                            return match guard.repark(ttl) {
+                                Ok(()) => {
+                                    if owned {
+                                        self.own(run_id, &owner, settled);
+                                    }
+                                    if let Some(event) = parked {
+                                        trajectory.record(event);
+                                    }
+                                    result
+                                }
+                                Err(rejected) => rejected
+                                    .value
+                                    .finish()
+                                    .fail(ErrorCode::InternalError, &rejected.error.to_string()),
+                            };
                         }
-                        result
                     }
-                    Err(rejected) => rejected
-                        .value
-                        .finish()
-                        .fail(ErrorCode::InternalError, &rejected.error.to_string()),
                 }
-            }
-        }
+            },
+        };
+        // Completed or failed: the followers elsewhere get the same result.
+        self.conclude(&mut guard, run_id, &result).await;
+        guard.finish();
+        result
     }
 }

@@ -41,6 +41,10 @@ pub(crate) struct Dispatcher {
     pub(crate) counters: Arc<Counters>,
     /// Upper bound on one tool call: a run cannot be resumed after its snapshot TTL anyway.
     pub(crate) tool_timeout: Duration,
+    /// Poked after every settlement is sent: the owner task of a parked run waits on it to
+    /// write settled results to a durable store (docs/snapshot-store.md, "Owner leases and
+    /// changes").
+    pub(crate) settled: Arc<tokio::sync::Notify>,
 }
 
 impl Dispatcher {
@@ -68,6 +72,7 @@ impl Dispatcher {
             let id = request.id.clone();
             let outcome = this.run(request, run_id).await;
             let _ = tx.send(Delivery { id, outcome });
+            this.settled.notify_one();
         })
     }
 

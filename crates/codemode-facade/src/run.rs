@@ -1,10 +1,11 @@
 //! One code-mode run: its VM or snapshot, in-flight tool calls, and the settle loop
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
+mod events;
 mod portable;
 mod stopping;
 
-pub(crate) use portable::{catalog_fingerprint, hex};
+pub(crate) use portable::{catalog_fingerprint, hex, waiting_elsewhere, RecordStamp};
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -14,9 +15,7 @@ use std::time::{Duration, Instant};
 use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem};
 use codemode_runtime::{run_leg, AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
 use codemode_snapshot::{Reservation, SnapshotStore};
-use codemode_telemetry::{
-    EventKind, ParkReason, RunEndedEvent, RunParkedEvent, RunResumedEvent, Trajectory,
-};
+use codemode_telemetry::{EventKind, RunEndedEvent, Trajectory};
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
@@ -93,9 +92,9 @@ pub(crate) struct Run {
     missing: MissingConveniences,
     /// Where the program ends, to place a syntax error inside it (docs/contract/decisions.md#d16).
     program_end: codemode_ts::ProgramEnd,
-    /// The SHA-256 of the sealed record last written to a durable run store for this run
+    /// The sealed record last written to a durable run store for this run
     /// (docs/snapshot-store.md, "What is portable").
-    stored_digest: Option<[u8; 32]>,
+    record: Option<portable::RecordStamp>,
     /// The process is stopping into a durable store ([`crate::code_mode::CodeMode::park_in_flight`]):
     /// once it reads `true`, the run parks at its next wait instead of waiting on.
     park_now: Option<tokio::sync::watch::Receiver<bool>>,
@@ -186,6 +185,7 @@ impl Run {
             namespace: env.catalog.mcp_namespace(),
             counters: Arc::new(Counters::default()),
             tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds()),
+            settled: Arc::default(),
         };
         Run {
             store,
@@ -211,7 +211,7 @@ impl Run {
             run_id: None,
             missing: MissingConveniences::default(),
             program_end: codemode_ts::ProgramEnd::default(),
-            stored_digest: None,
+            record: None,
             park_now: None,
         }
     }
@@ -602,49 +602,6 @@ impl Run {
     /// Marks the run as sitting in the store (set just before it is parked there).
     pub(crate) fn set_stored(&mut self, stored: bool) {
         self.stored = stored;
-    }
-
-    /// The `run_parked` event for the `waiting` result `result` returned by the call
-    /// `call_id`; `None` without a trajectory or for a result that is not `waiting`.
-    pub(crate) fn parked_event(&self, call_id: &str, result: &CodeModeResult) -> Option<EventKind> {
-        if !self.trajectory.is_enabled() {
-            return None;
-        }
-        let CodeModeResult::Waiting {
-            run_id,
-            reason,
-            pending_tool_calls,
-            ..
-        } = result
-        else {
-            return None;
-        };
-        Some(EventKind::RunParked(RunParkedEvent {
-            code_mode_run_id: run_id.clone(),
-            tool_call_id: call_id.to_string(),
-            parent_tool_call_id: self.env.parent_tool_call_id.clone(),
-            reason: match reason {
-                WaitReason::PendingTools => ParkReason::PendingTools,
-                WaitReason::Yield => ParkReason::Yield,
-            },
-            pending_tool_calls: pending_tool_calls.len(),
-            snapshot_bytes: self.snapshot.as_ref().map(|s| s.stored_bytes() as u64),
-        }))
-    }
-
-    /// Records `run_resumed` for the `wait` `call_id` that restored the run, with the number of
-    /// settled results about to be delivered.
-    pub(crate) fn record_resumed(&self, call_id: &str) {
-        let Some(run_id) = &self.run_id else {
-            return;
-        };
-        self.trajectory
-            .record(EventKind::RunResumed(RunResumedEvent {
-                code_mode_run_id: run_id.clone(),
-                tool_call_id: call_id.to_string(),
-                parent_tool_call_id: self.env.parent_tool_call_id.clone(),
-                settled_tool_calls: self.arrived.len(),
-            }));
     }
 
     /// The `waiting` result: unsettled requests, output since the previous result.

@@ -225,3 +225,74 @@ async fn stale_copies_are_reclaimed_and_runs_in_flight_park_on_request() {
         "{done}"
     );
 }
+
+/// Three fronts on one Redis, each with its own connection (three processes): a run parked on A
+/// with a slow call in flight is owned by A; `wait`s on B and C at once follow A and both answer
+/// with the run's result once A's call settled; a `wait` with a budget shorter than the call
+/// answers `waiting` (the call pending, no output); a later `wait` gets the contract's answer
+/// for a finished run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_elsewhere_follow_the_owner_of_a_call_in_flight() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let url = server.url(1);
+    let connect = || async {
+        let store = codemode_snapshot::backend::redis::RedisRunStore::connect(&url);
+        Arc::new(store.await.unwrap()) as Arc<dyn RunStore>
+    };
+    let (a, b, c) = (
+        Arc::new(front(&connect().await)),
+        Arc::new(front(&connect().await)),
+        Arc::new(front(&connect().await)),
+    );
+    let mut env = env(&["slow"]);
+    let slow = common::Recording::new(|_| common::tool_result("done", json!({"slow": "done"})))
+        .with_delay("slow", std::time::Duration::from_millis(2500));
+    env.executor = Arc::new(slow);
+    // Calls and `wait`s get 300 ms (the exec parks with the call in flight) or 10 s.
+    let mut short = env.clone();
+    short.config = codemode_config::resolve(&json!({"enabled": true, "timeoutMs": 300})).config;
+    env.config = codemode_config::resolve(&json!({"enabled": true, "timeoutMs": 10000})).config;
+    let code = "text('started'); const r = await tools.slow({}); text('after'); return r;";
+    let parked = exec(&a, &short, code).await.to_json();
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    let run_id = parked["runId"].as_str().unwrap().to_string();
+
+    // A short wait answers `waiting` at the end of its own budget, without touching the run.
+    let started = std::time::Instant::now();
+    let waiting = wait(&b, &short, &run_id).await;
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    assert_eq!(
+        waiting,
+        json!({
+            "status": "waiting",
+            "runId": run_id,
+            "reason": "pending_tools",
+            "pendingToolCalls": [{"id": "bridge:callValue:1", "method": "callValue"}],
+            "replaySafe": false,
+            "output": [],
+            "telemetry": waiting["telemetry"]
+        })
+    );
+    assert_eq!(waiting["telemetry"]["callCount"], 1);
+
+    let started = std::time::Instant::now();
+    let (on_b, on_c) = tokio::join!(wait(&b, &env, &run_id), wait(&c, &env, &run_id));
+    let elapsed = started.elapsed();
+    let done = json!({
+        "status": "completed",
+        "value": {"slow": "done"},
+        "output": [{"type": "text", "text": "after"}],
+        "replaySafe": false,
+        "telemetry": common::core_telemetry(1, 1)
+    });
+    assert_eq!(on_b, done);
+    assert_eq!(on_c, done);
+    assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
+    // A's copy is not resumed again; a later wait anywhere gets the finished run's answer.
+    for front in [&a, &b, &c] {
+        let late = wait(front, &env, &run_id).await;
+        assert_eq!(late["error"], "code mode run is unavailable or expired.");
+    }
+}

@@ -84,6 +84,11 @@ pub enum RunStoreError {
         /// What failed.
         message: String,
     },
+    /// The run is parked with tool calls in flight in another process, which holds its owner
+    /// lease ([`crate::backend::RunStore::take_owner_lease`]): it is not restored here; the
+    /// record (scope already checked) lets the caller answer `waiting`.
+    #[error("code mode run {} has tool calls in flight in another codemode process", .0.meta.run_id)]
+    OwnedElsewhere(Box<crate::record::StoredRun>),
     /// A stored record is malformed or not a file this store may read; it is never restored.
     #[error("stored code mode run {run_id} is unreadable: {reason}")]
     Corrupt {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use codemode_bridge::{BridgeMethod, Delivery, OutputItem, RunScope};
+use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, OutputItem, RunScope};
 use codemode_runtime::Snapshot;
 use codemode_snapshot::SnapshotStore;
 use codemode_telemetry::{AtomicBridgeCounters, BridgeCounters};
@@ -24,6 +24,8 @@ use serde_json::Value;
 use super::Run;
 use crate::dispatch::Counters;
 use crate::env::RunEnv;
+use crate::failure::telemetry;
+use crate::result::{CodeModeResult, PendingToolCall, WaitReason};
 
 /// The first bytes of a portable run (format 1): then the header's JSON length (u32 little
 /// endian), the header, the snapshot bytes (`Snapshot::to_bytes`).
@@ -123,21 +125,7 @@ impl Run {
         run_id: &str,
         bytes: &[u8],
     ) -> Result<Run, String> {
-        let malformed = |why: &str| format!("stored code mode run {run_id} is unreadable: {why}");
-        let rest = bytes
-            .strip_prefix(MAGIC)
-            .ok_or_else(|| malformed("not a portable run"))?;
-        let (len, rest) = rest
-            .split_first_chunk::<4>()
-            .ok_or_else(|| malformed("truncated"))?;
-        let len = u32::from_le_bytes(*len) as usize;
-        if rest.len() < len {
-            return Err(malformed("truncated"));
-        }
-        let (header, snapshot) = rest.split_at(len);
-        let header: Header =
-            serde_json::from_slice(header).map_err(|e| malformed(&format!("header: {e}")))?;
-        let snapshot = Snapshot::from_bytes(snapshot).map_err(|e| malformed(&e.to_string()))?;
+        let (header, snapshot) = parse(run_id, bytes)?;
         let mut env = env.clone();
         env.parent_tool_call_id = header.parent_tool_call_id;
         env.scope = owner.clone();
@@ -161,17 +149,7 @@ impl Run {
             })
             .collect();
         let lost: Vec<Delivery> = run
-            .pending
-            .iter()
-            .filter(|p| {
-                !run.arrived.iter().any(|d| d.id == p.id) && !run.refused.contains_key(&p.id)
-            })
-            .filter(|p| {
-                !matches!(
-                    p.method,
-                    BridgeMethod::Yield | BridgeMethod::Search | BridgeMethod::Describe
-                )
-            })
+            .in_flight_calls()
             .map(|p| Delivery {
                 id: p.id.clone(),
                 outcome: Err(lost_call_message(&p.id)),
@@ -181,6 +159,29 @@ impl Run {
         run.dispatch_new();
         Ok(run)
     }
+}
+
+/// Splits portable bytes into their header and snapshot.
+///
+/// # Errors
+/// `stored code mode run <id> is unreadable: <why>` when they are not a portable run.
+fn parse(run_id: &str, bytes: &[u8]) -> Result<(Header, Snapshot), String> {
+    let malformed = |why: &str| format!("stored code mode run {run_id} is unreadable: {why}");
+    let rest = bytes
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| malformed("not a portable run"))?;
+    let (len, rest) = rest
+        .split_first_chunk::<4>()
+        .ok_or_else(|| malformed("truncated"))?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if rest.len() < len {
+        return Err(malformed("truncated"));
+    }
+    let (header, snapshot) = rest.split_at(len);
+    let header: Header =
+        serde_json::from_slice(header).map_err(|e| malformed(&format!("header: {e}")))?;
+    let snapshot = Snapshot::from_bytes(snapshot).map_err(|e| malformed(&e.to_string()))?;
+    Ok((header, snapshot))
 }
 
 /// The catalog's fingerprint a stored run is sealed to: the hex SHA-256 of its tool ids, one per
@@ -200,11 +201,19 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The sealed record this process last wrote for a run: the SHA-256 of its body and its expiry
+/// (ms since the Unix epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordStamp {
+    pub(crate) digest: [u8; 32],
+    pub(crate) expires_at_ms: u64,
+}
+
 impl Run {
-    /// The SHA-256 of the sealed record this process last wrote for the run (`None` when it
-    /// wrote none): a record that differs was written by another process since.
-    pub(crate) fn stored_digest(&self) -> Option<[u8; 32]> {
-        self.stored_digest
+    /// The record this process last wrote for the run (`None` when it wrote none): a record
+    /// whose digest differs was written by another process since.
+    pub(crate) fn record(&self) -> Option<RecordStamp> {
+        self.record
     }
 
     /// The run's id once parked, else `""`.
@@ -212,8 +221,86 @@ impl Run {
         self.run_id.clone().unwrap_or_default()
     }
 
-    /// Remembers the SHA-256 of the sealed record just written for the run.
-    pub(crate) fn set_stored_digest(&mut self, digest: [u8; 32]) {
-        self.stored_digest = Some(digest);
+    /// Remembers the record just written for the run.
+    pub(crate) fn set_record(&mut self, record: RecordStamp) {
+        self.record = Some(record);
     }
+
+    /// Pending requests that would be lost if the run were restored elsewhere: tool calls (and
+    /// other host work with effects) not yet settled, refused or delivered. `yield_control`,
+    /// `search` and `describe` are re-dispatched by a restore, so they never count.
+    fn in_flight_calls(&self) -> impl Iterator<Item = &BridgeRequest> + '_ {
+        self.pending
+            .iter()
+            .filter(|p| {
+                !self.arrived.iter().any(|d| d.id == p.id) && !self.refused.contains_key(&p.id)
+            })
+            .filter(|p| {
+                !matches!(
+                    p.method,
+                    BridgeMethod::Yield | BridgeMethod::Search | BridgeMethod::Describe
+                )
+            })
+    }
+
+    /// `true` while the parked run has tool calls in flight in this process (settlements
+    /// waiting in the channel are taken in first): what an owner lease covers
+    /// (docs/snapshot-store.md, "Owner leases and changes").
+    pub(crate) fn has_calls_in_flight(&mut self) -> bool {
+        while let Ok(settled) = self.rx.try_recv() {
+            self.accept(settled);
+        }
+        self.in_flight_calls().next().is_some()
+    }
+
+    /// Poked after each of the run's requests settles.
+    pub(crate) fn settled_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.dispatcher.settled.clone()
+    }
+}
+
+/// The `waiting` result a `wait` answers for a run parked in another process that still runs
+/// its tool calls, from the portable bytes of its record: the requests not yet settled there
+/// (with `yield_control`s), no output (the owner keeps it for the `wait` that resumes the run), no
+/// approvals (they wait in the owner's broker), and the telemetry counts of the record.
+///
+/// # Errors
+/// A message when the bytes are not a portable run or the snapshot does not parse.
+pub(crate) fn waiting_elsewhere(
+    env: &RunEnv,
+    run_id: &str,
+    bytes: &[u8],
+) -> Result<CodeModeResult, String> {
+    let (header, snapshot) = parse(run_id, bytes)?;
+    let settled: Vec<String> = header.arrived.into_iter().map(|(id, _)| id).collect();
+    let unsettled: Vec<&BridgeRequest> = snapshot
+        .pending()
+        .iter()
+        .filter(|p| p.method == BridgeMethod::Yield || !settled.contains(&p.id))
+        .collect();
+    let reason =
+        if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {
+            WaitReason::Yield
+        } else {
+            WaitReason::PendingTools
+        };
+    let counters = Counters {
+        bridge: AtomicBridgeCounters::new(header.counters),
+        nested: AtomicU64::new(header.nested),
+    };
+    Ok(CodeModeResult::Waiting {
+        run_id: run_id.to_string(),
+        reason,
+        pending_tool_calls: unsettled
+            .iter()
+            .map(|p| PendingToolCall {
+                id: p.id.clone(),
+                method: p.method,
+            })
+            .collect(),
+        pending_approvals: Vec::new(),
+        replay_safe: header.restart_safe,
+        output: Vec::new(),
+        telemetry: telemetry(env, &counters),
+    })
 }

@@ -9,8 +9,9 @@
 //! group or other permissions: a symlink, FIFO, device or foreign file is refused, never read.
 //! Records are not `fsync`ed: they survive the process (a crash, `SIGKILL`), not a power loss.
 //!
-//! Leases live in this process: one process per directory (a second one would not see the
-//! first's claims).
+//! A finished run's result ([`RunStore::put_finished`]) is the same file with another first
+//! line (`CMEND1`). Leases, owner leases and change notifications live in this process: one
+//! process per directory (a second one would not see the first's claims).
 
 use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, OpenOptions};
@@ -23,12 +24,15 @@ use std::time::Duration;
 use codemode_bridge::RunScope;
 use rustix::fs::OFlags;
 
+use super::changes::{Changes, InProcess};
 use super::{admit, lease_token, owner_key, Claim, RunStore, StoreFuture};
 use crate::error::{RunStoreError, StoreError};
 use crate::record::{now_ms, valid_run_id, RecordMeta, StoredRun};
 
-/// The first bytes of every record file (format version 1).
+/// The first bytes of every record file of a parked run (format version 1).
 const MAGIC: &[u8] = b"CMRUN1\n";
+/// The first bytes of a finished run's record file (as long as [`MAGIC`]).
+const FINISHED_MAGIC: &[u8] = b"CMEND1\n";
 /// Record files end with this.
 const SUFFIX: &str = ".cmrun";
 
@@ -38,6 +42,7 @@ pub struct DirRunStore {
     dir: PathBuf,
     /// Lease token and end (ms since the epoch) by run id; the lock also serialises claims.
     leases: Mutex<HashMap<String, (String, u64)>>,
+    local: InProcess,
 }
 
 fn euid() -> u32 {
@@ -85,6 +90,7 @@ impl DirRunStore {
         Ok(DirRunStore {
             dir: dir.to_path_buf(),
             leases: Mutex::new(HashMap::new()),
+            local: InProcess::default(),
         })
     }
 
@@ -107,9 +113,13 @@ impl DirRunStore {
         self.dir.join(format!("{run_id}{SUFFIX}"))
     }
 
-    /// Reads `run_id`'s record (only its header, with an empty body, when `header_only`);
-    /// `None` when there is none (or the id cannot name one).
-    fn read(&self, run_id: &str, header_only: bool) -> Result<Option<StoredRun>, RunStoreError> {
+    /// Reads `run_id`'s record (only its header, with an empty body, when `header_only`) and
+    /// whether it is a finished run's; `None` when there is none (or the id cannot name one).
+    fn read(
+        &self,
+        run_id: &str,
+        header_only: bool,
+    ) -> Result<Option<(StoredRun, bool)>, RunStoreError> {
         if !valid_run_id(run_id) {
             return Ok(None);
         }
@@ -160,11 +170,11 @@ impl DirRunStore {
         }
     }
 
-    fn write(&self, run: &StoredRun) -> Result<(), RunStoreError> {
+    fn write(&self, run: &StoredRun, finished: bool) -> Result<(), RunStoreError> {
         let id = &run.meta.run_id;
         let token = lease_token(&self.name())?;
         let temp = self.dir.join(format!(".{id}.{token}.tmp"));
-        let bytes = encode(run);
+        let bytes = encode(run, finished);
         let written = (|| -> std::io::Result<()> {
             let mut file: File = OpenOptions::new()
                 .write(true)
@@ -181,9 +191,9 @@ impl DirRunStore {
         })
     }
 
-    /// Every record's header (expired or not) by reading the directory; unreadable entries are
-    /// skipped.
-    fn all(&self) -> Result<Vec<RecordMeta>, RunStoreError> {
+    /// Every record's header (expired or not) and whether it is a finished run's, by reading
+    /// the directory; unreadable entries are skipped.
+    fn all(&self) -> Result<Vec<(RecordMeta, bool)>, RunStoreError> {
         let entries =
             fs::read_dir(&self.dir).map_err(|e| self.io_error("cannot list the directory", &e))?;
         let mut metas = Vec::new();
@@ -192,11 +202,11 @@ impl DirRunStore {
             let Some(id) = name.to_str().and_then(|n| n.strip_suffix(SUFFIX)) else {
                 continue;
             };
-            if let Ok(Some(run)) = self.read(id, true) {
-                metas.push(run.meta);
+            if let Ok(Some((run, finished))) = self.read(id, true) {
+                metas.push((run.meta, finished));
             }
         }
-        metas.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        metas.sort_by(|a, b| a.0.run_id.cmp(&b.0.run_id));
         Ok(metas)
     }
 
@@ -205,6 +215,7 @@ impl DirRunStore {
         if !valid_run_id(run_id) {
             return Ok(false);
         }
+        self.local.removed(run_id);
         match fs::remove_file(self.path(run_id)) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
@@ -212,24 +223,26 @@ impl DirRunStore {
         }
     }
 
-    fn put_now(&self, run: &StoredRun, cap: usize) -> Result<(), RunStoreError> {
+    /// Stores `run` (a finished result when `finished`, never counted against `cap`).
+    fn put_now(&self, run: &StoredRun, cap: usize, finished: bool) -> Result<(), RunStoreError> {
         if !valid_run_id(&run.meta.run_id) {
             return Err(StoreError::Unavailable.into());
         }
-        if !self.path(&run.meta.run_id).exists() {
+        if !finished && !self.path(&run.meta.run_id).exists() {
             self.purge_expired_now()?;
             let key = owner_key(&run.meta.owner);
             let owned = self
                 .all()?
                 .iter()
-                .filter(|m| owner_key(&m.owner) == key)
+                .filter(|(m, done)| !done && owner_key(&m.owner) == key)
                 .count();
             if owned >= cap {
                 return Err(StoreError::TooManySuspended.into());
             }
         }
-        self.write(run)?;
+        self.write(run, finished)?;
         self.leases().remove(&run.meta.run_id);
+        self.local.changed(&run.meta.run_id);
         Ok(())
     }
 
@@ -240,7 +253,7 @@ impl DirRunStore {
         lease: Duration,
     ) -> Result<Claim, RunStoreError> {
         let token = lease_token(&self.name())?;
-        let Some(run) = self.read(run_id, false)? else {
+        let Some((run, finished)) = self.read(run_id, false)? else {
             return Err(StoreError::Unavailable.into());
         };
         let now = now_ms();
@@ -250,45 +263,59 @@ impl DirRunStore {
             }
             return Err(refused.into());
         }
+        if finished {
+            return Ok(Claim { run, lease: None });
+        }
         let mut leases = self.leases();
         if leases.get(run_id).is_some_and(|(_, until)| *until > now) {
             return Err(StoreError::AlreadyResuming.into());
         }
         let until = now.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX));
         leases.insert(run_id.to_string(), (token.clone(), until));
-        Ok(Claim { run, lease: token })
+        Ok(Claim {
+            run,
+            lease: Some(token),
+        })
     }
 
-    fn purge_expired_now(&self) -> Result<usize, RunStoreError> {
-        let now = now_ms();
+    /// Removes the records `gone` selects; returns how many of them were parked runs.
+    fn purge_where(&self, gone: impl Fn(&RecordMeta) -> bool) -> Result<usize, RunStoreError> {
         let mut purged = 0;
-        for meta in self.all()? {
-            if meta.expired(now) && self.delete(&meta.run_id)? {
+        for (meta, finished) in self.all()? {
+            if gone(&meta) && self.delete(&meta.run_id)? && !finished {
                 purged += 1;
             }
         }
         Ok(purged)
     }
+
+    fn purge_expired_now(&self) -> Result<usize, RunStoreError> {
+        let now = now_ms();
+        self.purge_where(|meta| meta.expired(now))
+    }
 }
 
-/// `MAGIC`, the header's JSON length (u32 little endian), the header, the body.
-fn encode(run: &StoredRun) -> Vec<u8> {
+/// `MAGIC` (`FINISHED_MAGIC` for a finished run), the header's JSON length (u32 little
+/// endian), the header, the body.
+fn encode(run: &StoredRun, finished: bool) -> Vec<u8> {
     let meta = serde_json::to_vec(&run.meta).unwrap_or_default();
     let mut out = Vec::with_capacity(MAGIC.len() + 4 + meta.len() + run.body.len());
-    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(if finished { FINISHED_MAGIC } else { MAGIC });
     out.extend_from_slice(&u32::try_from(meta.len()).unwrap_or(u32::MAX).to_le_bytes());
     out.extend_from_slice(&meta);
     out.extend_from_slice(&run.body);
     out
 }
 
-fn decode(run_id: &str, bytes: &[u8]) -> Result<StoredRun, RunStoreError> {
+fn decode(run_id: &str, bytes: &[u8]) -> Result<(StoredRun, bool), RunStoreError> {
     let corrupt = |reason: String| RunStoreError::Corrupt {
         run_id: run_id.to_string(),
         reason,
     };
+    let finished = bytes.starts_with(FINISHED_MAGIC);
     let rest = bytes
         .strip_prefix(MAGIC)
+        .or_else(|| bytes.strip_prefix(FINISHED_MAGIC))
         .ok_or_else(|| corrupt("bad header".into()))?;
     let (len, rest) = rest
         .split_first_chunk::<4>()
@@ -306,10 +333,11 @@ fn decode(run_id: &str, bytes: &[u8]) -> Result<StoredRun, RunStoreError> {
             meta.run_id
         )));
     }
-    Ok(StoredRun {
+    let run = StoredRun {
         meta,
         body: body.to_vec(),
-    })
+    };
+    Ok((run, finished))
 }
 
 impl RunStore for DirRunStore {
@@ -322,7 +350,7 @@ impl RunStore for DirRunStore {
     }
 
     fn put(&self, run: StoredRun, cap: usize) -> StoreFuture<'_, ()> {
-        let result = self.put_now(&run, cap);
+        let result = self.put_now(&run, cap, false);
         Box::pin(async move { result })
     }
 
@@ -337,12 +365,11 @@ impl RunStore for DirRunStore {
     }
 
     fn release<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, ()> {
+        let id = &claim.run.meta.run_id;
         let mut leases = self.leases();
-        if leases
-            .get(&claim.run.meta.run_id)
-            .is_some_and(|(token, _)| *token == claim.lease)
-        {
-            leases.remove(&claim.run.meta.run_id);
+        if claim.lease.is_some() && leases.get(id).map(|(token, _)| token) == claim.lease.as_ref() {
+            leases.remove(id);
+            self.local.changed(id);
         }
         Box::pin(async { Ok(()) })
     }
@@ -354,9 +381,13 @@ impl RunStore for DirRunStore {
 
     fn list(&self) -> StoreFuture<'_, Vec<RecordMeta>> {
         let now = now_ms();
-        let result = self
-            .all()
-            .map(|metas| metas.into_iter().filter(|m| !m.expired(now)).collect());
+        let result = self.all().map(|metas| {
+            metas
+                .into_iter()
+                .filter(|(m, finished)| !finished && !m.expired(now))
+                .map(|(m, _)| m)
+                .collect()
+        });
         Box::pin(async move { result })
     }
 
@@ -366,15 +397,28 @@ impl RunStore for DirRunStore {
     }
 
     fn purge_all(&self) -> StoreFuture<'_, usize> {
-        let result = self.all().and_then(|metas| {
-            let mut purged = 0;
-            for meta in metas {
-                if self.delete(&meta.run_id)? {
-                    purged += 1;
-                }
-            }
-            Ok(purged)
-        });
+        let result = self.purge_where(|_| true);
         Box::pin(async move { result })
+    }
+
+    fn put_finished(&self, run: StoredRun) -> StoreFuture<'_, ()> {
+        let result = self.put_now(&run, usize::MAX, true);
+        Box::pin(async move { result })
+    }
+
+    fn take_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        self.local.take(run_id, ttl)
+    }
+
+    fn renew_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        self.local.renew(run_id, ttl)
+    }
+
+    fn drop_owner_lease<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, ()> {
+        self.local.drop_owner(run_id)
+    }
+
+    fn changes<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Changes> {
+        self.local.changes(run_id)
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use codemode_bridge::RunScope;
 
+use super::changes::{Changes, InProcess};
 use super::{admit, lease_token, owner_key, Claim, RunStore, StoreFuture};
 use crate::error::{RunStoreError, StoreError};
 use crate::record::{now_ms, RecordMeta, StoredRun};
@@ -23,12 +24,15 @@ struct Lease {
 struct Entry {
     run: StoredRun,
     lease: Option<Lease>,
+    /// A finished run's result ([`RunStore::put_finished`]), not a parked run.
+    finished: bool,
 }
 
-/// Records in a map behind one mutex.
+/// Records in a map behind one mutex; owner leases and change notifications in the process.
 #[derive(Debug, Default)]
 pub struct MemoryRunStore {
     entries: Mutex<HashMap<String, Entry>>,
+    local: InProcess,
 }
 
 impl MemoryRunStore {
@@ -41,22 +45,31 @@ impl MemoryRunStore {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn put_now(&self, run: StoredRun, cap: usize) -> Result<(), RunStoreError> {
+    /// Stores `run` (a finished result when `finished`, never counted against `cap`).
+    fn put_now(&self, run: StoredRun, cap: usize, finished: bool) -> Result<(), RunStoreError> {
         let now = now_ms();
-        let mut entries = self.lock();
-        entries.retain(|_, e| !e.run.meta.expired(now));
         let id = run.meta.run_id.clone();
-        if !entries.contains_key(&id) {
-            let key = owner_key(&run.meta.owner);
-            let owned = entries
-                .values()
-                .filter(|e| owner_key(&e.run.meta.owner) == key)
-                .count();
-            if owned >= cap {
-                return Err(StoreError::TooManySuspended.into());
+        {
+            let mut entries = self.lock();
+            entries.retain(|_, e| !e.run.meta.expired(now));
+            if !finished && !entries.contains_key(&id) {
+                let key = owner_key(&run.meta.owner);
+                let owned = entries
+                    .values()
+                    .filter(|e| !e.finished && owner_key(&e.run.meta.owner) == key)
+                    .count();
+                if owned >= cap {
+                    return Err(StoreError::TooManySuspended.into());
+                }
             }
+            let entry = Entry {
+                run,
+                lease: None,
+                finished,
+            };
+            entries.insert(id.clone(), entry);
         }
-        entries.insert(id, Entry { run, lease: None });
+        self.local.changed(&id);
         Ok(())
     }
 
@@ -79,6 +92,9 @@ impl MemoryRunStore {
             }
             return Err(refused.into());
         }
+        if entry.finished {
+            return Ok(Claim { run, lease: None });
+        }
         if entry.lease.as_ref().is_some_and(|l| l.until_ms > now) {
             return Err(StoreError::AlreadyResuming.into());
         }
@@ -87,7 +103,10 @@ impl MemoryRunStore {
             token: token.clone(),
             until_ms,
         });
-        Ok(Claim { run, lease: token })
+        Ok(Claim {
+            run,
+            lease: Some(token),
+        })
     }
 }
 
@@ -101,7 +120,7 @@ impl RunStore for MemoryRunStore {
     }
 
     fn put(&self, run: StoredRun, cap: usize) -> StoreFuture<'_, ()> {
-        let result = self.put_now(run, cap);
+        let result = self.put_now(run, cap, false);
         Box::pin(async move { result })
     }
 
@@ -116,17 +135,26 @@ impl RunStore for MemoryRunStore {
     }
 
     fn release<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, ()> {
-        let mut entries = self.lock();
-        if let Some(entry) = entries.get_mut(&claim.run.meta.run_id) {
-            if entry.lease.as_ref().is_some_and(|l| l.token == claim.lease) {
+        let id = &claim.run.meta.run_id;
+        let released = match self.lock().get_mut(id) {
+            Some(entry)
+                if claim.lease.is_some()
+                    && entry.lease.as_ref().map(|l| &l.token) == claim.lease.as_ref() =>
+            {
                 entry.lease = None;
+                true
             }
+            _ => false,
+        };
+        if released {
+            self.local.changed(id);
         }
         Box::pin(async { Ok(()) })
     }
 
     fn remove<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, bool> {
         let found = self.lock().remove(run_id).is_some();
+        self.local.removed(run_id);
         Box::pin(async move { Ok(found) })
     }
 
@@ -135,7 +163,7 @@ impl RunStore for MemoryRunStore {
         let mut metas: Vec<RecordMeta> = self
             .lock()
             .values()
-            .filter(|e| !e.run.meta.expired(now))
+            .filter(|e| !e.finished && !e.run.meta.expired(now))
             .map(|e| e.run.meta.clone())
             .collect();
         metas.sort_by(|a, b| a.run_id.cmp(&b.run_id));
@@ -144,15 +172,44 @@ impl RunStore for MemoryRunStore {
 
     fn purge_expired(&self) -> StoreFuture<'_, usize> {
         let now = now_ms();
-        let mut entries = self.lock();
-        let before = entries.len();
-        entries.retain(|_, e| !e.run.meta.expired(now));
-        let purged = before - entries.len();
+        let purged = purge(&mut self.lock(), |e| e.run.meta.expired(now));
         Box::pin(async move { Ok(purged) })
     }
 
     fn purge_all(&self) -> StoreFuture<'_, usize> {
-        let purged = std::mem::take(&mut *self.lock()).len();
+        let purged = purge(&mut self.lock(), |_| true);
         Box::pin(async move { Ok(purged) })
     }
+
+    fn put_finished(&self, run: StoredRun) -> StoreFuture<'_, ()> {
+        let result = self.put_now(run, usize::MAX, true);
+        Box::pin(async move { result })
+    }
+
+    fn take_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        self.local.take(run_id, ttl)
+    }
+
+    fn renew_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        self.local.renew(run_id, ttl)
+    }
+
+    fn drop_owner_lease<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, ()> {
+        self.local.drop_owner(run_id)
+    }
+
+    fn changes<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Changes> {
+        self.local.changes(run_id)
+    }
+}
+
+/// Removes the entries `gone` selects; returns how many of them were parked runs.
+fn purge(entries: &mut HashMap<String, Entry>, gone: impl Fn(&Entry) -> bool) -> usize {
+    let mut purged = 0;
+    entries.retain(|_, e| {
+        let remove = gone(e);
+        purged += usize::from(remove && !e.finished);
+        !remove
+    });
+    purged
 }

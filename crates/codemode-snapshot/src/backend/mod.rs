@@ -10,7 +10,15 @@
 //! run's lease; parking a new run past the cap of its owner is
 //! [`StoreError::TooManySuspended`]. Bodies are sealed by the caller ([`crate::seal`]); a backend
 //! never looks inside them.
+//!
+//! Besides parked runs a store keeps **finished records** ([`RunStore::put_finished`]: a run's
+//! sealed final result, until its expiry, for the `wait`s that were waiting on it), **owner
+//! leases** (the process running a parked run's tool calls holds one while they are in flight:
+//! [`RunStore::take_owner_lease`]; a `wait` in another process then gets
+//! [`RunStoreError::OwnedElsewhere`] from [`RunStore::claim`]) and **change notifications**
+//! ([`RunStore::changes`]); docs/snapshot-store.md, "Owner leases and changes".
 
+pub mod changes;
 pub mod dir;
 pub mod memory;
 pub mod redis;
@@ -27,20 +35,38 @@ use codemode_bridge::RunScope;
 use crate::error::{RunStoreError, StoreError};
 use crate::record::{RecordMeta, StoredRun};
 
+pub use changes::Changes;
 pub use url::StateUrl;
+
+/// How long an owner lease lasts without renewal: a process that dies with tool calls in flight
+/// frees its runs this long after its last renewal, and a `wait` elsewhere then restores them
+/// with those calls lost (docs/snapshot-store.md, "Owner leases and changes").
+pub const OWNER_LEASE_TTL: Duration = Duration::from_secs(5);
+
+/// How often the owner renews its leases: well before [`OWNER_LEASE_TTL`], so a renewal that
+/// is late by a few seconds (a slow Redis, a busy machine) still lands in time.
+pub const OWNER_LEASE_RENEW: Duration = Duration::from_millis(1_250);
 
 /// The future every [`RunStore`] method returns (boxed so the trait is object-safe).
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, RunStoreError>> + Send + 'a>>;
 
 /// A run claimed for resuming by [`RunStore::claim`]: the record and the lease that keeps other
-/// `wait`s out until [`RunStore::release`], [`RunStore::put`] (parked again) or
-/// [`RunStore::remove`] (finished).
+/// `wait`s out until [`RunStore::release`], [`RunStore::put`] (parked again),
+/// [`RunStore::put_finished`] or [`RunStore::remove`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
     /// The stored run as it was when claimed.
     pub run: StoredRun,
-    /// The lease's token (random, unique per claim).
-    pub lease: String,
+    /// The lease's token (random, unique per claim); `None` for a finished record
+    /// ([`RunStore::put_finished`]), which any number of `wait`s may read at once.
+    pub lease: Option<String>,
+}
+
+impl Claim {
+    /// `true` when the record is a finished run's result, not a parked run.
+    pub fn is_finished(&self) -> bool {
+        self.lease.is_none()
+    }
 }
 
 /// A store of parked runs that may outlive the process (see the module docs for the rules).
@@ -62,7 +88,11 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     /// Claims `run_id` for `caller` with a lease of `lease` (renewed by storing or releasing).
     /// Errors in the contract's order: [`StoreError::Unavailable`] (unknown, expired: the expired
     /// record is removed), [`StoreError::OtherAgentRun`] / [`StoreError::OtherSession`]
-    /// ([`crate::admits`]), [`StoreError::AlreadyResuming`] (another unexpired lease).
+    /// ([`crate::admits`]), [`StoreError::AlreadyResuming`] (another unexpired lease). A
+    /// finished record ([`RunStore::put_finished`]) passes the same expiry and scope checks and
+    /// is returned without a lease. A parked run whose owner lease another process holds
+    /// ([`RunStore::take_owner_lease`]) is refused with [`RunStoreError::OwnedElsewhere`],
+    /// carrying the record, before any lease is taken.
     fn claim<'a>(
         &'a self,
         run_id: &'a str,
@@ -74,17 +104,43 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     /// that is no longer this claim's (expired and taken by another) is left alone.
     fn release<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, ()>;
 
-    /// Removes `run_id`'s record and lease; `true` when a record was there.
+    /// Removes `run_id`'s record (parked or finished), its lease and its owner lease; `true`
+    /// when a record was there.
     fn remove<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, bool>;
 
-    /// The headers of every unexpired record, sorted by run id.
+    /// The headers of every unexpired parked run, sorted by run id (finished records are not
+    /// listed).
     fn list(&self) -> StoreFuture<'_, Vec<RecordMeta>>;
 
-    /// Removes every expired record; returns how many.
+    /// Removes every expired record; returns how many parked runs it removed (finished records
+    /// go too, uncounted).
     fn purge_expired(&self) -> StoreFuture<'_, usize>;
 
-    /// Removes every record (expired or not); returns how many.
+    /// Removes every record (expired or not); returns how many parked runs it removed (finished
+    /// records go too, uncounted).
     fn purge_all(&self) -> StoreFuture<'_, usize>;
+
+    /// Replaces `run_id`'s record with `run`, its sealed final result, kept until
+    /// `run.meta.expires_at_ms` (a finished record: never counted against a cap, never listed,
+    /// claimed without a lease), and ends the claim's lease.
+    fn put_finished(&self, run: StoredRun) -> StoreFuture<'_, ()>;
+
+    /// Takes (or renews) this process's owner lease on `run_id` for `ttl`: while it holds it,
+    /// [`RunStore::claim`] in other processes answers [`RunStoreError::OwnedElsewhere`]. `false`
+    /// when another process holds it. Single-process backends keep it in the process.
+    fn take_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
+
+    /// Renews this process's owner lease on `run_id` for `ttl`; `false` when it no longer holds
+    /// it (it expired, or [`RunStore::remove`] ended it), so the caller stops acting as owner.
+    fn renew_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
+
+    /// Ends this process's owner lease on `run_id` (nothing when it holds none).
+    fn drop_owner_lease<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, ()>;
+
+    /// Subscribes to `run_id`'s changes from now on ([`Changes::next`]): [`RunStore::put`],
+    /// [`RunStore::put_finished`], [`RunStore::remove`], [`RunStore::release`] and
+    /// [`RunStore::drop_owner_lease`] of any process sharing the store.
+    fn changes<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Changes>;
 }
 
 /// Opens the backend `url` names. `memory` always opens; `dir:` checks (and creates, mode 0700)

@@ -1,0 +1,138 @@
+//! Change notifications and owner leases shared by the backends (docs/snapshot-store.md,
+//! "Owner leases and changes").
+//!
+//! [`Changes`] is what [`super::RunStore::changes`] hands a `wait` that waits on a run another
+//! process owns: it resolves on the next change of that run (a record written or removed, a
+//! claim released, an owner lease dropped). Every backend fans its changes out to its
+//! subscribers through one [`Notifier`] (a `tokio` broadcast channel); `redis://` feeds it from
+//! Redis pub/sub, so changes made by other processes arrive too. [`InProcess`] keeps the owner
+//! leases of the single-process backends (`memory`, `dir:`) with [`InProcess`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::StoreFuture;
+use crate::record::now_ms;
+
+/// How many changes a subscriber may fall behind before it is told "something changed" at once
+/// (a lagging subscriber re-reads the store, so nothing is lost).
+const BACKLOG: usize = 256;
+
+/// A subscription to one run's changes ([`super::RunStore::changes`]).
+#[derive(Debug)]
+pub struct Changes {
+    run_id: String,
+    feed: broadcast::Receiver<Arc<str>>,
+}
+
+impl Changes {
+    /// Resolves on the next change of the run: its record written or removed, a claim on it
+    /// released, its owner lease dropped. Also resolves when the subscription fell behind (the
+    /// caller re-reads the store either way). Never resolves once the feed is closed (the store
+    /// was dropped); callers race it against their own deadline.
+    pub async fn next(&mut self) {
+        loop {
+            match self.feed.recv().await {
+                Ok(id) if *id == *self.run_id => return,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => return,
+                Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
+            }
+        }
+    }
+}
+
+/// The fan-out of one store's changes to its subscribers.
+#[derive(Debug, Clone)]
+pub(crate) struct Notifier(broadcast::Sender<Arc<str>>);
+
+impl Default for Notifier {
+    fn default() -> Self {
+        Notifier(broadcast::channel(BACKLOG).0)
+    }
+}
+
+impl Notifier {
+    /// Tells every subscriber of `run_id` that it changed (nobody listening is fine).
+    pub(crate) fn send(&self, run_id: &str) {
+        let _ = self.0.send(Arc::from(run_id));
+    }
+
+    /// A subscription to `run_id`'s changes from now on.
+    pub(crate) fn subscribe(&self, run_id: &str) -> Changes {
+        Changes {
+            run_id: run_id.to_string(),
+            feed: self.0.subscribe(),
+        }
+    }
+}
+
+/// Owner leases and change notifications of a single-process backend (`memory`, `dir:`): one
+/// store is one process, so every owner lease is this process's own. Owner leases map run id →
+/// end (ms since the epoch).
+#[derive(Debug, Default)]
+pub(crate) struct InProcess {
+    owners: Mutex<HashMap<String, u64>>,
+    notifier: Notifier,
+}
+
+impl InProcess {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, u64>> {
+        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes or renews the owner lease on `run_id` for `ttl`; with `renew_only`, only a lease
+    /// that is still held. `true` when held afterwards.
+    fn hold(&self, run_id: &str, ttl: Duration, renew_only: bool) -> StoreFuture<'static, bool> {
+        let now = now_ms();
+        let mut owners = self.lock();
+        let held = owners.get(run_id).is_some_and(|until| *until > now);
+        let result = if renew_only && !held {
+            owners.remove(run_id);
+            false
+        } else {
+            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+            owners.insert(run_id.to_string(), now.saturating_add(ttl_ms));
+            true
+        };
+        Box::pin(async move { Ok(result) })
+    }
+
+    /// [`super::RunStore::take_owner_lease`].
+    pub(crate) fn take(&self, run_id: &str, ttl: Duration) -> StoreFuture<'static, bool> {
+        self.hold(run_id, ttl, false)
+    }
+
+    /// [`super::RunStore::renew_owner_lease`].
+    pub(crate) fn renew(&self, run_id: &str, ttl: Duration) -> StoreFuture<'static, bool> {
+        self.hold(run_id, ttl, true)
+    }
+
+    /// [`super::RunStore::drop_owner_lease`]: a change when a lease was held.
+    pub(crate) fn drop_owner(&self, run_id: &str) -> StoreFuture<'static, ()> {
+        if self.lock().remove(run_id).is_some() {
+            self.notifier.send(run_id);
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    /// [`super::RunStore::changes`].
+    pub(crate) fn changes(&self, run_id: &str) -> StoreFuture<'static, Changes> {
+        let changes = self.notifier.subscribe(run_id);
+        Box::pin(async move { Ok(changes) })
+    }
+
+    /// `run_id`'s record was removed: its owner lease ends, and that is a change.
+    pub(crate) fn removed(&self, run_id: &str) {
+        self.lock().remove(run_id);
+        self.notifier.send(run_id);
+    }
+
+    /// `run_id`'s record was written or its claim released: a change.
+    pub(crate) fn changed(&self, run_id: &str) {
+        self.notifier.send(run_id);
+    }
+}
