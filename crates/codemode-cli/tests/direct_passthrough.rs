@@ -4,11 +4,12 @@
 //! fixture server, built beside `codemode`) and the test plays a stateless client with raw
 //! requests.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use codemode_test_support::mcp::request_2026;
+use codemode_test_support::mcp::{request_2026, serve_http};
 
 /// A stateless 2026-07-28 client of one `serve` URL.
 struct Client {
@@ -57,32 +58,21 @@ async fn serve(dir: &std::path::Path, extra: &[&str]) -> (tokio::process::Child,
     .unwrap();
     let config = dir.join("config.json");
     std::fs::write(&config, r#"{"tools": {"codeMode": false}}"#).unwrap();
-    let log = dir.join("serve.log");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["serve", "--http", "127.0.0.1:0", "--mcp-config"])
-        .arg(&servers)
-        .arg("--config")
-        .arg(&config)
-        .args(extra)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let url = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(url) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("codemode: serving MCP over streamable HTTP at "))
-        {
-            break url.to_string();
-        }
-        assert!(Instant::now() < deadline, "serve did not start: {text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let args: [&std::ffi::OsStr; 4] = [
+        "--mcp-config".as_ref(),
+        servers.as_os_str(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ];
+    let extra = extra.iter().map(std::ffi::OsStr::new);
+    let (child, url) = serve_http(
+        Path::new(env!("CARGO_BIN_EXE_codemode")),
+        args.into_iter().chain(extra),
+        &dir.join("serve.log"),
+    )
+    .await;
     let mut client = Client { url, next_id: 0 };
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let listed = client.request("tools/list", json!({}), json!({})).await;
         if listed["result"]["tools"]

@@ -14,10 +14,11 @@
 //! ten minutes); nothing in codemode depends on N except the number of polls.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use codemode_test_support::everything_servers;
-use codemode_test_support::mcp::request_2026;
+use codemode_test_support::mcp::{request_2026, serve_http};
 use serde_json::{json, Value};
 
 /// The tool's duration in seconds: `CODEMODE_LONG_TOOL_SECONDS`, default 15.
@@ -57,32 +58,20 @@ async fn serve(dir: &std::path::Path, seconds: u64) -> (tokio::process::Child, S
             .to_string(),
     )
     .unwrap();
-    let log = dir.join("serve.log");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["serve", "--http", "127.0.0.1:0", "--mcp-config"])
-        .arg(&config)
-        .arg("--config")
-        .arg(&host)
-        .args(["--mcp-timeout-ms", &((seconds + 60) * 1000).to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let url = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(url) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("codemode: serving MCP over streamable HTTP at "))
-        {
-            break url.trim().to_string();
-        }
-        assert!(child.try_wait().unwrap().is_none(), "serve exited: {text}");
-        assert!(Instant::now() < deadline, "no URL: {text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let timeout_ms = ((seconds + 60) * 1000).to_string();
+    let (child, url) = serve_http(
+        Path::new(env!("CARGO_BIN_EXE_codemode")),
+        [
+            "--mcp-config".as_ref(),
+            config.as_os_str(),
+            "--config".as_ref(),
+            host.as_os_str(),
+            "--mcp-timeout-ms".as_ref(),
+            timeout_ms.as_ref(),
+        ] as [&std::ffi::OsStr; 6],
+        &dir.join("serve.log"),
+    )
+    .await;
     (child, url)
 }
 

@@ -5,8 +5,10 @@
 //! protocol version, client info and capabilities in its `_meta`, and its method (and tool or
 //! task name) in `Mcp-Method` / `Mcp-Name` headers. A response is a JSON body or an SSE stream.
 
+use std::ffi::OsStr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
@@ -25,6 +27,39 @@ pub fn jsonrpc_response(text: &str, id: u64) -> Option<Value> {
             .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
             .find(|message| message.get("id") == Some(&json!(id)))
     })
+}
+
+/// Starts `codemode serve --http 127.0.0.1:0` followed by `args` (`codemode` is the binary at
+/// `binary`; stdin and stdout closed, stderr written to `log`) and waits, 30 s at most, for the
+/// URL it prints on stderr. Returns the child (killed when dropped) and the URL. Panics with the
+/// log when `serve` exits first or prints no URL in time.
+pub async fn serve_http<I, S>(binary: &Path, args: I, log: &Path) -> (tokio::process::Child, String)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut child = tokio::process::Command::new(binary)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(url) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("codemode: serving MCP over streamable HTTP at "))
+        {
+            return (child, url.trim().to_string());
+        }
+        assert!(child.try_wait().unwrap().is_none(), "serve exited: {text}");
+        assert!(Instant::now() < deadline, "serve printed no URL: {text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// What the server answered one HTTP request.
