@@ -443,6 +443,19 @@ fn process_exists(needle: &str) -> bool {
         .any(|l| l.contains(needle) && !l.contains("ps -eo"))
 }
 
+/// Waits up to 2 s for the process whose command line contains `needle` to be gone; fails
+/// naming it when it is still there (a hook's child outlived the hook).
+async fn assert_gone_within_2s(needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while process_exists(needle) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !process_exists(needle),
+        "the hook's child outlived it: {needle}"
+    );
+}
+
 #[tokio::test]
 async fn a_timed_out_hook_takes_its_children_with_it() {
     // `sh` forks `sleep` here (a command follows it), so killing `sh` alone would orphan it.
@@ -452,14 +465,7 @@ async fn a_timed_out_hook_takes_its_children_with_it() {
         err.ends_with("hook \"sh\" did not answer within 300 ms"),
         "{err}"
     );
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while process_exists("sleep 31.4159") && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        !process_exists("sleep 31.4159"),
-        "the hook's child outlived it"
-    );
+    assert_gone_within_2s("sleep 31.4159").await;
 }
 
 #[tokio::test]
@@ -472,14 +478,7 @@ async fn a_hook_that_answers_takes_its_background_children_with_it() {
     let out = p.execute(call("write", json!({}))).await;
     assert!(out.is_ok(), "{out:?}");
     assert_eq!(recorder.calls().len(), 1);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while process_exists("sleep 27.1828") && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        !process_exists("sleep 27.1828"),
-        "the hook's child outlived it"
-    );
+    assert_gone_within_2s("sleep 27.1828").await;
 }
 
 #[tokio::test]

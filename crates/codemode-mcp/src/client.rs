@@ -1,7 +1,8 @@
 //! One connection to one configured MCP server (rmcp client): connect over stdio or streamable
 //! HTTP, list with a page cap, call with a timeout, reconnect when the connection died, shut down
 //! cleanly. The child process and its group are `process.rs`, its stderr `stderr.rs`, its stdout
-//! filter `stdio.rs`; errors are [`ClientError`]s.
+//! filter `stdio.rs`; the resource and prompt requests `client/operations.rs`; errors are
+//! [`ClientError`]s.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,7 @@ use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Map, Value};
 
 mod connect;
+mod operations;
 pub mod passthrough;
 mod rounds;
 
@@ -31,7 +33,7 @@ use crate::lifecycle;
 use crate::process::ChildProcess;
 use crate::stderr::StderrTail;
 use crate::stdio;
-use rounds::{without_result_type, Next};
+use rounds::Next;
 
 /// Limits of the MCP client. Every value is finite: a server can slow a call down to the
 /// timeout but never hang it.
@@ -554,92 +556,6 @@ impl ServerClient {
             }
         }
         unreachable!("after_call ends the rounds")
-    }
-
-    /// `resources/list`: one page when `cursor` is given, else every page up to the cap, as
-    /// `{resources: [...]}` (plus `nextCursor` when paging by hand).
-    ///
-    /// # Errors
-    /// A [`ClientError`] of connecting or of any page.
-    pub async fn list_resources(&self, cursor: Option<String>) -> Result<Value, ClientError> {
-        self.list_for_guest("resources/list", "resources", cursor)
-            .await
-    }
-
-    /// `resources/templates/list`, like [`ServerClient::list_resources`], as
-    /// `{resourceTemplates: [...]}`.
-    ///
-    /// # Errors
-    /// A [`ClientError`] of connecting or of any page.
-    pub async fn list_resource_templates(
-        &self,
-        cursor: Option<String>,
-    ) -> Result<Value, ClientError> {
-        self.list_for_guest("resources/templates/list", "resourceTemplates", cursor)
-            .await
-    }
-
-    /// `prompts/list`, like [`ServerClient::list_resources`], as `{prompts: [...]}`.
-    ///
-    /// # Errors
-    /// A [`ClientError`] of connecting or of any page.
-    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<Value, ClientError> {
-        self.list_for_guest("prompts/list", "prompts", cursor).await
-    }
-
-    async fn list_for_guest(
-        &self,
-        method: &str,
-        key: &str,
-        cursor: Option<String>,
-    ) -> Result<Value, ClientError> {
-        if cursor.is_some() {
-            return self.list_page(method, cursor).await;
-        }
-        let (items, warnings) = self.list_all(method, key).await?;
-        for warning in warnings {
-            tracing::warn!("{warning}");
-        }
-        Ok(json!({ key: items }))
-    }
-
-    /// `resources/read` of `uri`: the raw `{contents: [...]}`.
-    ///
-    /// # Errors
-    /// A [`ClientError`] of connecting or of the request (retried once on a rejected session).
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
-        let params = json!({ "uri": uri });
-        let timeout = self.options.call_timeout;
-        to_json(
-            self.request("resources/read", Some(uri), |p| {
-                send_raw(p, "resources/read", Some(params.clone()), timeout)
-            })
-            .await?,
-        )
-        .map(without_result_type)
-    }
-
-    /// `prompts/get` of `name` with string `arguments`: the raw `{description?, messages}`.
-    ///
-    /// # Errors
-    /// A [`ClientError`] of connecting or of the request (retried once on a rejected session).
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-    ) -> Result<Value, ClientError> {
-        let mut params = json!({ "name": name });
-        if let Some(arguments) = arguments {
-            params["arguments"] = Value::Object(arguments);
-        }
-        let timeout = self.options.call_timeout;
-        to_json(
-            self.request("prompts/get", Some(name), |p| {
-                send_raw(p, "prompts/get", Some(params.clone()), timeout)
-            })
-            .await?,
-        )
-        .map(without_result_type)
     }
 
     /// Closes the connection: a stdio child gets its stdin closed, up to 3 s to exit, then SIGKILL

@@ -136,3 +136,33 @@ impl InProcess {
         self.notifier.send(run_id);
     }
 }
+
+/// The owner-lease and change methods of [`super::RunStore`] for a single-process backend:
+/// each one delegates to the backend's [`InProcess`] field named `$local`.
+macro_rules! in_process_ownership {
+    ($local:ident) => {
+        in_process_ownership!(@lease $local, take_owner_lease, take);
+        in_process_ownership!(@lease $local, renew_owner_lease, renew);
+
+        fn drop_owner_lease<'a>(&'a self, run_id: &'a str) -> super::StoreFuture<'a, ()> {
+            self.$local.drop_owner(run_id)
+        }
+
+        fn changes<'a>(
+            &'a self,
+            run_id: &'a str,
+        ) -> super::StoreFuture<'a, super::changes::Changes> {
+            self.$local.changes(run_id)
+        }
+    };
+    (@lease $local:ident, $method:ident, $op:ident) => {
+        fn $method<'a>(
+            &'a self,
+            run_id: &'a str,
+            ttl: std::time::Duration,
+        ) -> super::StoreFuture<'a, bool> {
+            self.$local.$op(run_id, ttl)
+        }
+    };
+}
+pub(crate) use in_process_ownership;

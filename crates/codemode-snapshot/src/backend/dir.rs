@@ -24,7 +24,7 @@ use std::time::Duration;
 use codemode_bridge::RunScope;
 use rustix::fs::OFlags;
 
-use super::changes::{Changes, InProcess};
+use super::changes::{in_process_ownership, InProcess};
 use super::{admit, lease_token, owner_key, Claim, RunStore, StoreFuture};
 use crate::error::{RunStoreError, StoreError};
 use crate::record::{now_ms, valid_run_id, RecordMeta, StoredRun};
@@ -406,19 +406,5 @@ impl RunStore for DirRunStore {
         Box::pin(async move { result })
     }
 
-    fn take_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
-        self.local.take(run_id, ttl)
-    }
-
-    fn renew_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
-        self.local.renew(run_id, ttl)
-    }
-
-    fn drop_owner_lease<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, ()> {
-        self.local.drop_owner(run_id)
-    }
-
-    fn changes<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Changes> {
-        self.local.changes(run_id)
-    }
+    in_process_ownership!(local);
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use codemode_bridge::RunScope;
 
-use super::changes::{Changes, InProcess};
+use super::changes::{in_process_ownership, InProcess};
 use super::{admit, lease_token, owner_key, Claim, RunStore, StoreFuture};
 use crate::error::{RunStoreError, StoreError};
 use crate::record::{now_ms, RecordMeta, StoredRun};
@@ -186,21 +186,7 @@ impl RunStore for MemoryRunStore {
         Box::pin(async move { result })
     }
 
-    fn take_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
-        self.local.take(run_id, ttl)
-    }
-
-    fn renew_owner_lease<'a>(&'a self, run_id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
-        self.local.renew(run_id, ttl)
-    }
-
-    fn drop_owner_lease<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, ()> {
-        self.local.drop_owner(run_id)
-    }
-
-    fn changes<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Changes> {
-        self.local.changes(run_id)
-    }
+    in_process_ownership!(local);
 }
 
 /// Removes the entries `gone` selects; returns how many of them were parked runs.

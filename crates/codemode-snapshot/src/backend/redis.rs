@@ -84,9 +84,9 @@ if done > 0 then return 2 end
 return 0
 ";
 
-/// KEYS: lease. ARGV: token, run id. Deletes the lease only if it is still this token's (a
-/// change).
-const RELEASE: &str = r"
+/// KEYS: a lease (a claim's, or the owner lease). ARGV: its holder (the claim's token, or this
+/// instance), run id. Deletes the lease only if it is still that holder's (a change of the run).
+const DROP_IF_HELD: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', 'codemode:changes', ARGV[2])
@@ -112,17 +112,6 @@ if owner and owner ~= ARGV[1] then return 0 end
 if not owner and ARGV[3] == '1' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
-";
-
-/// KEYS: owner lease. ARGV: this instance, run id. Ends the lease if it is this instance's (a
-/// change).
-const DROP_OWNER: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', 'codemode:changes', ARGV[2])
-  return 1
-end
-return 0
 ";
 
 /// Records in one Redis database (see the module docs).
@@ -347,7 +336,7 @@ impl RedisRunStore {
             return Ok(());
         };
         let mut connection = self.connection.clone();
-        let _: i64 = Script::new(RELEASE)
+        let _: i64 = Script::new(DROP_IF_HELD)
             .key(lease_key(&claim.run.meta.run_id))
             .arg(token)
             .arg(&claim.run.meta.run_id)
@@ -378,7 +367,7 @@ impl RedisRunStore {
 
     async fn drop_owner(&self, run_id: &str) -> Result<(), RunStoreError> {
         let mut connection = self.connection.clone();
-        let _: i64 = Script::new(DROP_OWNER)
+        let _: i64 = Script::new(DROP_IF_HELD)
             .key(inflight_key(run_id))
             .arg(&self.instance)
             .arg(run_id)
