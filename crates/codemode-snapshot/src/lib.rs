@@ -78,7 +78,7 @@ pub use backend::{open, Claim, RunStore, StateUrl};
 pub use error::{Rejected, RunStoreError, StoreError};
 pub use live::{Reservation, ResumeGuard, SnapshotStore, MAX_SUSPENDED_RUNS};
 pub use record::{RecordMeta, StoredRun};
-pub use scope::{admits, expiry_after, MAX_TIME_MS};
+pub use scope::{admits, expiry_after, expiry_ms_after, MAX_TIME_MS};
 pub use seal::{Binding, KeyError, SealError, StateKeys, STATE_KEY_ENV};
 
 /// Who a parked run belongs to, and who is asking to resume one: the bridge's run scope (agent

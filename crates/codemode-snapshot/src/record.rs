@@ -9,9 +9,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use codemode_bridge::RunScope;
 use serde::{Deserialize, Serialize};
 
-use crate::error::StoreError;
-use crate::scope::MAX_TIME_MS;
-
 /// The clear header of a stored run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -46,18 +43,6 @@ pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// `now_ms + ttl_ms` as a stored expiry, if it is a valid time (docs/contract/lifecycle.md#s5-3,
-/// the same rule as [`crate::expiry_after`]).
-///
-/// # Errors
-/// [`StoreError::ExpiryUnavailable`] when the sum overflows or passes [`MAX_TIME_MS`].
-pub fn expiry_ms_after(now_ms: u64, ttl_ms: u64) -> Result<u64, StoreError> {
-    now_ms
-        .checked_add(ttl_ms)
-        .filter(|at| u128::from(*at) <= MAX_TIME_MS)
-        .ok_or(StoreError::ExpiryUnavailable)
 }
 
 /// `true` when `run_id` can name a stored run: 1 to 128 ASCII letters, digits, `_` or `-` (the

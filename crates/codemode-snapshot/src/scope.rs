@@ -55,3 +55,15 @@ pub fn expiry_after(now: Instant, ttl: Duration) -> Result<Instant, StoreError> 
     }
     Ok(at)
 }
+
+/// `now_ms + ttl_ms` as a stored expiry, if it is a valid time (docs/contract/lifecycle.md#s5-3,
+/// the same rule as [`expiry_after`]).
+///
+/// # Errors
+/// [`StoreError::ExpiryUnavailable`] when the sum overflows or passes [`MAX_TIME_MS`].
+pub fn expiry_ms_after(now_ms: u64, ttl_ms: u64) -> Result<u64, StoreError> {
+    now_ms
+        .checked_add(ttl_ms)
+        .filter(|at| u128::from(*at) <= MAX_TIME_MS)
+        .ok_or(StoreError::ExpiryUnavailable)
+}

@@ -4,9 +4,9 @@
 //! [`Changes`] is what [`super::RunStore::changes`] hands a `wait` that waits on a run another
 //! process owns: it resolves on the next change of that run (a record written or removed, a
 //! claim released, an owner lease dropped). Every backend fans its changes out to its
-//! subscribers through one [`Notifier`] (a `tokio` broadcast channel); `redis://` feeds it from
-//! Redis pub/sub, so changes made by other processes arrive too. [`InProcess`] keeps the owner
-//! leases of the single-process backends (`memory`, `dir:`) with [`InProcess`].
+//! subscribers through one `Notifier` (a `tokio` broadcast channel); `redis://` feeds it from
+//! Redis pub/sub, so changes made by other processes arrive too. `InProcess` keeps the owner
+//! leases of the single-process backends (`memory`, `dir:`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
