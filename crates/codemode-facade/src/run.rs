@@ -614,12 +614,7 @@ impl Run {
                 p.method == BridgeMethod::Yield || !self.arrived.iter().any(|d| d.id == p.id)
             })
             .collect();
-        let reason =
-            if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {
-                WaitReason::Yield
-            } else {
-                WaitReason::PendingTools
-            };
+        let reason = wait_reason(&unsettled);
         let pending_tool_calls = unsettled
             .iter()
             .map(|p| PendingToolCall {
@@ -753,5 +748,16 @@ impl Run {
             replay_safe: self.restart_safe,
             telemetry: telemetry(&self.env, &self.dispatcher.counters),
         }
+    }
+}
+
+/// Why a parked run waits, from its unsettled requests: `yield` when every one is a
+/// `yield_control` (and there is at least one), else `pending_tools`
+/// (docs/contract/lifecycle.md#s5-10).
+pub(crate) fn wait_reason(unsettled: &[&BridgeRequest]) -> WaitReason {
+    if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {
+        WaitReason::Yield
+    } else {
+        WaitReason::PendingTools
     }
 }

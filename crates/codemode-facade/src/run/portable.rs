@@ -21,11 +21,11 @@ use codemode_telemetry::{AtomicBridgeCounters, BridgeCounters};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Run;
+use super::{wait_reason, Run};
 use crate::dispatch::Counters;
 use crate::env::RunEnv;
 use crate::failure::telemetry;
-use crate::result::{CodeModeResult, PendingToolCall, WaitReason};
+use crate::result::{CodeModeResult, PendingToolCall};
 
 /// The first bytes of a portable run (format 1): then the header's JSON length (u32 little
 /// endian), the header, the snapshot bytes (`Snapshot::to_bytes`).
@@ -278,12 +278,7 @@ pub(crate) fn waiting_elsewhere(
         .iter()
         .filter(|p| p.method == BridgeMethod::Yield || !settled.contains(&p.id))
         .collect();
-    let reason =
-        if !unsettled.is_empty() && unsettled.iter().all(|p| p.method == BridgeMethod::Yield) {
-            WaitReason::Yield
-        } else {
-            WaitReason::PendingTools
-        };
+    let reason = wait_reason(&unsettled);
     let counters = Counters {
         bridge: AtomicBridgeCounters::new(header.counters),
         nested: AtomicU64::new(header.nested),
