@@ -625,9 +625,9 @@ fn many(cluster: &mut Cluster) -> Result<String, String> {
     ))
 }
 
-/// Scenario 6. `serve` parks an `exec` at the configured `timeoutMs` (10 s by default; the call's
-/// own `timeoutMs` argument is not what parks it), so the tool runs 14 s: the `wait`s on B and C
-/// start about 4 s before it finishes on A, well within their own 10 s.
+/// Scenario 6. `serve` parks an `exec` at the configured `timeoutMs` (10 s by default; `exec`
+/// has no `timeoutMs` argument, the one passed is ignored), so the tool runs 14 s: the `wait`s on
+/// B and C start about 4 s before it finishes on A, well within their own 10 s.
 fn follow_owner(cluster: &mut Cluster) -> Result<String, String> {
     let a = cluster.url(0)?;
     let code = "try { await MCP.everything.triggerLongRunningOperation({duration: 14, steps: 2}); return 'finished'; } catch (e) { return 'caught: ' + e.message; }";
