@@ -16,12 +16,13 @@
 use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use codemode_bridge::RunScope;
+use codemode_files::{FileError, Rules};
 use rustix::fs::OFlags;
 
 use super::changes::{in_process_ownership, InProcess};
@@ -36,6 +37,13 @@ const FINISHED_MAGIC: &[u8] = b"CMEND1\n";
 /// Record files end with this.
 const SUFFIX: &str = ".cmrun";
 
+/// The state directory: this user's, writable by nobody else (read access for others is the
+/// operator's choice; every record in it is 0600).
+const DIRECTORY_RULES: Rules = Rules {
+    forbidden_mode: 0o022,
+    root_may_own: false,
+};
+
 /// Records in files under one directory (see the module docs).
 #[derive(Debug)]
 pub struct DirRunStore {
@@ -43,10 +51,6 @@ pub struct DirRunStore {
     /// Lease token and end (ms since the epoch) by run id; the lock also serialises claims.
     leases: Mutex<HashMap<String, (String, u64)>>,
     local: InProcess,
-}
-
-fn euid() -> u32 {
-    rustix::process::geteuid().as_raw()
 }
 
 impl DirRunStore {
@@ -66,26 +70,26 @@ impl DirRunStore {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
             Err(e) => return Err(fail(format!("cannot create the directory: {e}"))),
         }
-        let meta = fs::symlink_metadata(dir)
-            .map_err(|e| fail(format!("cannot inspect the directory: {e}")))?;
-        if meta.file_type().is_symlink() {
-            return Err(fail("is a symlink; give the real directory".into()));
-        }
-        if !meta.is_dir() {
-            return Err(fail("is not a directory".into()));
-        }
-        if meta.uid() != euid() {
-            return Err(fail(format!(
-                "is owned by uid {}, not this user (uid {}); it must be a directory only this user can write",
-                meta.uid(),
-                euid()
-            )));
-        }
-        if meta.mode() & 0o022 != 0 {
-            return Err(fail(format!(
-                "has mode {:o}: group or others can write it; it must be a directory only this user can write (chmod 700)",
-                meta.mode() & 0o7777
-            )));
+        // The one checked path for files an operator names (docs/threat-model.md, "Files an
+        // operator names"): a real directory of this user that nobody else can write.
+        match codemode_files::check_dir(dir, &DIRECTORY_RULES) {
+            Ok(true) => {}
+            Ok(false) => return Err(fail("cannot inspect the directory: it is gone".into())),
+            Err(FileError::SymbolicLink) => {
+                return Err(fail("is a symlink; give the real directory".into()))
+            }
+            Err(FileError::WrongType { .. }) => return Err(fail("is not a directory".into())),
+            Err(FileError::Owner { owner, user }) => {
+                return Err(fail(format!(
+                    "is owned by uid {owner}, not this user (uid {user}); it must be a directory only this user can write"
+                )))
+            }
+            Err(FileError::Mode { mode, .. }) => {
+                return Err(fail(format!(
+                    "has mode {mode:o}: group or others can write it; it must be a directory only this user can write (chmod 700)"
+                )))
+            }
+            Err(e) => return Err(fail(format!("cannot inspect the directory: {e}"))),
         }
         Ok(DirRunStore {
             dir: dir.to_path_buf(),
@@ -127,30 +131,28 @@ impl DirRunStore {
             run_id: run_id.to_string(),
             reason: reason.to_string(),
         };
-        let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK;
-        let mut file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(flags.bits() as i32)
-            .open(self.path(run_id))
-        {
+        // The shared checked open (codemode-files): the path is examined before anything is
+        // opened, then opened `O_NOFOLLOW | O_NONBLOCK` and checked again on the descriptor.
+        let mut file = match codemode_files::open_read(&self.path(run_id), &Rules::PRIVATE) {
             Ok(file) => file,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            Err(FileError::Io(e)) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(FileError::SymbolicLink) => {
                 return Err(corrupt("the record is a symlink; refused"))
             }
-            Err(e) => return Err(self.io_error("cannot open a record", &e)),
+            Err(FileError::WrongType { .. }) => {
+                return Err(corrupt("the record is not a regular file; refused"))
+            }
+            Err(FileError::Owner { .. } | FileError::Mode { .. }) => {
+                return Err(corrupt(
+                    "the record is not a file of this user with mode 0600; refused",
+                ))
+            }
+            Err(FileError::Io(e)) => return Err(self.io_error("cannot open a record", &e)),
+            Err(e) => return Err(self.io_error("cannot open a record", &std::io::Error::other(e))),
         };
         let meta = file
             .metadata()
             .map_err(|e| self.io_error("cannot inspect a record", &e))?;
-        if !meta.is_file() {
-            return Err(corrupt("the record is not a regular file; refused"));
-        }
-        if meta.uid() != euid() || meta.mode() & 0o077 != 0 {
-            return Err(corrupt(
-                "the record is not a file of this user with mode 0600; refused",
-            ));
-        }
         let mut bytes = Vec::new();
         let read = if header_only {
             let mut head = [0u8; MAGIC.len() + 4];
