@@ -349,8 +349,9 @@ const FIXTURE_2026: [&str; 24] = [
     "tasks-mrtr-composition",
 ];
 
-/// The tools of `codemode-mcp-fixture` (src/bin/codemode-mcp-fixture.rs in codemode-mcp).
-const FIXTURE_TOOLS: usize = 8;
+/// The tools of `codemode-mcp-fixture` (src/bin/codemode-mcp-fixture.rs in codemode-mcp): 8
+/// MRTR tools and 7 task tools.
+const FIXTURE_TOOLS: usize = 15;
 
 /// Waits until `serve` at `url` lists the fixture server's tools (servers connect in the
 /// background), at most 30 s; the names it lists.

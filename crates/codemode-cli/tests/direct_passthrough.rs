@@ -77,7 +77,7 @@ async fn serve(dir: &std::path::Path, extra: &[&str]) -> (tokio::process::Child,
         let listed = client.request("tools/list", json!({}), json!({})).await;
         if listed["result"]["tools"]
             .as_array()
-            .is_some_and(|t| t.len() == 8)
+            .is_some_and(|t| t.len() == 15)
         {
             break;
         }
@@ -254,6 +254,13 @@ async fn bare_names_serve_the_one_servers_tools_under_their_own_names() {
             "test_input_required_result_multi_round",
             "test_input_required_result_tampered_state",
             "test_input_required_result_capabilities",
+            "greet",
+            "slow_compute",
+            "failing_job",
+            "protocol_error_job",
+            "confirm_delete",
+            "multi_input",
+            "test_tool_with_task",
         ]
     );
     let greeted = client

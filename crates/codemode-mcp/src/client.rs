@@ -531,8 +531,8 @@ impl ServerClient {
         // 2026-07-28: the answer may ask for input (MRTR, sent again with the answers) or be a
         // task to follow (`rounds.rs`).
         for rounds in 0.. {
-            let result = to_json(
-                self.request("tools/call", Some(tool), |p| {
+            let answered = self
+                .request("tools/call", Some(tool), |p| {
                     send_raw_tracked(
                         p,
                         "tools/call",
@@ -542,11 +542,22 @@ impl ServerClient {
                         meta.clone(),
                     )
                 })
-                .await?,
-            )?;
-            if pass.is_some()
-                && result.get("resultType").and_then(Value::as_str) == Some("input_required")
-            {
+                .await;
+            let result = match answered {
+                Ok(answer) => to_json(answer)?,
+                Err(e) => {
+                    if let Some(pass) = &pass {
+                        pass.refusal.keep(&e);
+                    }
+                    return Err(e);
+                }
+            };
+            let kind = result.get("resultType").and_then(Value::as_str);
+            if pass.is_some() && kind == Some("input_required") {
+                return Ok(result);
+            }
+            // A Tasks client gets the server's task itself (`serve`, `server/direct_tasks.rs`).
+            if pass.as_ref().is_some_and(|p| p.tasks) && kind == Some("task") {
                 return Ok(result);
             }
             match self.after_call(tool, &params, result, rounds).await? {
@@ -556,6 +567,34 @@ impl ServerClient {
             }
         }
         unreachable!("after_call ends the rounds")
+    }
+
+    /// One Tasks request (`tasks/get`, `tasks/update`, `tasks/cancel`) about a task this
+    /// server created, with `params` as they are and `meta`'s keys in the request's `_meta`
+    /// (the upstream client's capabilities, when `serve` passes a task through): the raw
+    /// result. Sent again once on a new connection when the session was rejected (it is
+    /// idempotent for the task).
+    ///
+    /// # Errors
+    /// A [`ClientError`], as for [`ServerClient::call_tool`]: [`ClientError::Refused`] carries
+    /// the server's JSON-RPC error.
+    pub async fn task_request(
+        &self,
+        method: &str,
+        params: Value,
+        meta: Option<rmcp::model::RequestMetaObject>,
+    ) -> Result<Value, ClientError> {
+        let timeout = self.options.call_timeout;
+        let subject = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        to_json(
+            self.request(method, subject.as_deref(), |p| {
+                send_raw_tracked(p, method, Some(params.clone()), timeout, None, meta.clone())
+            })
+            .await?,
+        )
     }
 
     /// Closes the connection: a stdio child gets its stdin closed, up to 3 s to exit, then SIGKILL

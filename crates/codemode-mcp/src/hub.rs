@@ -104,6 +104,8 @@ pub struct DirectTool {
     pub id: String,
     /// The tool's own name on its server (`<tool>`): what `serve --bare-names` exposes.
     pub server_tool: String,
+    /// The configured name of its server ([`McpHub::client`] finds the server by it).
+    pub server: String,
     /// The server's tool JSON (`description`, `inputSchema`, `outputSchema`, `annotations`,
     /// `execution`, …, as the server sent them) with `name` set to [`DirectTool::name`].
     pub tool: Map<String, Value>,
@@ -377,6 +379,7 @@ impl McpHub {
                     name: spec.name,
                     id,
                     server_tool: original,
+                    server: server.client.name().to_string(),
                     tool,
                 });
             }

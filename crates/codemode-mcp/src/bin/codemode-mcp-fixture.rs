@@ -37,6 +37,29 @@
 //!
 //! States are sealed with rmcp's `RequestStateCodec` (HMAC-SHA256) under a key made per process
 //! and bound to the tool's name.
+//!
+//! Task tools (SEP-2663, the `tasks-*` scenarios; run on rmcp's `TaskManager`, which answers
+//! `tasks/get`, `tasks/update` and `tasks/cancel`). A tool makes a task only when the request
+//! declares `io.modelcontextprotocol/tasks` (its `_meta` client capabilities); otherwise a
+//! task-supporting tool runs synchronously and a task-required one is the JSON-RPC error `-32021`
+//! (Missing Required Client Capability, `data.requiredCapabilities.extensions` naming the tasks
+//! extension):
+//!
+//! - `greet` (sync only): `Hello, <name>!`.
+//! - `slow_compute` (task-supporting): sleeps `seconds` (at most 600), then `<label>: computed
+//!   in <seconds> s`; `seconds: 0` answers at once without a task; a `tasks/cancel` while it
+//!   sleeps settles the task `cancelled`.
+//! - `failing_job` (task required): after 1 s, a tool error (`isError: true`, `failing_job
+//!   failed on purpose`): the task is `completed`.
+//! - `protocol_error_job` (task-supporting): fails with the JSON-RPC error `-32603` `protocol_error_job
+//!   failed on purpose`: the task is `failed` (without a task, the call is that error).
+//! - `confirm_delete` (task-supporting): asks `confirm` (a form with a required boolean
+//!   `confirm`), then `Deleted <filename>` when accepted with `confirm: true`, else `Kept
+//!   <filename>`; without a task it asks by MRTR.
+//! - `multi_input` (task-supporting): asks `name` (a string) and `confirm` (a boolean) at once, in
+//!   parallel, then `<name> confirmed=<confirm>`; without a task it asks both by MRTR.
+//! - `test_tool_with_task` (task required): round 1 asks `user_name` by MRTR; the retry with an
+//!   accepted `name` becomes a task that completes with `Hello, <name>! (from a task)`.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
@@ -45,10 +68,16 @@ use rmcp::model::{
     Prompt, PromptMessage, RequestStateCodec, Role, SealOptions, ServerCapabilities, ServerConfig,
     Tool,
 };
+use rmcp::model::{
+    CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
+    UpdateTaskParams,
+};
 use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The tools of the fixture (see the module documentation).
 const TOOLS: [(&str, &str); 8] = [
@@ -86,12 +115,56 @@ const TOOLS: [(&str, &str); 8] = [
     ),
 ];
 
+/// The task tools of the fixture (see the module documentation): name, description, input
+/// schema properties.
+const TASK_TOOLS: [(&str, &str, &str); 7] = [
+    (
+        "greet",
+        "Greets `name` (sync only).",
+        r#"{"name": {"type": "string"}}"#,
+    ),
+    (
+        "slow_compute",
+        "Sleeps `seconds`, then answers (task-supporting).",
+        r#"{"seconds": {"type": "number"}, "label": {"type": "string"}}"#,
+    ),
+    (
+        "failing_job",
+        "Fails with a tool error after 1 s (task required).",
+        "{}",
+    ),
+    (
+        "protocol_error_job",
+        "Fails with a JSON-RPC error (task-supporting).",
+        "{}",
+    ),
+    (
+        "confirm_delete",
+        "Asks a confirmation, then deletes `filename` (task-supporting).",
+        r#"{"filename": {"type": "string"}}"#,
+    ),
+    (
+        "multi_input",
+        "Asks two questions at once (task-supporting).",
+        "{}",
+    ),
+    (
+        "test_tool_with_task",
+        "Asks a name by MRTR, then greets it from a task (task required).",
+        "{}",
+    ),
+];
+
+/// The longest `slow_compute` sleep.
+const MAX_SECONDS: f64 = 600.0;
+
 /// The prompt of the fixture.
 const PROMPT: &str = "test_input_required_result_prompt";
 
 /// The conformance fixture server.
 struct Fixture {
     states: Arc<RequestStateCodec>,
+    tasks: TaskManager,
 }
 
 /// An input request from its JSON (`{method, params}`).
@@ -334,12 +407,197 @@ impl Fixture {
     }
 }
 
+/// The `-32021` error of a task-required tool called without the tasks extension.
+fn task_required() -> McpError {
+    McpError::missing_required_client_capability(
+        ClientCapabilities::builder().enable_tasks().build(),
+    )
+}
+
+/// A tool's text result.
+fn done(text: impl Into<String>) -> rmcp::model::CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text.into())])
+}
+
+/// Waits for the client's answer to `request` under `key` (`tasks/update`); a `tasks/cancel`
+/// meanwhile ends the task `cancelled`.
+async fn ask_in_task(
+    context: &TaskContext,
+    key: &str,
+    request: InputRequest,
+) -> Result<Value, TaskExit> {
+    tokio::select! {
+        answer = context.request_input(key, request) => answer,
+        () = context.cancelled() => Err(TaskExit::Cancelled),
+    }
+}
+
+impl Fixture {
+    /// Starts `work` as a task and answers its `CreateTaskResult`.
+    fn spawn(&self, work: impl FnOnce(TaskContext) -> TaskFuture) -> CallToolResponse {
+        let task = self.tasks.spawn(TaskOptions::new(), work);
+        CallToolResponse::Task(CreateTaskResult::new(task))
+    }
+
+    /// A call of one of the task tools (module documentation).
+    async fn task_call(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let string = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let responses = request.input_responses.clone().unwrap_or_default();
+        match request.name.as_ref() {
+            "greet" => Ok(text(format!("Hello, {}!", string("name")))),
+            "slow_compute" => {
+                let seconds = arguments
+                    .get("seconds")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0)
+                    .clamp(0.0, MAX_SECONDS);
+                let answer = format!("{}: computed in {seconds} s", string("label"));
+                if seconds == 0.0 {
+                    return Ok(text(answer));
+                }
+                let sleep = Duration::from_secs_f64(seconds);
+                if !tasks {
+                    tokio::time::sleep(sleep).await;
+                    return Ok(text(answer));
+                }
+                Ok(self.spawn(move |task| {
+                    Box::pin(async move {
+                        tokio::select! {
+                            () = tokio::time::sleep(sleep) => Ok(done(answer)),
+                            () = task.cancelled() => Err(TaskExit::Cancelled),
+                        }
+                    })
+                }))
+            }
+            "failing_job" => {
+                if !tasks {
+                    return Err(task_required());
+                }
+                Ok(self.spawn(|_| {
+                    Box::pin(async {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        Ok(CallToolResult::error(vec![ContentBlock::text(
+                            "failing_job failed on purpose",
+                        )]))
+                    })
+                }))
+            }
+            "protocol_error_job" => {
+                let error = McpError::internal_error("protocol_error_job failed on purpose", None);
+                if !tasks {
+                    return Err(error);
+                }
+                Ok(self.spawn(|_| {
+                    Box::pin(async move {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Err(TaskExit::Error(error))
+                    })
+                }))
+            }
+            "confirm_delete" => {
+                let filename = string("filename");
+                let question = form("Delete the file?", "confirm", "boolean")?;
+                let outcome = move |answer: Option<&Value>| {
+                    if accepted(answer, "confirm").and_then(Value::as_bool) == Some(true) {
+                        format!("Deleted {filename}")
+                    } else {
+                        format!("Kept {filename}")
+                    }
+                };
+                if !tasks {
+                    return Ok(match responses.get("confirm") {
+                        Some(answer) => text(outcome(Some(answer))),
+                        None => ask(vec![("confirm", question)], None),
+                    });
+                }
+                Ok(self.spawn(move |task| {
+                    Box::pin(async move {
+                        let answer = ask_in_task(&task, "confirm", question).await?;
+                        Ok(done(outcome(Some(&answer))))
+                    })
+                }))
+            }
+            "multi_input" => {
+                let name_question = form("What is your name?", "name", "string")?;
+                let confirm_question = form("Please confirm", "confirm", "boolean")?;
+                let outcome = |name: Option<&Value>, confirm: Option<&Value>| {
+                    let name = accepted(name, "name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("nobody")
+                        .to_string();
+                    let confirm = accepted(confirm, "confirm")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    format!("{name} confirmed={confirm}")
+                };
+                if !tasks {
+                    return Ok(match (responses.get("name"), responses.get("confirm")) {
+                        (Some(name), Some(confirm)) => text(outcome(Some(name), Some(confirm))),
+                        _ => ask(
+                            vec![("name", name_question), ("confirm", confirm_question)],
+                            None,
+                        ),
+                    });
+                }
+                Ok(self.spawn(move |task| {
+                    Box::pin(async move {
+                        let (name, confirm) = tokio::try_join!(
+                            ask_in_task(&task, "name", name_question),
+                            ask_in_task(&task, "confirm", confirm_question),
+                        )?;
+                        Ok(done(outcome(Some(&name), Some(&confirm))))
+                    })
+                }))
+            }
+            "test_tool_with_task" => {
+                if !tasks {
+                    return Err(task_required());
+                }
+                match accepted(responses.get("user_name"), "name").and_then(Value::as_str) {
+                    None => Ok(ask(
+                        vec![("user_name", form("What is your name?", "name", "string")?)],
+                        None,
+                    )),
+                    Some(name) => {
+                        let greeting = format!("Hello, {name}! (from a task)");
+                        Ok(self.spawn(|_| {
+                            Box::pin(async move {
+                                tokio::time::sleep(Duration::from_millis(200)).await;
+                                Ok(done(greeting))
+                            })
+                        }))
+                    }
+                }
+            }
+            name => Err(McpError::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            )),
+        }
+    }
+}
+
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
+                .enable_tasks()
                 .build(),
         );
         info.server_info = Implementation::new("codemode-mcp-fixture", env!("CARGO_PKG_VERSION"));
@@ -353,12 +611,20 @@ impl ServerHandler for Fixture {
     ) -> Result<ListToolsResult, McpError> {
         let schema: JsonObject = Map::from_iter([("type".to_string(), json!("object"))]);
         let schema = Arc::new(schema);
-        Ok(ListToolsResult::with_all_items(
-            TOOLS
-                .iter()
-                .map(|(name, description)| Tool::new(*name, *description, schema.clone()))
-                .collect(),
-        ))
+        let mut tools: Vec<Tool> = TOOLS
+            .iter()
+            .map(|(name, description)| Tool::new(*name, *description, schema.clone()))
+            .collect();
+        for (name, description, properties) in TASK_TOOLS {
+            let properties: Value =
+                serde_json::from_str(properties).expect("the fixture's schemas are JSON");
+            let schema: JsonObject = Map::from_iter([
+                ("type".to_string(), json!("object")),
+                ("properties".to_string(), properties),
+            ]);
+            tools.push(Tool::new(name, description, Arc::new(schema)));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -366,7 +632,35 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if TASK_TOOLS.iter().any(|(name, _, _)| *name == request.name) {
+            return self.task_call(&request, &context).await;
+        }
         self.call(&request, &context)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_prompts(
@@ -418,6 +712,7 @@ async fn main() {
     let states = RequestStateCodec::try_new(key).expect("32 bytes is a long enough key");
     let server = Fixture {
         states: Arc::new(states),
+        tasks: TaskManager::new(),
     };
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,

@@ -14,12 +14,48 @@
 //!   can give, and
 //! - returns an `input_required` answer as the call's result instead of answering it.
 //!
-//! A downstream task is still followed to its end, as for any call.
+//! When the upstream client declared the tasks extension ([`PassThrough::tasks`]), a downstream
+//! `CreateTaskResult` is the call's result too (`serve` maps its task id and routes `tasks/*`
+//! back, `server/direct_tasks.rs`); otherwise a downstream task is followed to its end, as for
+//! any call. A downstream JSON-RPC error `-32021` (Missing Required Client Capability: the
+//! server needs a capability the upstream client did not declare) is kept in
+//! [`PassThrough::refusal`], so `serve` answers it to the client as the same error.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{ClientCapabilities, RequestMetaObject};
+use rmcp::model::{ClientCapabilities, ErrorCode, RequestMetaObject};
+use rmcp::ErrorData;
 use serde_json::{Map, Value};
+
+use crate::error::ClientError;
+
+/// Where a round keeps the downstream refusal the upstream client must see as a JSON-RPC error
+/// (shared by the clones of one round).
+#[derive(Debug, Clone, Default)]
+pub struct Refusal(Arc<Mutex<Option<ErrorData>>>);
+
+impl PartialEq for Refusal {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Refusal {
+    /// Keeps `error` when it is a refusal for a capability the upstream client lacks (`-32021`).
+    pub(crate) fn keep(&self, error: &ClientError) {
+        if let ClientError::Refused { source, .. } = error {
+            if source.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+                *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((**source).clone());
+            }
+        }
+    }
+
+    /// The refusal kept, if any (taken: a second call answers `None`).
+    pub fn take(&self) -> Option<ErrorData> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
 
 /// One round of a call whose input requests go back to the upstream client.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -32,6 +68,11 @@ pub struct PassThrough {
     /// What the upstream client declared it can answer (its request's
     /// `io.modelcontextprotocol/clientCapabilities`); `None` keeps codemode's own.
     pub client_capabilities: Option<ClientCapabilities>,
+    /// The upstream client declared the tasks extension: a downstream `CreateTaskResult` is
+    /// the call's result, not followed.
+    pub tasks: bool,
+    /// A downstream `-32021` refusal of the call, for `serve` to answer as that error.
+    pub refusal: Refusal,
 }
 
 tokio::task_local! {
@@ -88,6 +129,7 @@ mod tests {
             )])),
             request_state: Some("downstream-state".into()),
             client_capabilities: None,
+            ..PassThrough::default()
         };
         let mut params = json!({"name": "greet", "arguments": {}});
         round.apply(&mut params);

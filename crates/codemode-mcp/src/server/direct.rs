@@ -14,6 +14,12 @@
 //! ([`RequestStates::seal_downstream`](crate::mrtr::RequestStates::seal_downstream): bound to
 //! the session and the tool, single-use, expiring with `snapshotTtlSeconds`). Each round is one
 //! call through the pipeline.
+//!
+//! A 2026-07-28 client that declares the tasks extension gets a downstream `CreateTaskResult`
+//! as it is but for its task id, which `serve` maps to the server's (`direct_tasks.rs`); its
+//! `tasks/get`, `tasks/update` and `tasks/cancel` go back to that server. A downstream refusal
+//! `-32021` (the server needs a capability the client did not declare, such as a task-required
+//! tool called without Tasks) is answered to the client as that JSON-RPC error.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,15 +28,17 @@ use codemode_bridge::ToolCall;
 use codemode_facade::ToolPipeline;
 use codemode_telemetry::{EventKind, NestedMethod, NestedStatus, NestedToolCallEvent, Trajectory};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequests,
-    InputRequiredResult, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult,
+    InputRequests, InputRequiredResult, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use super::calls::is_current_revision;
+use super::calls::{is_current_revision, uses_tasks};
+use super::direct_tasks::RelayedTasks;
 use super::progress::progress_channel;
+use super::session::session_owner;
 use super::session::Session;
 use super::CodeModeServer;
 use crate::client::passthrough::{passing_through, PassThrough};
@@ -52,6 +60,8 @@ pub struct DirectTools {
     hub: McpHub,
     approval_ttl: Duration,
     bare: bool,
+    /// The downstream tasks passed through to Tasks clients (every session's).
+    relayed: RelayedTasks,
 }
 
 impl DirectTools {
@@ -62,6 +72,7 @@ impl DirectTools {
             hub,
             approval_ttl,
             bare: false,
+            relayed: RelayedTasks::new(),
         }
     }
 
@@ -71,6 +82,16 @@ impl DirectTools {
     pub fn with_bare_names(mut self) -> Self {
         self.bare = true;
         self
+    }
+
+    /// The hub of the downstream servers.
+    pub(super) fn hub(&self) -> &McpHub {
+        &self.hub
+    }
+
+    /// The downstream tasks passed through to Tasks clients.
+    pub(super) fn relayed(&self) -> &RelayedTasks {
+        &self.relayed
     }
 
     /// The name the client sees for `tool`.
@@ -222,6 +243,8 @@ impl CodeModeServer {
                     .map(|responses| responses.into_iter().collect()),
                 request_state,
                 client_capabilities: context.client_capabilities(),
+                tasks: uses_tasks(context),
+                refusal: Default::default(),
             })
         } else {
             None
@@ -283,6 +306,27 @@ impl CodeModeServer {
                 ErrorData::internal_error("the request was cancelled", None)
             });
         };
+        // A downstream task for a Tasks client: the client knows it by an id of serve's.
+        let outcome = match outcome {
+            Ok(value)
+                if round.as_ref().is_some_and(|r| r.tasks)
+                    && value.get("resultType").and_then(Value::as_str) == Some("task") =>
+            {
+                match direct
+                    .relayed
+                    .relay(&session_owner(session), &tool.server, value)
+                {
+                    Some(created) => Ok(created),
+                    None => Err(codemode_facade::CallError::Failed {
+                        tool_id: tool.id.clone(),
+                        error: codemode_bridge::ToolError::failed(format!(
+                            "Tool \"{name}\" answered a task without a taskId"
+                        )),
+                    }),
+                }
+            }
+            outcome => outcome,
+        };
         if trajectory.is_enabled() {
             let (status, result, error) = match &outcome {
                 Ok(value) => (NestedStatus::Ok, Some(value.clone()), None),
@@ -303,7 +347,24 @@ impl CodeModeServer {
                 },
             ));
         }
+        if outcome.is_err() {
+            if let Some(refusal) = round.as_ref().and_then(|r| r.refusal.take()) {
+                return Err(refusal);
+            }
+        }
         Ok(match outcome {
+            Ok(value)
+                if round.as_ref().is_some_and(|r| r.tasks)
+                    && value.get("resultType").and_then(Value::as_str) == Some("task") =>
+            {
+                match serde_json::from_value::<CreateTaskResult>(value) {
+                    Ok(created) => CallToolResponse::Task(created),
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "Tool \"{name}\" answered a task that is not an MCP task: {e}"
+                    ))])
+                    .into(),
+                }
+            }
             Ok(value)
                 if round.is_some()
                     && value.get("resultType").and_then(Value::as_str)

@@ -1,6 +1,6 @@
 //! The rmcp [`ServerHandler`] of [`CodeModeServer`]: `tools/list`, `tools/call` (`exec` and
 //! `wait`), list changes (`notifications/tools/list_changed`, `subscriptions/listen`) and the
-//! Tasks methods.
+//! Tasks methods (parked runs, or with code mode off the downstream tasks passed through).
 
 use std::future::Future;
 
@@ -126,6 +126,19 @@ impl ServerHandler for CodeModeServer {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
         let session = self.session_for(&context);
+        if let Some(direct) = &self.direct {
+            // Code mode off: a downstream task passed through (`direct_tasks.rs`).
+            let capabilities = context.client_capabilities();
+            return direct
+                .relayed()
+                .get(
+                    direct.hub(),
+                    &request.task_id,
+                    &session_owner(&session),
+                    capabilities,
+                )
+                .await;
+        }
         self.tasks.get(&request.task_id, &session_owner(&session))
     }
 
@@ -135,6 +148,19 @@ impl ServerHandler for CodeModeServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let session = self.session_for(&context);
+        if let Some(direct) = &self.direct {
+            let capabilities = context.client_capabilities();
+            return direct
+                .relayed()
+                .update(
+                    direct.hub(),
+                    &request.task_id,
+                    &session_owner(&session),
+                    capabilities,
+                    &request.input_responses,
+                )
+                .await;
+        }
         self.tasks.update(
             &request.task_id,
             &session_owner(&session),
@@ -148,6 +174,18 @@ impl ServerHandler for CodeModeServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let session = self.session_for(&context);
+        if let Some(direct) = &self.direct {
+            let capabilities = context.client_capabilities();
+            return direct
+                .relayed()
+                .cancel(
+                    direct.hub(),
+                    &request.task_id,
+                    &session_owner(&session),
+                    capabilities,
+                )
+                .await;
+        }
         self.tasks
             .cancel(&request.task_id, &session_owner(&session))
     }

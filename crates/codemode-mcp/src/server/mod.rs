@@ -46,6 +46,7 @@ use crate::tasks::RunTasks;
 
 mod calls;
 mod direct;
+mod direct_tasks;
 mod env;
 mod handler;
 mod http;
@@ -54,6 +55,7 @@ mod results;
 mod session;
 
 pub use direct::{DirectTools, DIRECT_INSTRUCTIONS};
+pub use direct_tasks::{RelayedTasks, MAX_LIFETIME, MAX_RELAYED, MIN_LIFETIME};
 pub use env::{disabled_result, EnvSource, ServeHost, CODE_MODE_DISABLED};
 pub use http::PARK_DRAIN;
 pub use results::{
