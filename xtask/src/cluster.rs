@@ -517,7 +517,7 @@ fn kill_in_flight(cluster: &mut Cluster) -> Result<String, String> {
     same(
         "lost call's tool",
         &line["toolId"],
-        &json!("mcp:everything:everything__triggerLongRunningOperation"),
+        &json!("mcp:everything:everything__trigger-long-running-operation"),
     )?;
     let id = line["toolCallId"].as_str().unwrap_or_default();
     if *by == "a" || !id.starts_with("tool_search_code:") || !id.ends_with(":1") {
