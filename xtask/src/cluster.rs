@@ -10,7 +10,8 @@
 //!    same value and output as a run that never left its process.
 //! 2. A slow tool call in flight on A (the `exec` parks after its `timeoutMs`); `kill -9` A; the
 //!    `wait` through the balancer completes elsewhere with the program's own handling of the lost
-//!    call.
+//!    call, and the trajectory (`--trajectory`) of the instance that restored the run records the
+//!    call's `nested_tool_result` (status `error`, the lost-call message) once.
 //! 3. One instance with `dir:`: park, `SIGTERM`, start again, `wait` completes.
 //! 4. A sealed record edited in Redis is refused; a record replayed under another principal (its
 //!    header rewritten to Bob's scope) is refused for Bob and for Alice.
@@ -311,6 +312,8 @@ impl Cluster {
             .arg(self.scratch.join("tokens"))
             .arg("--mcp-config")
             .arg(self.scratch.join("servers.json"))
+            .arg("--trajectory")
+            .arg(self.trajectory(name))
             .env("CODEMODE_STATE_KEY", KEY)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -342,6 +345,25 @@ impl Cluster {
             }
         });
         Ok(Instance { proc, url })
+    }
+
+    /// The trajectory file of the instance `name` (written anew each time it starts).
+    fn trajectory(&self, name: &str) -> PathBuf {
+        self.scratch.join(format!("{name}.trajectory.jsonl"))
+    }
+
+    /// The trajectory lines of instances a, b and c (as `(instance, line)`), parsed.
+    fn trajectories(&self) -> Vec<(&'static str, Value)> {
+        let mut lines = Vec::new();
+        for name in ["a", "b", "c"] {
+            let text = std::fs::read_to_string(self.trajectory(name)).unwrap_or_default();
+            for line in text.lines() {
+                if let Ok(value) = serde_json::from_str::<Value>(line) {
+                    lines.push((name, value));
+                }
+            }
+        }
+        lines
     }
 
     /// Starts cluster instance `i` (a, b, c) on its port.
@@ -475,7 +497,35 @@ fn kill_in_flight(cluster: &mut Cluster) -> Result<String, String> {
     {
         return Err(format!("the program did not see its lost call: {done}"));
     }
-    Ok(format!("the program returned {value:?}"))
+    // The instance that restored the run records the lost call (docs/telemetry.md, "A call lost
+    // with its process"), once, under the id A's `nested_tool_call` had.
+    let lost: Vec<(&str, Value)> = cluster
+        .trajectories()
+        .into_iter()
+        .filter(|(_, line)| {
+            line["type"] == "nested_tool_result" && line["codeModeRunId"] == parked["runId"]
+        })
+        .collect();
+    let [(by, line)] = lost.as_slice() else {
+        return Err(format!(
+            "want one nested_tool_result for the run in the trajectories, got {lost:?}"
+        ));
+    };
+    let message = value.strip_prefix("caught: ").unwrap_or_default();
+    same("lost call's status", &line["status"], &json!("error"))?;
+    same("lost call's error", &line["error"], &json!(message))?;
+    same(
+        "lost call's tool",
+        &line["toolId"],
+        &json!("mcp:everything:everything__trigger-long-running-operation"),
+    )?;
+    let id = line["toolCallId"].as_str().unwrap_or_default();
+    if *by == "a" || !id.starts_with("tool_search_code:") || !id.ends_with(":1") {
+        return Err(format!("the lost call was recorded by {by} as {line}"));
+    }
+    Ok(format!(
+        "the program returned {value:?}; {by}'s trajectory recorded {id} lost"
+    ))
 }
 
 /// Scenario 3.

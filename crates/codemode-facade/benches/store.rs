@@ -1,9 +1,15 @@
-//! Parked runs through Redis (docs/benchmarks.md, "Runs through Redis"): two `CodeMode` fronts
-//! on one real `redis-server` stand for two processes. `redis_park_idle_run` is an `exec` that
-//! parks on `yield_control` (the run is sealed and written to Redis); `redis_restore_idle_run`
-//! is the `wait` on the other front that claims the record, opens it, restores the snapshot into
-//! a fresh VM, completes the run and removes the record. Without `redis-server` it prints why and
-//! measures nothing.
+//! Parked runs through each run store backend (docs/benchmarks.md, "Runs through Redis"), in
+//! one run so the figures compare: `memory` (the default, one `CodeMode` front: the run stays in
+//! the live table), `dir:` (two fronts on one directory) and `redis://` (two fronts on one real
+//! `redis-server`, started here); two fronts stand for two processes.
+//!
+//! - `<backend>_park_idle_run`: an `exec` that parks on `yield_control` (with `dir:` and Redis
+//!   the run is sealed and written to the store).
+//! - `<backend>_restore_idle_run`: the `wait` that resumes it. With `memory` it is the same
+//!   front; with `dir:` and Redis the other front, which claims the record, opens the seal,
+//!   restores the snapshot into a fresh VM, completes the run and writes its finished record.
+//!
+//! Without `redis-server` the Redis pair prints why and measures nothing; the others still run.
 // `criterion_group!` generates undocumented public functions.
 #![allow(missing_docs)]
 
@@ -17,7 +23,7 @@ use codemode_bridge::{RunScope, ToolCall, ToolExecutor, ToolFuture};
 use codemode_catalog::{Catalog, SearchLimits, ToolSpec};
 use codemode_facade::{CodeMode, RunEnv};
 use codemode_runtime::{AbortHandle, Runtime};
-use codemode_snapshot::{open, StateKeys};
+use codemode_snapshot::{open, RunStore, StateKeys, StateUrl};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 
@@ -29,21 +35,25 @@ impl ToolExecutor for Echo {
     }
 }
 
-fn benches(c: &mut Criterion) {
-    let Some(server) = redis_server::RedisServer::start() else {
-        return;
-    };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let store = rt.block_on(open(&server.url(0).parse().unwrap())).unwrap();
-    let front = || {
-        CodeMode::with_store(
-            Runtime::global().unwrap(),
-            store.clone(),
-            StateKeys::new(vec![[7; 32]]),
-        )
-        .unwrap()
-    };
-    let (a, b) = (front(), front());
+/// A front on `store` (`memory`: the default front, no records).
+fn front(store: &Arc<dyn RunStore>) -> CodeMode {
+    CodeMode::with_store(
+        Runtime::global().unwrap(),
+        store.clone(),
+        StateKeys::new(vec![[7; 32]]),
+    )
+    .unwrap()
+}
+
+/// The `<label>_park_idle_run` and `<label>_restore_idle_run` benchmarks: parks on `a`,
+/// resumes on `b` (the same front for `memory`).
+fn park_and_restore(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    label: &str,
+    a: &CodeMode,
+    b: &CodeMode,
+) {
     let catalog = Catalog::build(
         vec![ToolSpec::core("echo", "Echo the input.")],
         &SearchLimits::default(),
@@ -62,7 +72,7 @@ fn benches(c: &mut Criterion) {
     let abort = AbortHandle::new();
     let idle = json!({"code": "await yield_control(); return 1;"});
 
-    c.bench_function("redis_park_idle_run", |bench| {
+    c.bench_function(&format!("{label}_park_idle_run"), |bench| {
         bench.iter_custom(|iterations| {
             let mut spent = Duration::ZERO;
             for _ in 0..iterations {
@@ -76,7 +86,7 @@ fn benches(c: &mut Criterion) {
             spent
         })
     });
-    c.bench_function("redis_restore_idle_run", |bench| {
+    c.bench_function(&format!("{label}_restore_idle_run"), |bench| {
         bench.iter_custom(|iterations| {
             let mut spent = Duration::ZERO;
             for _ in 0..iterations {
@@ -86,12 +96,30 @@ fn benches(c: &mut Criterion) {
                 let done = rt.block_on(b.wait_with(&env, &input, &abort));
                 spent += started.elapsed();
                 assert_eq!(done.status(), "completed");
-                // A's copy is stale: drop it so A's table never fills.
+                // A's copy is stale when B resumed the run: drop it so A's table never fills.
                 rt.block_on(a.reclaim_stale());
             }
             spent
         })
     });
+}
+
+fn benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    let memory = rt.block_on(open(&StateUrl::Memory)).unwrap();
+    let one = front(&memory);
+    park_and_restore(c, &rt, "memory", &one, &one);
+
+    let dir = tempfile::tempdir().unwrap();
+    let url: StateUrl = format!("dir:{}", dir.path().display()).parse().unwrap();
+    let store = rt.block_on(open(&url)).unwrap();
+    park_and_restore(c, &rt, "dir", &front(&store), &front(&store));
+
+    if let Some(server) = redis_server::RedisServer::start() {
+        let store = rt.block_on(open(&server.url(0).parse().unwrap())).unwrap();
+        park_and_restore(c, &rt, "redis", &front(&store), &front(&store));
+    }
 }
 
 criterion_group!(store, benches);

@@ -544,8 +544,15 @@ impl CodeMode {
             }
             // Dropping the guard keeps the run parked with its expiry unchanged.
             run::Readiness::NotReady => {
+                let result = guard.waiting_result(run_id.to_string());
+                let owned = self.adopt(&mut guard, run_id).await;
+                let (owner, settled) = (guard.env.scope.clone(), guard.settled_signal());
+                drop(guard);
                 self.release(claim.as_ref()).await;
-                return guard.waiting_result(run_id.to_string());
+                if owned {
+                    self.own(run_id, &owner, settled);
+                }
+                return result;
             }
             run::Readiness::Ready => {}
         }

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
+use crate::pipeline::ledger::{CallLedger, LedgerCall};
 use crate::pipeline::ToolPipeline;
 
 /// Cumulative counters of one run, across its `exec` and `wait`s.
@@ -45,6 +46,8 @@ pub(crate) struct Dispatcher {
     /// write settled results to a durable store (docs/snapshot-store.md, "Owner leases and
     /// changes").
     pub(crate) settled: Arc<tokio::sync::Notify>,
+    /// The run's calls in flight (shared with `pipeline`), written in its portable record.
+    pub(crate) ledger: Arc<CallLedger>,
 }
 
 impl Dispatcher {
@@ -195,7 +198,8 @@ impl Dispatcher {
 
     /// Runs one catalog tool through the pipeline (policy, hooks, approval, the host's
     /// executor; all inside the tool timeout) and checks a declared output contract. Counts in
-    /// `callCount`, and records `nested_tool_call` / `nested_tool_result` (docs/telemetry.md).
+    /// `callCount` (once: not again for a call restored and dispatched again, see
+    /// `pipeline/ledger.rs`), keeps the call in the run's ledger while it runs, and records `nested_tool_call` / `nested_tool_result` (docs/telemetry.md).
     async fn execute(
         &self,
         entry: &codemode_catalog::Entry,
@@ -204,11 +208,23 @@ impl Dispatcher {
         run_id: Option<String>,
     ) -> Result<Value, String> {
         let started = Instant::now();
-        self.counters.bridge.bump(CounterKind::Call);
-        let seq = self.counters.nested.fetch_add(1, Ordering::Relaxed) + 1;
-        let parent = self.parent_tool_call_id.as_deref().unwrap_or("exec");
+        // A call restored from a record and dispatched again (its approval was pending in a
+        // process that stopped) keeps its id and was counted when it first started.
+        let ledger = self.ledger.begin(&request.id, || {
+            self.counters.bridge.bump(CounterKind::Call);
+            let seq = self.counters.nested.fetch_add(1, Ordering::Relaxed) + 1;
+            let parent = self.parent_tool_call_id.as_deref().unwrap_or("exec");
+            LedgerCall {
+                tool_call_id: codemode_bridge::nested_tool_call_id(parent, entry.name(), seq),
+                tool_id: entry.id().to_string(),
+                tool_name: entry.name().to_string(),
+                method: nested_method(request.method),
+                started_at_ms: codemode_snapshot::record::now_ms(),
+                awaiting_approval: None,
+            }
+        });
         let call = ToolCall {
-            tool_call_id: codemode_bridge::nested_tool_call_id(parent, entry.name(), seq),
+            tool_call_id: ledger.tool_call_id,
             parent_tool_call_id: self.parent_tool_call_id.clone(),
             tool_id: entry.id().to_string(),
             tool_name: entry.name().to_string(),
@@ -222,6 +238,7 @@ impl Dispatcher {
             .is_enabled()
             .then(|| self.record_call(&call, nested_method(request.method)));
         let outcome = self.settle(entry, call).await;
+        self.ledger.end(&request.id);
         if let Some((call, method)) = recorded {
             self.record_result(call, method, &outcome, started.elapsed());
         }
@@ -306,7 +323,7 @@ impl Dispatcher {
 
 /// The trajectory method of a nested call made for a request of bridge method `method`
 /// (`tools.call` and anything else that reaches a tool count as `call`).
-fn nested_method(method: BridgeMethod) -> NestedMethod {
+pub(crate) fn nested_method(method: BridgeMethod) -> NestedMethod {
     match method {
         BridgeMethod::CallValue => NestedMethod::CallValue,
         BridgeMethod::Namespace => NestedMethod::Namespace,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, GuestReport, GuestState, OutputItem};
 use codemode_runtime::{run_leg, AbortHandle, LegBudget, Runtime, Snapshot, Vm, VmError, VmLimits};
 use codemode_snapshot::{Reservation, SnapshotStore};
-use codemode_telemetry::{EventKind, RunEndedEvent, Trajectory};
+use codemode_telemetry::{EventKind, NestedToolResultEvent, RunEndedEvent, Trajectory};
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
@@ -28,6 +28,7 @@ use crate::messages::{
     PENDING_WITHOUT_HOST_WORK, RESTART_SAFE_NAMESPACE, RESTART_SAFE_SIDE_EFFECTS,
 };
 use crate::missing::MissingConveniences;
+use crate::pipeline::ledger::CallLedger;
 use crate::pipeline::{RunApprovals, ToolPipeline};
 use crate::prepare::{eager_run_context, lazy_run_context};
 use crate::result::{CodeModeResult, ErrorCode, PendingToolCall, WaitReason};
@@ -98,6 +99,10 @@ pub(crate) struct Run {
     /// The process is stopping into a durable store ([`crate::code_mode::CodeMode::park_in_flight`]):
     /// once it reads `true`, the run parks at its next wait instead of waiting on.
     park_now: Option<tokio::sync::watch::Receiver<bool>>,
+    /// The `nested_tool_result`s of the calls lost with the process that last held this run
+    /// (restored from its record), recorded when a `wait` here resumes it
+    /// (`run/portable.rs`).
+    lost: Vec<NestedToolResultEvent>,
 }
 
 /// `reason` of `run_expired` when the snapshot TTL passed.
@@ -169,7 +174,10 @@ impl Run {
         let (tx, rx) = unbounded_channel();
         let trajectory = env.trajectory.with_scope(env.scope.clone());
         let approvals = env.approvals.clone().map(RunApprovals::new);
+        let settled = Arc::new(tokio::sync::Notify::new());
+        let ledger = Arc::new(CallLedger::new(settled.clone()));
         let mut pipeline = ToolPipeline::new(env.executor.clone())
+            .with_ledger(ledger.clone())
             .with_shared_policy(env.policy.clone())
             .with_hooks(env.hooks.clone())
             .with_trajectory(trajectory.clone());
@@ -185,7 +193,8 @@ impl Run {
             namespace: env.catalog.mcp_namespace(),
             counters: Arc::new(Counters::default()),
             tool_timeout: Duration::from_secs(env.config.snapshot_ttl_seconds()),
-            settled: Arc::default(),
+            settled,
+            ledger,
         };
         Run {
             store,
@@ -213,6 +222,7 @@ impl Run {
             program_end: codemode_ts::ProgramEnd::default(),
             record: None,
             park_now: None,
+            lost: Vec::new(),
         }
     }
 

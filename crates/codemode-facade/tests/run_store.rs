@@ -296,3 +296,271 @@ async fn waits_elsewhere_follow_the_owner_of_a_call_in_flight() {
         assert_eq!(late["error"], "code mode run is unavailable or expired.");
     }
 }
+
+/// A front standing for a process that dies: its calls (and the owner task of a run it parks)
+/// run on a tokio runtime of its own, which [`Doomed::kill`] shuts down without waiting, as
+/// `kill -9` ends a process: no lease is renewed or dropped, no tool call settles.
+struct Doomed {
+    front: Arc<CodeMode>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Doomed {
+    /// A front with its own connection to the Redis at `url`, made on its own runtime.
+    async fn new(url: &str) -> Doomed {
+        let url = url.to_string();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let store = runtime.block_on(connect(&url));
+            (runtime, front(&store))
+        });
+        let (runtime, front) = tokio::task::spawn_blocking(move || thread.join().unwrap())
+            .await
+            .unwrap();
+        Doomed {
+            front: Arc::new(front),
+            runtime: Some(runtime),
+        }
+    }
+
+    /// `exec` of `code` with `env` on this front's own runtime.
+    async fn exec(&mut self, env: &RunEnv, code: &str) -> Value {
+        let runtime = self.runtime.take().unwrap();
+        let (front, env, code) = (self.front.clone(), env.clone(), code.to_string());
+        let thread = std::thread::spawn(move || {
+            let input = json!({"code": code, "timeoutMs": 300});
+            let result = runtime.block_on(front.exec(&env, &input, &AbortHandle::new()));
+            (runtime, result.to_json())
+        });
+        let (runtime, result) = tokio::task::spawn_blocking(move || thread.join().unwrap())
+            .await
+            .unwrap();
+        self.runtime = Some(runtime);
+        result
+    }
+
+    fn kill(&mut self) {
+        self.runtime.take().unwrap().shutdown_background();
+    }
+}
+
+/// A connection of its own to the Redis at `url` (one per process).
+async fn connect(url: &str) -> Arc<dyn RunStore> {
+    let store = codemode_snapshot::backend::redis::RedisRunStore::connect(url);
+    Arc::new(store.await.unwrap())
+}
+
+/// Every line of `sink` (each with `ts` `"T"`), parsed.
+fn trajectory_lines(sink: &codemode_telemetry::MemorySink) -> Vec<Value> {
+    sink.lines()
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// A trajectory into `sink` with every `ts` `"T"`.
+fn fixed_trajectory(sink: &Arc<codemode_telemetry::MemorySink>) -> codemode_telemetry::Trajectory {
+    codemode_telemetry::Trajectory::new(sink.clone(), RunScope::default())
+        .with_clock(|| "T".to_string())
+}
+
+/// An owner that dies mid-call (issue 24: "the trajectory shows it"): the run is restored by the
+/// process whose `wait` claims it after the lease lapsed, the call rejects inside the program,
+/// and that process's trajectory records the call's `nested_tool_result` (status `error`, the
+/// message the program saw) under the `toolCallId` the dead process gave it, between the
+/// `wait`'s `tool_call` and `run_resumed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_lost_with_its_owner_is_recorded_by_the_process_that_restores_the_run() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let url = server.url(2);
+    let mut a = Doomed::new(&url).await;
+    let b = front(&connect(&url).await);
+    let mut on_a = env(&["slow"]).with_tool_call_id("call_1");
+    on_a.executor = Arc::new(Slow);
+    let code = "try { await tools.slow({n: 1}); return 'finished'; } catch (e) { return 'caught: ' + e.message; }";
+    let parked = a.exec(&on_a, code).await;
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    let run_id = parked["runId"].as_str().unwrap().to_string();
+    let killed = std::time::Instant::now();
+    a.kill();
+
+    let sink = Arc::new(codemode_telemetry::MemorySink::new());
+    let mut on_b = env(&["slow"])
+        .with_tool_call_id("call_2")
+        .with_trajectory(fixed_trajectory(&sink));
+    on_b.config = codemode_config::resolve(&json!({"enabled": true, "timeoutMs": 10000})).config;
+    let done = wait(&b, &on_b, &run_id).await;
+    let lost = "tool call \"bridge:callValue:1\" was lost: the codemode process running it stopped";
+    assert_eq!(
+        done,
+        json!({
+            "status": "completed",
+            "value": format!("caught: {lost}"),
+            "output": [],
+            "replaySafe": false,
+            "telemetry": common::core_telemetry(1, 1)
+        })
+    );
+    let waited = killed.elapsed();
+    // The lease lapses 5 s after A's last renewal (every 1.25 s): at least 3.75 s after the kill.
+    assert!(
+        waited >= std::time::Duration::from_millis(3700),
+        "{waited:?}"
+    );
+
+    let mut lines = trajectory_lines(&sink);
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "tool_call",
+            "nested_tool_result",
+            "run_resumed",
+            "tool_result"
+        ]
+    );
+    // From the call's start in A to the restore in B: at least the lease's lapse.
+    let duration = lines[1]["durationMs"].as_u64().unwrap();
+    assert!((3700..30_000).contains(&duration), "{duration}");
+    lines[1]["durationMs"] = json!(0);
+    assert_eq!(
+        lines[1],
+        json!({
+            "type": "nested_tool_result",
+            "ts": "T",
+            "sessionId": "s1",
+            "toolCallId": "tool_search_code:call_1:slow:1",
+            "parentToolCallId": "call_1",
+            "codeModeRunId": run_id,
+            "toolId": "openclaw:core:slow",
+            "toolName": "slow",
+            "method": "callValue",
+            "status": "error",
+            "durationMs": 0,
+            "error": lost
+        })
+    );
+    assert_eq!(
+        lines[2],
+        json!({"type": "run_resumed", "ts": "T", "sessionId": "s1", "codeModeRunId": run_id,
+               "toolCallId": "call_2", "parentToolCallId": "call_1", "settledToolCalls": 1})
+    );
+}
+
+/// An approval pending in a run whose owner dies is not lost (issue 24: approvals are
+/// portable): the process that restores the run asks it again under the same `approvalId` and
+/// nested `toolCallId` (the tool never ran, so nothing runs twice); that process then owns the
+/// run, so a third one follows it instead of restoring it again; the approval answered there
+/// runs the tool once and completes the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_pending_in_a_dead_owner_is_asked_again_where_the_run_is_restored() {
+    use codemode_facade::pipeline::{ApprovalBroker, ApprovalDecision};
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let url = server.url(3);
+    let mut a = Doomed::new(&url).await;
+    let (b, c) = (front(&connect(&url).await), front(&connect(&url).await));
+    let requiring = |broker: &Arc<ApprovalBroker>, call_id: &str| {
+        let tools = env(&["write"]);
+        let executor = common::Recording::new(|call| {
+            let details = json!({"name": call.tool_name, "input": call.input});
+            common::tool_result(&details.to_string(), details)
+        });
+        let calls = executor.calls.clone();
+        let mut env = tools
+            .with_policy(common::policy(json!({"approvals": {"require": ["write"]}})))
+            .with_approvals(broker.clone())
+            .with_tool_call_id(call_id);
+        env.executor = Arc::new(executor);
+        (env, calls)
+    };
+    let ttl = std::time::Duration::from_secs(900);
+    let broker_a = Arc::new(ApprovalBroker::new(ttl));
+    let (on_a, calls_a) = requiring(&broker_a, "call_1");
+    let parked = a
+        .exec(
+            &on_a,
+            r#"text("asking"); return await tools.write({path: "x"});"#,
+        )
+        .await;
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    let run_id = parked["runId"].as_str().unwrap().to_string();
+    let approval_id = parked["pendingApprovals"][0]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pending = json!([{"approvalId": approval_id,
+                          "toolCallId": "tool_search_code:call_1:write:1",
+                          "toolId": "openclaw:core:write", "input": {"path": "x"}}]);
+    assert_eq!(parked["pendingApprovals"], pending);
+    a.kill();
+
+    // B's wait follows the dead owner until its lease lapses, restores the run and asks the
+    // approval again; its budget ends before anyone answers.
+    let broker_b = Arc::new(ApprovalBroker::new(ttl));
+    let sink = Arc::new(codemode_telemetry::MemorySink::new());
+    let (on_b, calls_b) = requiring(&broker_b, "call_2");
+    let mut on_b = on_b.with_trajectory(fixed_trajectory(&sink));
+    on_b.config = codemode_config::resolve(&json!({"enabled": true, "timeoutMs": 9000})).config;
+    let waiting = wait(&b, &on_b, &run_id).await;
+    assert_eq!(
+        waiting,
+        json!({
+            "status": "waiting",
+            "runId": run_id,
+            "reason": "pending_tools",
+            "pendingToolCalls": [{"id": "bridge:callValue:1", "method": "callValue"}],
+            "pendingApprovals": pending,
+            "replaySafe": false,
+            "output": [],
+            "telemetry": common::core_telemetry(1, 1)
+        })
+    );
+    let asked: Vec<Value> = trajectory_lines(&sink)
+        .into_iter()
+        .filter(|l| l["type"] == "approval_requested")
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            json!({"type": "approval_requested", "ts": "T", "sessionId": "s1",
+                "approvalId": approval_id, "toolCallId": "tool_search_code:call_1:write:1",
+                "parentToolCallId": "call_1", "codeModeRunId": run_id,
+                "toolId": "openclaw:core:write", "toolName": "write", "input": {"path": "x"}})
+        ]
+    );
+
+    // B owns the run now: C follows it (answers `waiting` at the end of its budget) and holds
+    // no copy.
+    let broker_c = Arc::new(ApprovalBroker::new(ttl));
+    let (mut on_c, calls_c) = requiring(&broker_c, "call_3");
+    on_c.config = codemode_config::resolve(&json!({"enabled": true, "timeoutMs": 300})).config;
+    let followed = wait(&c, &on_c, &run_id).await;
+    assert_eq!(followed["status"], "waiting", "{followed}");
+    assert_eq!(c.parked_runs(), 0);
+    assert!(broker_c.pending().is_empty());
+
+    broker_b
+        .answer(&approval_id, ApprovalDecision::allow())
+        .unwrap();
+    let done = wait(&b, &on_b.clone().with_tool_call_id("call_4"), &run_id).await;
+    assert_eq!(
+        done,
+        json!({
+            "status": "completed",
+            "value": {"name": "write", "input": {"path": "x"}},
+            "output": [],
+            "replaySafe": false,
+            "telemetry": common::core_telemetry(1, 1)
+        })
+    );
+    assert!(calls_a.lock().unwrap().is_empty());
+    assert!(calls_c.lock().unwrap().is_empty());
+    assert_eq!(
+        *calls_b.lock().unwrap(),
+        vec![("write".to_string(), json!({"path": "x"}))]
+    );
+}

@@ -245,6 +245,29 @@ impl CodeMode {
         Ok(owned)
     }
 
+    /// A `wait` here answers `waiting` for `run` with tool calls in flight that this process
+    /// does not own yet (a run restored from its record whose approvals were asked again, see
+    /// `run/portable.rs`): takes the owner lease, as parking such a run does
+    /// ([`CodeMode::save`]), so another process follows the run instead of restoring it a
+    /// second time. `true` when taken: the caller starts the owner task ([`CodeMode::own`])
+    /// once it let go of the run.
+    pub(super) async fn adopt(&self, run: &mut Run, run_id: &str) -> bool {
+        let Some(durable) = &self.durable else {
+            return false;
+        };
+        if durable.owners().contains_key(run_id)
+            || self.is_parking_in_flight()
+            || !run.has_calls_in_flight()
+        {
+            return false;
+        }
+        let taken = durable
+            .store
+            .take_owner_lease(run_id, OWNER_LEASE_TTL)
+            .await;
+        matches!(taken, Ok(true))
+    }
+
     /// Starts the owner task of `run_id`, parked in the live table with tool calls in flight
     /// and its owner lease taken by [`CodeMode::save`] (nothing when its task already runs).
     pub(super) fn own(&self, run_id: &str, owner: &RunScope, settled: Arc<Notify>) {

@@ -22,11 +22,13 @@
 //! [`HookChain`]) ← `command` ([`CommandHook`]) ; `approvals` ([`Approver`],
 //! [`ApprovalBroker`]) ← `tool` ([`ToolPipeline`], [`CallError`]) ← `outer` (the model-visible
 //! calls); `approvals` ← `outer_approval` (an outer call's approver: the broker, bounded by
-//! `timeoutMs` and recorded in the trajectory).
+//! `timeoutMs` and recorded in the trajectory); `ledger` (a run's calls in flight and their approval
+//! stages, written in its portable record) ← `tool`.
 
 mod approvals;
 mod command;
 mod hooks;
+pub(crate) mod ledger;
 mod outer;
 mod outer_approval;
 mod tool;

@@ -16,6 +16,7 @@ use super::approvals::{
     ask, denial_reason, new_approval_id, ApprovalDecision, ApprovalRequest, Approver,
 };
 use super::hooks::{HookChain, ToolCallInfo};
+use super::ledger::CallLedger;
 
 /// A [`ToolExecutor`] that runs every call through policy, hooks and approval before the wrapped
 /// executor, and the after-hooks behind it (docs/contract/host.md#h2):
@@ -40,6 +41,9 @@ pub struct ToolPipeline {
     hooks: HookChain,
     approver: Option<Arc<dyn Approver>>,
     trajectory: Trajectory,
+    /// The run's calls in flight (a run's pipeline only): approval ids are taken from it and
+    /// approval stages marked in it (`ledger.rs`).
+    ledger: Option<Arc<CallLedger>>,
 }
 
 impl ToolPipeline {
@@ -52,7 +56,15 @@ impl ToolPipeline {
             hooks: HookChain::new(),
             approver: None,
             trajectory: Trajectory::disabled(),
+            ledger: None,
         }
+    }
+
+    /// The same pipeline keeping a run's approval stages in `ledger` (an approval asked again
+    /// for a call restored from a record keeps its id).
+    pub(crate) fn with_ledger(mut self, ledger: Arc<CallLedger>) -> Self {
+        self.ledger = Some(ledger);
+        self
     }
 
     /// The same pipeline with `policy`.
@@ -132,8 +144,12 @@ impl ToolPipeline {
                 .policy
                 .requires_approval(&call.tool_name, &call.tool_id)
         {
+            let approval_id = match &self.ledger {
+                Some(ledger) => ledger.awaiting(&call.bridge_id, new_approval_id),
+                None => new_approval_id(),
+            };
             let request = ApprovalRequest {
-                approval_id: new_approval_id(),
+                approval_id,
                 tool_call_id: call.tool_call_id.clone(),
                 tool_id: call.tool_id.clone(),
                 tool_name: call.tool_name.clone(),
@@ -146,6 +162,9 @@ impl ToolPipeline {
             self.record_requested(&request, call.code_mode_run_id.as_deref());
             let approval_id = request.approval_id.clone();
             let decision = ask(self.approver.as_deref(), request).await;
+            if let Some(ledger) = &self.ledger {
+                ledger.decided(&call.bridge_id);
+            }
             self.record_resolved(
                 &approval_id,
                 &call.tool_call_id,

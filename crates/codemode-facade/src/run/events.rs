@@ -36,8 +36,11 @@ impl Run {
     }
 
     /// Records `run_resumed` for the `wait` `call_id` that restored the run, with the number of
-    /// settled results about to be delivered.
-    pub(crate) fn record_resumed(&self, call_id: &str) {
+    /// settled results about to be delivered; before it, the `nested_tool_result`s of the calls
+    /// lost with the process that last held a run restored from its record
+    /// ([`Run::record_lost`]).
+    pub(crate) fn record_resumed(&mut self, call_id: &str) {
+        self.record_lost();
         let Some(run_id) = &self.run_id else {
             return;
         };

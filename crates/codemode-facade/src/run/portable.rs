@@ -4,11 +4,15 @@
 //!
 //! Written: the VM snapshot (with the pending bridge requests), settled results not yet
 //! delivered, output not yet delivered, the main promise's settlement, refused requests, the
-//! effective `restartSafe`, the parent tool-call id of the `exec` and the telemetry counts. Not written: the executor,
-//! in-flight tasks, approvals waiting in this process's broker, the trajectory sink; a restored
-//! run takes those from the `wait`'s `RunEnv`. A request that was in flight in the process that
-//! wrote the record is re-dispatched when it has no effect (`yield_control`, `search`,
-//! `describe`) and otherwise settles with [`lost_call_message`] inside the program.
+//! effective `restartSafe`, the parent tool-call id of the `exec`, the telemetry counts and the
+//! ledger of calls in flight (`pipeline/ledger.rs`: each call's nested id, start and pending
+//! approval). Not written: the executor, in-flight tasks, this process's approval broker, the
+//! trajectory sink; a restored run takes those from the `wait`'s `RunEnv`. A request that was in
+//! flight in the process that wrote the record is dispatched again when it has no effect
+//! (`yield_control`, `search`, `describe`) or when its tool waited for an approval (asked again
+//! under the same `approvalId`), and otherwise settles with [`lost_call_message`] inside the
+//! program; its `nested_tool_result` (status `error`) is recorded in the trajectory of the `wait`
+//! that resumes the run here ([`Run::record_resumed`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,14 +21,17 @@ use std::sync::Arc;
 use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, OutputItem, RunScope};
 use codemode_runtime::Snapshot;
 use codemode_snapshot::SnapshotStore;
-use codemode_telemetry::{AtomicBridgeCounters, BridgeCounters};
+use codemode_telemetry::{
+    AtomicBridgeCounters, BridgeCounters, EventKind, NestedStatus, NestedToolResultEvent,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{wait_reason, Run};
-use crate::dispatch::Counters;
+use crate::dispatch::{nested_method, Counters};
 use crate::env::RunEnv;
 use crate::failure::telemetry;
+use crate::pipeline::ledger::LedgerCall;
 use crate::result::{CodeModeResult, PendingToolCall};
 
 /// The first bytes of a portable run (format 1): then the header's JSON length (u32 little
@@ -77,6 +84,10 @@ struct Header {
     counters: BridgeCounters,
     /// Nested tool calls started so far (the `<seq>` of nested call ids continues from it).
     nested: u64,
+    /// The calls in flight by bridge id (`pipeline/ledger.rs`); absent in records written
+    /// before it existed.
+    #[serde(default)]
+    in_flight: HashMap<String, LedgerCall>,
 }
 
 impl Run {
@@ -100,6 +111,7 @@ impl Run {
             refused: self.refused.clone(),
             counters: self.dispatcher.counters.bridge.snapshot(),
             nested: self.dispatcher.counters.nested.load(Ordering::SeqCst),
+            in_flight: self.dispatcher.ledger.entries(),
         };
         let header = serde_json::to_vec(&header).ok()?;
         let mut out = Vec::with_capacity(MAGIC.len() + 4 + header.len() + snapshot.len());
@@ -113,8 +125,10 @@ impl Run {
     /// Rebuilds a parked run from [`Run::portable_bytes`] under `run_id` for `owner`, with
     /// `env`'s config, catalog, executor and wiring (its scope replaced by `owner` and its parent
     /// tool-call id by the one stored), and
-    /// starts its pending work: requests with no effect are dispatched again, tool calls that
-    /// were in flight settle with [`lost_call_message`]. The caller parks it in `store`.
+    /// starts its pending work: requests with no effect and tool calls that waited for an
+    /// approval are dispatched again, other tool calls that were in flight settle with
+    /// [`lost_call_message`] (their `nested_tool_result`s wait in the run for
+    /// [`Run::record_resumed`]). The caller parks it in `store`.
     ///
     /// # Errors
     /// A message when the bytes are not a portable run or the snapshot does not parse.
@@ -148,16 +162,62 @@ impl Run {
                 outcome: settlement.into(),
             })
             .collect();
-        let lost: Vec<Delivery> = run
+        run.dispatcher.ledger.restore(header.in_flight);
+        let lost: Vec<BridgeRequest> = run
             .in_flight_calls()
-            .map(|p| Delivery {
-                id: p.id.clone(),
-                outcome: Err(lost_call_message(&p.id)),
-            })
+            .filter(|p| !run.dispatcher.ledger.awaits_approval(&p.id))
+            .cloned()
             .collect();
-        run.arrived.extend(lost);
+        for request in lost {
+            let event = run.lost_event(&request, run_id);
+            run.lost.push(event);
+            run.arrived.push(Delivery {
+                outcome: Err(lost_call_message(&request.id)),
+                id: request.id,
+            });
+        }
         run.dispatch_new();
         Ok(run)
+    }
+}
+
+impl Run {
+    /// The `nested_tool_result` of `request`, lost with the process that ran it: status
+    /// `error`, the lost-call message, the ids its `nested_tool_call` had there and the time
+    /// since it started (from the ledger; a record without a ledger entry for it names the
+    /// call by its bridge id and the tool by the `id` argument, with `durationMs` 0).
+    fn lost_event(&self, request: &BridgeRequest, run_id: &str) -> NestedToolResultEvent {
+        let call = self.dispatcher.ledger.take(&request.id);
+        let now = codemode_snapshot::record::now_ms();
+        let named = request.args.get("id").and_then(Value::as_str).unwrap_or("");
+        let call = call.unwrap_or_else(|| LedgerCall {
+            tool_call_id: request.id.clone(),
+            tool_id: named.to_string(),
+            tool_name: named.to_string(),
+            method: nested_method(request.method),
+            started_at_ms: now,
+            awaiting_approval: None,
+        });
+        NestedToolResultEvent {
+            tool_call_id: call.tool_call_id,
+            parent_tool_call_id: self.env.parent_tool_call_id.clone(),
+            code_mode_run_id: Some(run_id.to_string()),
+            tool_id: call.tool_id,
+            tool_name: call.tool_name,
+            method: call.method,
+            status: NestedStatus::Error,
+            duration_ms: now.saturating_sub(call.started_at_ms),
+            result: None,
+            error: Some(lost_call_message(&request.id)),
+        }
+    }
+
+    /// Records the `nested_tool_result`s of the calls lost with the process that last held the
+    /// run (once; nothing for a run that was not restored from a record).
+    pub(crate) fn record_lost(&mut self) {
+        for event in std::mem::take(&mut self.lost) {
+            self.trajectory.record(EventKind::NestedToolResult(event));
+        }
     }
 }
 
