@@ -676,11 +676,13 @@ fn many(cluster: &mut Cluster) -> Result<String, String> {
 }
 
 /// Scenario 6. `serve` parks an `exec` at the configured `timeoutMs` (10 s by default; `exec`
-/// has no `timeoutMs` argument, the one passed is ignored), so the tool runs 14 s: the `wait`s on
-/// B and C start about 4 s before it finishes on A, well within their own 10 s.
+/// has no `timeoutMs` argument, the one passed is ignored), so the tool runs 18 s: the `wait`s on
+/// B and C start up to 8 s before it finishes on A (a Python client takes seconds to start on a
+/// loaded machine). A `wait` whose own 10 s end first answers `waiting`; each side then waits
+/// again, as a client does, up to three times.
 fn follow_owner(cluster: &mut Cluster) -> Result<String, String> {
     let a = cluster.url(0)?;
-    let code = "try { await MCP.everything.triggerLongRunningOperation({duration: 14, steps: 2}); return 'finished'; } catch (e) { return 'caught: ' + e.message; }";
+    let code = "try { await MCP.everything.triggerLongRunningOperation({duration: 18, steps: 2}); return 'finished'; } catch (e) { return 'caught: ' + e.message; }";
     let parked = cluster.call(&a, ALICE, "exec", json!({"code": code, "timeoutMs": 1500}))?;
     if parked["status"] != json!("waiting") {
         return Err(format!("exec on A did not park: {parked}"));
@@ -689,8 +691,19 @@ fn follow_owner(cluster: &mut Cluster) -> Result<String, String> {
     let started = Instant::now();
     let cluster = &*cluster;
     let (on_b, on_c) = std::thread::scope(|scope| {
-        let b = scope.spawn(|| cluster.call(&cluster.url(1)?, ALICE, "wait", wait.clone()));
-        let c = scope.spawn(|| cluster.call(&cluster.url(2)?, ALICE, "wait", wait.clone()));
+        let until_done = |instance: usize| -> Result<Value, String> {
+            let url = cluster.url(instance)?;
+            let mut answer = cluster.call(&url, ALICE, "wait", wait.clone())?;
+            for _ in 0..3 {
+                if answer["status"] != json!("waiting") {
+                    break;
+                }
+                answer = cluster.call(&url, ALICE, "wait", wait.clone())?;
+            }
+            Ok(answer)
+        };
+        let b = scope.spawn(|| until_done(1));
+        let c = scope.spawn(|| until_done(2));
         let joined = |h: std::thread::ScopedJoinHandle<'_, Result<Value, String>>| {
             h.join().map_err(|_| "a wait thread panicked".to_string())?
         };
