@@ -15,21 +15,22 @@
 //! the session and the tool, single-use, expiring with `snapshotTtlSeconds`). Each round is one
 //! call through the pipeline.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_bridge::ToolCall;
 use codemode_facade::ToolPipeline;
 use codemode_telemetry::{EventKind, NestedMethod, NestedStatus, NestedToolCallEvent, Trajectory};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequests,
-    InputRequiredResult, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
 use super::calls::is_current_revision;
+use super::content::input_required_of;
 use super::progress::progress_channel;
 use super::session::Session;
 use super::CodeModeServer;
@@ -52,6 +53,9 @@ pub struct DirectTools {
     hub: McpHub,
     approval_ttl: Duration,
     bare: bool,
+    /// Which server (safe name) last listed a resource URI: where `resources/read` goes
+    /// (`content.rs`).
+    uri_routes: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl DirectTools {
@@ -62,6 +66,7 @@ impl DirectTools {
             hub,
             approval_ttl,
             bare: false,
+            uri_routes: Arc::default(),
         }
     }
 
@@ -71,6 +76,26 @@ impl DirectTools {
     pub fn with_bare_names(mut self) -> Self {
         self.bare = true;
         self
+    }
+
+    /// The hub whose servers are served.
+    pub(super) fn hub(&self) -> &McpHub {
+        &self.hub
+    }
+
+    /// How long an approval of a call stays outstanding (`snapshotTtlSeconds`).
+    pub(super) fn approval_ttl(&self) -> Duration {
+        self.approval_ttl
+    }
+
+    /// `true` with `--bare-names`: servers' own tool and prompt names.
+    pub(super) fn is_bare(&self) -> bool {
+        self.bare
+    }
+
+    /// The URI routes of `resources/read` (`content.rs`).
+    pub(super) fn uri_routes(&self) -> &Mutex<HashMap<String, String>> {
+        &self.uri_routes
     }
 
     /// The name the client sees for `tool`.
@@ -157,26 +182,16 @@ impl CodeModeServer {
         tool: &str,
         asked: &Value,
     ) -> CallToolResponse {
-        let requests = match asked.get("inputRequests") {
-            None | Some(Value::Null) => None,
-            Some(requests) => match serde_json::from_value::<InputRequests>(requests.clone()) {
-                Ok(requests) => Some(requests),
-                Err(e) => {
-                    return CallToolResult::error(vec![ContentBlock::text(format!(
-                        "Tool \"{tool}\" asked for input that is not an MCP input request: {e}"
-                    ))])
+        let ttl = direct.approval_ttl;
+        match input_required_of(asked, |state| {
+            self.states.seal_downstream(binding, state, ttl)
+        }) {
+            Ok(asked) => CallToolResponse::InputRequired(asked),
+            Err(e) => {
+                CallToolResult::error(vec![ContentBlock::text(format!("Tool \"{tool}\" {e}"))])
                     .into()
-                }
-            },
-        };
-        let state = asked
-            .get("requestState")
-            .and_then(Value::as_str)
-            .map(|state| {
-                self.states
-                    .seal_downstream(binding, state, direct.approval_ttl)
-            });
-        CallToolResponse::InputRequired(InputRequiredResult::new(requests, state))
+            }
+        }
     }
 
     /// `tools/call` with code mode off: the call of `request` through the host pipeline to its

@@ -45,6 +45,7 @@ use crate::shared_scope::SharedSessions;
 use crate::tasks::RunTasks;
 
 mod calls;
+mod content;
 mod direct;
 mod env;
 mod handler;
