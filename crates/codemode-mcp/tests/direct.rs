@@ -125,13 +125,15 @@ async fn code_mode_off_serves_the_downstream_prompts_and_resources() {
     assert_eq!(listed["prompts"][0]["name"], "t__brief", "{listed}");
     assert_eq!(listed["prompts"][0]["arguments"][0]["name"], "topic");
     assert_eq!(listed["prompts"].as_array().unwrap().len(), 1);
-    assert_eq!(prompts.ttl_ms, Some(codemode_mcp::server::TOOLS_LIST_TTL_MS));
+    assert_eq!(
+        prompts.ttl_ms,
+        Some(codemode_mcp::server::TOOLS_LIST_TTL_MS)
+    );
     let mut get = GetPromptRequestParams::new("t__brief");
     get.arguments = Some(serde_json::from_value(json!({"topic": "otters"})).unwrap());
     let prompt = serde_json::to_value(client.get_prompt(get).await.unwrap()).unwrap();
     assert_eq!(
-        prompt["messages"][0]["content"]["text"],
-        "Brief about otters",
+        prompt["messages"][0]["content"]["text"], "Brief about otters",
         "{prompt}"
     );
     let unknown = client

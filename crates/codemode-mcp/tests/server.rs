@@ -237,8 +237,9 @@ async fn lists_exactly_exec_and_wait_with_the_spec_definitions() {
     assert_eq!(implementation.version, env!("CARGO_PKG_VERSION"));
     assert_eq!(info.instructions.as_deref(), Some(SERVER_INSTRUCTIONS));
     assert!(info.capabilities.tools.is_some());
-    assert!(info.capabilities.resources.is_none());
-    assert!(info.capabilities.prompts.is_none());
+    // Declared, with empty lists: `code_mode_on_lists_no_prompts_or_resources_cacheably`.
+    assert!(info.capabilities.resources.is_some());
+    assert!(info.capabilities.prompts.is_some());
 
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -1120,8 +1121,7 @@ async fn accepted_socket(
                 continue;
             };
             let stream = std::net::TcpStream::from(dup);
-            if stream.local_addr().ok() == Some(server) && stream.peer_addr().ok() == Some(client)
-            {
+            if stream.local_addr().ok() == Some(server) && stream.peer_addr().ok() == Some(client) {
                 return stream;
             }
         }
@@ -1150,7 +1150,10 @@ async fn accepted_http_connections_have_tcp_nodelay() {
     let client = std::net::TcpStream::connect(server).unwrap();
     assert!(!client.nodelay().unwrap(), "the default is Nagle on");
     let accepted = accepted_socket(server, client.local_addr().unwrap()).await;
-    assert!(accepted.nodelay().unwrap(), "the accepted socket has TCP_NODELAY");
+    assert!(
+        accepted.nodelay().unwrap(),
+        "the accepted socket has TCP_NODELAY"
+    );
     drop((client, accepted));
     shutdown.cancel();
     serving.await.unwrap().unwrap();

@@ -99,7 +99,9 @@ impl ServerClient {
         if let Some(pass) = &pass {
             pass.apply(&mut params);
         }
-        let meta = pass.as_ref().and_then(super::passthrough::PassThrough::meta);
+        let meta = pass
+            .as_ref()
+            .and_then(super::passthrough::PassThrough::meta);
         to_json(
             self.request(method, Some(name), |p| {
                 send_raw_tracked(p, method, Some(params.clone()), timeout, None, meta.clone())

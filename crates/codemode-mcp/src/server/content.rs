@@ -263,10 +263,13 @@ impl CodeModeServer {
                 (!prefix.is_empty() && uri.starts_with(prefix)).then_some((prefix.len(), server))
             })
             // The longest literal prefix is the most specific template; the first on a tie.
-            .fold(None::<(usize, DirectServer)>, |best, (len, server)| match best {
-                Some((best_len, _)) if best_len >= len => best,
-                _ => Some((len, server)),
-            })
+            .fold(
+                None::<(usize, DirectServer)>,
+                |best, (len, server)| match best {
+                    Some((best_len, _)) if best_len >= len => best,
+                    _ => Some((len, server)),
+                },
+            )
             .map(|(_, server)| server)
     }
 
@@ -396,13 +399,12 @@ impl CodeModeServer {
         match answer {
             Answer::InputRequired(asked) => Ok(GetPromptResponse::InputRequired(asked)),
             Answer::Complete(value) => {
-                let mut result =
-                    serde_json::from_value::<GetPromptResult>(value).map_err(|e| {
-                        ErrorData::internal_error(
-                            format!("{}: the prompt is not an MCP prompt: {e}", entry.0),
-                            None,
-                        )
-                    })?;
+                let mut result = serde_json::from_value::<GetPromptResult>(value).map_err(|e| {
+                    ErrorData::internal_error(
+                        format!("{}: the prompt is not an MCP prompt: {e}", entry.0),
+                        None,
+                    )
+                })?;
                 result.result_type = current.then_some(ResultType::COMPLETE);
                 Ok(GetPromptResponse::Complete(result))
             }
@@ -450,7 +452,10 @@ impl CodeModeServer {
                 let mut result =
                     serde_json::from_value::<ReadResourceResult>(value).map_err(|e| {
                         ErrorData::internal_error(
-                            format!("{}: the contents are not MCP resource contents: {e}", entry.0),
+                            format!(
+                                "{}: the contents are not MCP resource contents: {e}",
+                                entry.0
+                            ),
                             None,
                         )
                     })?;
@@ -474,7 +479,11 @@ impl DirectTools {
     /// The server of the served prompt name `served` among `servers` and the prompt's own
     /// name there: with bare names the first server; else the server whose safe name prefixes
     /// `served` with `__` (the longest such, should one safe name extend another).
-    fn prompt_owner(&self, servers: &[DirectServer], served: &str) -> Option<(DirectServer, String)> {
+    fn prompt_owner(
+        &self,
+        servers: &[DirectServer],
+        served: &str,
+    ) -> Option<(DirectServer, String)> {
         if self.is_bare() {
             return servers
                 .first()
@@ -515,7 +524,10 @@ mod tests {
 
     #[test]
     fn a_template_prefix_is_its_literal_head() {
-        assert_eq!(template_prefix("test://template/{id}/data"), "test://template/");
+        assert_eq!(
+            template_prefix("test://template/{id}/data"),
+            "test://template/"
+        );
         assert_eq!(template_prefix("file:///{+path}"), "file:///");
         assert_eq!(template_prefix("{scheme}://x"), "");
         assert_eq!(template_prefix("plain://uri"), "plain://uri");

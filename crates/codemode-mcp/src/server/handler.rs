@@ -5,10 +5,10 @@
 use std::future::Future;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::SubscriptionSendError;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -45,11 +45,11 @@ impl ServerHandler for CodeModeServer {
             None => capabilities,
         };
         ServerConfig::new(capabilities.build())
-        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-        .with_instructions(match self.direct {
-            Some(_) => DIRECT_INSTRUCTIONS,
-            None => SERVER_INSTRUCTIONS,
-        })
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(match self.direct {
+                Some(_) => DIRECT_INSTRUCTIONS,
+                None => SERVER_INSTRUCTIONS,
+            })
     }
 
     /// After the handshake of a stateful session: while the session's transport is open, every
