@@ -14,7 +14,9 @@
 //!   can give, and
 //! - returns an `input_required` answer as the call's result instead of answering it.
 //!
-//! A downstream task is still followed to its end, as for any call.
+//! A downstream task is still followed to its end, as for any call. A `prompts/get` or
+//! `resources/read` made inside it (`serve`'s prompts and resources with code mode off) is sent
+//! the same way and its `input_required` returned likewise (`client/operations.rs`).
 
 use std::future::Future;
 
@@ -51,8 +53,8 @@ pub(crate) fn current() -> Option<PassThrough> {
 }
 
 impl PassThrough {
-    /// `params` (a `tools/call`'s `{name, arguments}`) with this round's `inputResponses` and
-    /// `requestState`.
+    /// `params` (a `tools/call`'s `{name, arguments}`, a `prompts/get`'s or a
+    /// `resources/read`'s params) with this round's `inputResponses` and `requestState`.
     pub(crate) fn apply(&self, params: &mut Value) {
         let Some(fields) = params.as_object_mut() else {
             return;
