@@ -14,7 +14,8 @@
 //! `tests/conformance-expected-failures.txt` lists the scenarios expected to fail, each with its
 //! reason. A test fails on a failure not listed there and on a listed scenario that passes (or
 //! did not run); the suite's own `--expected-failures` baseline, written from the same list,
-//! must agree (its exit status is checked too). Without the suite installed the tests skip with
+//! must agree (its exit status is checked too, for the 0.1.16 line; the 0.2.0-alpha line's exit
+//! status disagrees with its own summary, so there the summary decides). Without the suite installed the tests skip with
 //! a message, unless `CODEMODE_CONFORMANCE` names its directory (as `cargo xtask test` does):
 //! then a missing suite is a failure.
 
@@ -44,12 +45,19 @@ struct Line {
     entry: &'static str,
     /// The expected-failures file, relative to the crate.
     expected: &'static str,
+    /// Whether the suite's exit status agrees with its per-scenario summary under the
+    /// `--expected-failures` baseline. 0.2.0-alpha.12's does not: with the baseline it still
+    /// lists scenarios its own summary shows passing (`sep-2164-resource-not-found: 2 passed,
+    /// 0 failed`, `input-required-result-ignore-extra-params`, …) as "unexpected failures" and
+    /// exits 1, so for it the summary lines are the verdict and the exit status only a note.
+    trusts_exit_status: bool,
 }
 
 /// `@modelcontextprotocol/conformance` 0.1.16 (protocol 2025-11-25 and older).
 const LINE_2025: Line = Line {
     entry: "node_modules/@modelcontextprotocol/conformance/dist/index.js",
     expected: "tests/conformance-expected-failures.txt",
+    trusts_exit_status: true,
 };
 
 /// `@modelcontextprotocol/conformance` 0.2.0-alpha.12 (protocol 2026-07-28), installed under
@@ -57,6 +65,7 @@ const LINE_2025: Line = Line {
 const LINE_2026: Line = Line {
     entry: "node_modules/mcp-conformance-2026-07-28/dist/index.js",
     expected: "tests/conformance-2026-expected-failures.txt",
+    trusts_exit_status: false,
 };
 
 fn expected_failures(line: Line) -> Expected {
@@ -238,9 +247,17 @@ fn run_suite(
         if results.len() == before {
             problems.push(format!("{args:?}: no scenario ran"));
         }
-        // The suite's own verdict on the same baseline (checked when ours finds nothing).
+        // The suite's own verdict on the same baseline (checked when ours finds nothing), where
+        // it can be trusted (`Line::trusts_exit_status`).
         if !output.status.success() {
-            problems.push(format!("{args:?}: the suite exited with {}", output.status));
+            if line.trusts_exit_status {
+                problems.push(format!("{args:?}: the suite exited with {}", output.status));
+            } else {
+                eprintln!(
+                    "{args:?}: the suite exited with {} (not trusted for this line: the verdict is its per-scenario summary)",
+                    output.status
+                );
+            }
         }
     }
     let elapsed = started.elapsed();
@@ -477,8 +494,9 @@ fn server_scenarios_against_codemode_serve_http() {
 /// The 2026-07-28 line's server scenarios (`--suite all --spec-version 2026-07-28`: every
 /// scenario of that revision, with the draft ones: stateless, caching, header validation) against
 /// `codemode serve --http` with code mode on.
+/// The suite's exit status is not trusted for this line (`Line::trusts_exit_status`): every
+/// scenario's summary line is checked against the expected failures instead.
 #[test]
-#[ignore = "the 0.2.0-alpha.12 suite exits 1 although every failing scenario is in tests/conformance-2026-expected-failures.txt (its --expected-failures baseline is not honoured the way 0.1.16 honours it); the per-scenario results are in docs/mcp.md (issue 23)"]
 fn server_scenarios_2026_07_28_against_codemode_serve_http() {
     server_scenarios(
         LINE_2026,

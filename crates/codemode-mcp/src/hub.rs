@@ -111,6 +111,22 @@ pub struct DirectTool {
     pub tool: Map<String, Value>,
 }
 
+/// One connected server's prompts and resources as `codemode serve` aggregates them with code
+/// mode off ([`McpHub::direct_servers`]; docs/mcp.md, "Code mode off").
+#[derive(Clone)]
+pub struct DirectServer {
+    /// The name used in catalog ids and in the served prompt names (`<safeName>__<prompt>`).
+    pub safe_name: String,
+    /// The server's client, for its lists.
+    pub client: Arc<ServerClient>,
+    /// The catalog entry `<safeName>__prompts_get` (registered name, catalog id) when the server
+    /// has the prompts capability: how a `prompts/get` goes through the host pipeline.
+    pub prompts_get: Option<(String, String)>,
+    /// The catalog entry `<safeName>__resources_read` (registered name, catalog id) when the
+    /// server has the resources capability.
+    pub resources_read: Option<(String, String)>,
+}
+
 /// All configured MCP servers behind one catalog: [`McpHub::specs`] gives their catalog entries
 /// (`mcp:<server>:<server>__<tool>` with MCP metadata, so they enter the `MCP` namespace,
 /// docs/contract/catalog.md#s3-1, docs/contract/mcp.md#s7-1) and [`McpHub::executor`] runs them.
@@ -385,6 +401,34 @@ impl McpHub {
             }
         }
         tools
+    }
+
+    /// The listed servers in name order with their `prompts_get` and `resources_read` catalog
+    /// entries, each kept only when `keep(name, catalog id)` is true (the host's policy): what
+    /// `serve` with code mode off aggregates into its own `prompts/list` and `resources/list`.
+    pub fn direct_servers(&self, keep: impl Fn(&str, &str) -> bool) -> Vec<DirectServer> {
+        let mut servers = Vec::new();
+        for server in &self.inner.servers {
+            let listing = server.listing.read().unwrap_or_else(|e| e.into_inner());
+            let Ok(listing) = &*listing else { continue };
+            let entry = |wanted: McpOperation| {
+                server_specs(server.client.name(), &server.safe_name, listing)
+                    .into_iter()
+                    .find(|(_, operation, _)| *operation == wanted)
+                    .map(|(spec, _, _)| {
+                        let id = format!("mcp:{}:{}", server.safe_name, spec.name);
+                        (spec.name, id)
+                    })
+                    .filter(|(name, id)| keep(name, id))
+            };
+            servers.push(DirectServer {
+                safe_name: server.safe_name.clone(),
+                client: server.client.clone(),
+                prompts_get: entry(McpOperation::PromptsGet),
+                resources_read: entry(McpOperation::ResourcesRead),
+            });
+        }
+        servers
     }
 
     /// Starts a new connection attempt, in the background, for every server whose last attempt

@@ -31,7 +31,7 @@ pub mod tasks;
 pub use client::{ClientOptions, ServerClient, ServerListing};
 pub use config::{safe_server_name, ConfigError, McpServersConfig, ServerConfig, ServerProblem};
 pub use error::{ClientError, McpRequest};
-pub use hub::{McpExecutor, McpHub, ServerStatus, Unavailable};
+pub use hub::{DirectServer, McpExecutor, McpHub, ServerStatus, Unavailable};
 
 pub mod elicit;
 pub mod server;

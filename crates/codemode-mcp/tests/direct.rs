@@ -108,3 +108,83 @@ async fn code_mode_off_passes_mrtr_tasks_and_approvals_through() {
     client.cancel().await.unwrap();
     hub.shutdown().await;
 }
+
+/// Code mode off aggregates the downstream prompts and resources (docs/mcp.md, "Prompts and
+/// resources"): the test server's prompt `brief` is served as `t__brief` and answered by it,
+/// its resource `memo://one` keeps its URI and is read from it, the lists carry the caching
+/// hints, and a policy that denies `t__prompts_get` leaves the prompt out and refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_off_serves_the_downstream_prompts_and_resources() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+    let (client, hub) = serve(json!({}), Accepting::new(json!({}))).await;
+    let info = client.peer_info().unwrap();
+    assert!(info.capabilities.prompts.is_some() && info.capabilities.resources.is_some());
+
+    let prompts = client.list_prompts(None).await.unwrap();
+    let listed = serde_json::to_value(&prompts).unwrap();
+    assert_eq!(listed["prompts"][0]["name"], "t__brief", "{listed}");
+    assert_eq!(listed["prompts"][0]["arguments"][0]["name"], "topic");
+    assert_eq!(listed["prompts"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        prompts.ttl_ms,
+        Some(codemode_mcp::server::TOOLS_LIST_TTL_MS)
+    );
+    let mut get = GetPromptRequestParams::new("t__brief");
+    get.arguments = Some(serde_json::from_value(json!({"topic": "otters"})).unwrap());
+    let prompt = serde_json::to_value(client.get_prompt(get).await.unwrap()).unwrap();
+    assert_eq!(
+        prompt["messages"][0]["content"]["text"], "Brief about otters",
+        "{prompt}"
+    );
+    let unknown = client
+        .get_prompt(GetPromptRequestParams::new("brief"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("Unknown prompt: brief"), "{unknown}");
+
+    let resources = serde_json::to_value(client.list_resources(None).await.unwrap()).unwrap();
+    assert_eq!(
+        resources["resources"],
+        json!([{"uri": "memo://one", "name": "one", "mimeType": "text/plain"}]),
+        "{resources}"
+    );
+    let templates = client.list_resource_templates(None).await.unwrap();
+    assert!(templates.resource_templates.is_empty());
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("memo://one"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(read).unwrap()["contents"][0]["text"],
+        "first memo"
+    );
+    let missing = client
+        .read_resource(ReadResourceRequestParams::new("memo://none"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("no resource memo://none"), "{missing}");
+    client.cancel().await.unwrap();
+    hub.shutdown().await;
+
+    let (client, hub) = serve(
+        json!({"tools": {"deny": ["t__prompts_get"]}}),
+        Accepting::new(json!({})),
+    )
+    .await;
+    assert!(client.list_prompts(None).await.unwrap().prompts.is_empty());
+    let denied = client
+        .get_prompt(GetPromptRequestParams::new("t__brief"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(denied.contains("Unknown prompt: t__brief"), "{denied}");
+    assert_eq!(
+        client.list_resources(None).await.unwrap().resources.len(),
+        1,
+        "resources stay: only prompts_get is denied"
+    );
+    client.cancel().await.unwrap();
+    hub.shutdown().await;
+}

@@ -237,8 +237,9 @@ async fn lists_exactly_exec_and_wait_with_the_spec_definitions() {
     assert_eq!(implementation.version, env!("CARGO_PKG_VERSION"));
     assert_eq!(info.instructions.as_deref(), Some(SERVER_INSTRUCTIONS));
     assert!(info.capabilities.tools.is_some());
-    assert!(info.capabilities.resources.is_none());
-    assert!(info.capabilities.prompts.is_none());
+    // Declared, with empty lists: `code_mode_on_lists_no_prompts_or_resources_cacheably`.
+    assert!(info.capabilities.resources.is_some());
+    assert!(info.capabilities.prompts.is_some());
 
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -1091,4 +1092,112 @@ async fn a_stateless_client_hears_of_catalog_changes_on_subscriptions_listen() {
     assert!(status.success());
     shutdown.cancel();
     serving.await.unwrap().unwrap();
+}
+
+/// The accepted socket of `serve_http` (run by this test process) whose peer is `client`: each
+/// socket descriptor of this process (`/proc/self/fd`) duplicated with `pidfd_getfd`, the one
+/// whose local address is `server` and whose peer is `client`. Polled up to 5 s (the listener
+/// accepts on its own task).
+#[cfg(target_os = "linux")]
+async fn accepted_socket(
+    server: std::net::SocketAddr,
+    client: std::net::SocketAddr,
+) -> std::net::TcpStream {
+    use rustix::process::{pidfd_getfd, pidfd_open, Pid, PidfdFlags, PidfdGetfdFlags};
+    let pid = Pid::from_raw(i32::try_from(std::process::id()).unwrap()).unwrap();
+    let pidfd = pidfd_open(pid, PidfdFlags::empty()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+            let is_socket = std::fs::read_link(entry.path())
+                .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+            let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            if !is_socket {
+                continue;
+            }
+            let Ok(dup) = pidfd_getfd(&pidfd, fd, PidfdGetfdFlags::empty()) else {
+                continue;
+            };
+            let stream = std::net::TcpStream::from(dup);
+            if stream.local_addr().ok() == Some(server) && stream.peer_addr().ok() == Some(client) {
+                return stream;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve_http did not accept the connection within 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every connection `serve_http` accepts has `TCP_NODELAY` (issue 23: without it an answer
+/// written in two segments waits for a Node client's delayed ACK, ≈40 ms per call), read back
+/// from the accepted socket itself, deterministically; Linux's default is off, as the client's
+/// own socket shows.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn accepted_http_connections_have_tcp_nodelay() {
+    let f = fixture();
+    let (url, shutdown, serving) = serve_http(&f).await;
+    let server: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let client = std::net::TcpStream::connect(server).unwrap();
+    assert!(!client.nodelay().unwrap(), "the default is Nagle on");
+    let accepted = accepted_socket(server, client.local_addr().unwrap()).await;
+    assert!(
+        accepted.nodelay().unwrap(),
+        "the accepted socket has TCP_NODELAY"
+    );
+    drop((client, accepted));
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+}
+
+/// With code mode on, `serve` lists no prompts, resources or templates, cacheably (the
+/// revision's hints, as `tools/list`): the model reaches MCP prompts and resources through the
+/// catalog (docs/mcp.md, "Prompts and resources"). Getting or reading anything is the spec's
+/// error.
+#[tokio::test]
+async fn code_mode_on_lists_no_prompts_or_resources_cacheably() {
+    use rmcp::model::{CacheScope, GetPromptRequestParams, ReadResourceRequestParams};
+    let (_f, client, _serving) = connected().await;
+    let info = client.peer_info().unwrap();
+    assert!(info.capabilities.prompts.is_some() && info.capabilities.resources.is_some());
+    let prompts = client.list_prompts(None).await.unwrap();
+    assert!(prompts.prompts.is_empty());
+    assert_eq!(
+        (prompts.ttl_ms, prompts.cache_scope),
+        (
+            Some(codemode_mcp::server::TOOLS_LIST_TTL_MS),
+            Some(CacheScope::Private)
+        )
+    );
+    let resources = client.list_resources(None).await.unwrap();
+    assert!(resources.resources.is_empty());
+    assert_eq!(resources.cache_scope, Some(CacheScope::Private));
+    let templates = client.list_resource_templates(None).await.unwrap();
+    assert!(templates.resource_templates.is_empty());
+    assert_eq!(
+        templates.ttl_ms,
+        Some(codemode_mcp::server::TOOLS_LIST_TTL_MS)
+    );
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("anything"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(prompt.contains("Unknown prompt: anything"), "{prompt}");
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("memo://one"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(read.contains("Resource not found"), "{read}");
+    client.cancel().await.unwrap();
 }

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::rounds::without_result_type;
-use super::{send_raw, to_json, ServerClient};
+use super::{send_raw_tracked, to_json, ServerClient};
 use crate::error::ClientError;
 
 impl ServerClient {
@@ -82,7 +82,11 @@ impl ServerClient {
     }
 
     /// `method` with `params` for the resource or prompt `name` (the `Mcp-Name` of the
-    /// request), sent as is: the raw result without its `resultType`.
+    /// request), sent as is: the raw result without its `resultType`. Inside
+    /// [`passing_through`](super::passthrough::passing_through) (`serve` with code mode off for
+    /// a 2026-07-28 client) the round's `inputResponses` and `requestState` go with it, the
+    /// upstream client's capabilities are declared, and an `input_required` answer is the
+    /// result (the client answers it).
     async fn raw_request(
         &self,
         method: &'static str,
@@ -90,9 +94,17 @@ impl ServerClient {
         params: Value,
     ) -> Result<Value, ClientError> {
         let timeout = self.options.call_timeout;
+        let mut params = params;
+        let pass = super::passthrough::current();
+        if let Some(pass) = &pass {
+            pass.apply(&mut params);
+        }
+        let meta = pass
+            .as_ref()
+            .and_then(super::passthrough::PassThrough::meta);
         to_json(
             self.request(method, Some(name), |p| {
-                send_raw(p, method, Some(params.clone()), timeout)
+                send_raw_tracked(p, method, Some(params.clone()), timeout, None, meta.clone())
             })
             .await?,
         )

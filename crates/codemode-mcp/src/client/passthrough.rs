@@ -20,6 +20,9 @@
 //! any call. A downstream JSON-RPC error `-32021` (Missing Required Client Capability: the
 //! server needs a capability the upstream client did not declare) is kept in
 //! [`PassThrough::refusal`], so `serve` answers it to the client as the same error.
+//! A `prompts/get` or `resources/read` made inside it (`serve`'s prompts and resources with
+//! code mode off) is sent the same way and its `input_required` returned likewise
+//! (`client/operations.rs`).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -92,8 +95,8 @@ pub(crate) fn current() -> Option<PassThrough> {
 }
 
 impl PassThrough {
-    /// `params` (a `tools/call`'s `{name, arguments}`) with this round's `inputResponses` and
-    /// `requestState`.
+    /// `params` (a `tools/call`'s `{name, arguments}`, a `prompts/get`'s or a
+    /// `resources/read`'s params) with this round's `inputResponses` and `requestState`.
     pub(crate) fn apply(&self, params: &mut Value) {
         let Some(fields) = params.as_object_mut() else {
             return;

@@ -21,7 +21,8 @@
 //! `-32021` (the server needs a capability the client did not declare, such as a task-required
 //! tool called without Tasks) is answered to the client as that JSON-RPC error.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_bridge::ToolCall;
@@ -29,13 +30,14 @@ use codemode_facade::ToolPipeline;
 use codemode_telemetry::{EventKind, NestedMethod, NestedStatus, NestedToolCallEvent, Trajectory};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult,
-    InputRequests, InputRequiredResult, Tool,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
 use super::calls::{is_current_revision, uses_tasks};
+use super::content::input_required_of;
 use super::direct_tasks::RelayedTasks;
 use super::progress::progress_channel;
 use super::session::session_owner;
@@ -62,6 +64,9 @@ pub struct DirectTools {
     bare: bool,
     /// The downstream tasks passed through to Tasks clients (every session's).
     relayed: RelayedTasks,
+    /// Which server (safe name) last listed a resource URI: where `resources/read` goes
+    /// (`content.rs`).
+    uri_routes: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl DirectTools {
@@ -73,6 +78,7 @@ impl DirectTools {
             approval_ttl,
             bare: false,
             relayed: RelayedTasks::new(),
+            uri_routes: Arc::default(),
         }
     }
 
@@ -92,6 +98,21 @@ impl DirectTools {
     /// The downstream tasks passed through to Tasks clients.
     pub(super) fn relayed(&self) -> &RelayedTasks {
         &self.relayed
+    }
+
+    /// How long an approval of a call stays outstanding (`snapshotTtlSeconds`).
+    pub(super) fn approval_ttl(&self) -> Duration {
+        self.approval_ttl
+    }
+
+    /// `true` with `--bare-names`: servers' own tool and prompt names.
+    pub(super) fn is_bare(&self) -> bool {
+        self.bare
+    }
+
+    /// The URI routes of `resources/read` (`content.rs`).
+    pub(super) fn uri_routes(&self) -> &Mutex<HashMap<String, String>> {
+        &self.uri_routes
     }
 
     /// The name the client sees for `tool`.
@@ -178,26 +199,16 @@ impl CodeModeServer {
         tool: &str,
         asked: &Value,
     ) -> CallToolResponse {
-        let requests = match asked.get("inputRequests") {
-            None | Some(Value::Null) => None,
-            Some(requests) => match serde_json::from_value::<InputRequests>(requests.clone()) {
-                Ok(requests) => Some(requests),
-                Err(e) => {
-                    return CallToolResult::error(vec![ContentBlock::text(format!(
-                        "Tool \"{tool}\" asked for input that is not an MCP input request: {e}"
-                    ))])
+        let ttl = direct.approval_ttl;
+        match input_required_of(asked, |state| {
+            self.states.seal_downstream(binding, state, ttl)
+        }) {
+            Ok(asked) => CallToolResponse::InputRequired(asked),
+            Err(e) => {
+                CallToolResult::error(vec![ContentBlock::text(format!("Tool \"{tool}\" {e}"))])
                     .into()
-                }
-            },
-        };
-        let state = asked
-            .get("requestState")
-            .and_then(Value::as_str)
-            .map(|state| {
-                self.states
-                    .seal_downstream(binding, state, direct.approval_ttl)
-            });
-        CallToolResponse::InputRequired(InputRequiredResult::new(requests, state))
+            }
+        }
     }
 
     /// `tools/call` with code mode off: the call of `request` through the host pipeline to its

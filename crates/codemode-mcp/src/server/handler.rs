@@ -1,13 +1,17 @@
 //! The rmcp [`ServerHandler`] of [`CodeModeServer`]: `tools/list`, `tools/call` (`exec` and
-//! `wait`), list changes (`notifications/tools/list_changed`, `subscriptions/listen`) and the
-//! Tasks methods (parked runs, or with code mode off the downstream tasks passed through).
+//! `wait`), the prompt and resource methods (`content.rs`), list changes
+//! (`notifications/*/list_changed`, `subscriptions/listen`) and the Tasks methods (parked runs,
+//! or with code mode off the downstream tasks passed through).
 
 use std::future::Future;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
+use rmcp::service::SubscriptionSendError;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
@@ -27,18 +31,26 @@ const LIST_CHANGED_POLL: std::time::Duration = std::time::Duration::from_secs(5)
 
 impl ServerHandler for CodeModeServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-        .with_instructions(match self.direct {
-            Some(_) => DIRECT_INSTRUCTIONS,
-            None => SERVER_INSTRUCTIONS,
-        })
+        // Prompts and resources: the downstream servers' with code mode off, none with code
+        // mode on (the model reaches them through the catalog); `content.rs`.
+        let capabilities = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks();
+        let capabilities = match self.direct {
+            Some(_) => capabilities
+                .enable_prompts_list_changed()
+                .enable_resources_list_changed(),
+            None => capabilities,
+        };
+        ServerConfig::new(capabilities.build())
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(match self.direct {
+                Some(_) => DIRECT_INSTRUCTIONS,
+                None => SERVER_INSTRUCTIONS,
+            })
     }
 
     /// After the handshake of a stateful session: while the session's transport is open, every
@@ -51,6 +63,7 @@ impl ServerHandler for CodeModeServer {
     ) -> impl Future<Output = ()> + Send + '_ {
         if let Some(mut changes) = self.source.catalog_changes() {
             let peer = context.peer.clone();
+            let direct = self.direct.is_some();
             tokio::spawn(async move {
                 changes.mark_unchanged();
                 loop {
@@ -67,6 +80,14 @@ impl ServerHandler for CodeModeServer {
                             if peer.notify_tool_list_changed().await.is_err() {
                                 return;
                             }
+                            // With code mode off a server that joined or changed brings its
+                            // prompts and resources too.
+                            if direct
+                                && (peer.notify_prompt_list_changed().await.is_err()
+                                    || peer.notify_resource_list_changed().await.is_err())
+                            {
+                                return;
+                            }
                         }
                     }
                 }
@@ -76,13 +97,23 @@ impl ServerHandler for CodeModeServer {
     }
 
     /// `subscriptions/listen` (2026-07-28 clients, which have no session to receive
-    /// `notifications/tools/list_changed` on): `toolsListChanged` is accepted, other
-    /// categories are not offered (serve has no prompts or resources of its own).
+    /// `notifications/tools/list_changed` on): `toolsListChanged` is accepted; with code mode
+    /// off `promptsListChanged` and `resourcesListChanged` too when asked for (the aggregated
+    /// lists change with the servers). Resource subscriptions are not offered.
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut accepted = SubscriptionFilter::builder().tools_list_changed();
+        if self.direct.is_some() {
+            if requested.prompts_list_changed == Some(true) {
+                accepted = accepted.prompts_list_changed();
+            }
+            if requested.resources_list_changed == Some(true) {
+                accepted = accepted.resources_list_changed();
+            }
+        }
+        Some(accepted.build())
     }
 
     /// One `subscriptions/listen` stream: every change of the catalog
@@ -114,6 +145,21 @@ impl ServerHandler for CodeModeServer {
                     if let Err(e) = context.sink().notify_tool_list_changed().await {
                         tracing::debug!("subscriptions/listen stream closed: {e}");
                         return Ok(());
+                    }
+                    if self.direct.is_some() {
+                        // Sent when the client asked for them; the others are not accepted.
+                        for sent in [
+                            context.sink().notify_prompt_list_changed().await,
+                            context.sink().notify_resource_list_changed().await,
+                        ] {
+                            match sent {
+                                Ok(()) | Err(SubscriptionSendError::NotificationNotAccepted(_)) => {}
+                                Err(e) => {
+                                    tracing::debug!("subscriptions/listen stream closed: {e}");
+                                    return Ok(());
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -190,6 +236,67 @@ impl ServerHandler for CodeModeServer {
             .cancel(&request.task_id, &session_owner(&session))
     }
 
+    /// `prompts/list`: cacheable like `tools/list` (`content.rs` for what it holds).
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(self.prompts().await)
+            .with_ttl_ms(self.content_ttl())
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    /// `prompts/get` (`content.rs`).
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let _in_flight = self.drain.enter();
+        if self.drain.is_stopping() {
+            return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
+        }
+        self.prompt(request, context).await
+    }
+
+    /// `resources/list`: cacheable like `tools/list` (`content.rs`).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(self.resources().await)
+            .with_ttl_ms(self.content_ttl())
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    /// `resources/templates/list`: cacheable like `tools/list` (`content.rs`).
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(
+            ListResourceTemplatesResult::with_all_items(self.resource_templates().await)
+                .with_ttl_ms(self.content_ttl())
+                .with_cache_scope(CacheScope::Private),
+        )
+    }
+
+    /// `resources/read` (`content.rs`).
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let _in_flight = self.drain.enter();
+        if self.drain.is_stopping() {
+            return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
+        }
+        self.read(request, context).await
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -198,11 +305,7 @@ impl ServerHandler for CodeModeServer {
         // Cacheable (2026-07-28 `ttlMs`/`cacheScope`) while every configured source is
         // reachable: the list changes only with the catalog, which is announced. While a
         // server is still connecting or failed, it is about to change: `ttlMs: 0`.
-        let ttl = if self.source.unavailable().is_empty() {
-            TOOLS_LIST_TTL_MS
-        } else {
-            0
-        };
+        let ttl = self.list_ttl();
         let tools = match &self.direct {
             Some(direct) => self.direct_list(direct),
             None => self.tools(),
@@ -231,6 +334,25 @@ impl ServerHandler for CodeModeServer {
 }
 
 impl CodeModeServer {
+    /// The `ttlMs` of `tools/list`: [`TOOLS_LIST_TTL_MS`] while every configured source is
+    /// reachable, else 0 (the list is about to change).
+    fn list_ttl(&self) -> u64 {
+        if self.source.unavailable().is_empty() {
+            TOOLS_LIST_TTL_MS
+        } else {
+            0
+        }
+    }
+
+    /// The `ttlMs` of the prompt and resource lists: with code mode on they are always empty,
+    /// so [`TOOLS_LIST_TTL_MS`]; with code mode off as `tools/list` ([`Self::list_ttl`]).
+    fn content_ttl(&self) -> u64 {
+        match self.direct {
+            Some(_) => self.list_ttl(),
+            None => TOOLS_LIST_TTL_MS,
+        }
+    }
+
     /// `tools/call`: `exec` or `wait`, or with code mode off a downstream tool (`direct.rs`).
     async fn answer_call(
         &self,

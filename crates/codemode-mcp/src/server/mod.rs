@@ -29,7 +29,8 @@
 //! Modules, one job each: `env` (the [`EnvSource`] and [`ServeHost`] a host gives), `session`
 //! (one code-mode session: scope, client, approvals), `results` (the MCP answer of a result),
 //! `progress` (nested calls as `notifications/progress`), `calls` (`exec`/`wait`, MRTR and
-//! Tasks), `handler` (the rmcp [`ServerHandler`](rmcp::ServerHandler)), `http` (streamable HTTP).
+//! Tasks), `direct` (code mode off: the downstream tools), `content` (prompts and resources),
+//! `handler` (the rmcp [`ServerHandler`](rmcp::ServerHandler)), `http` (streamable HTTP).
 
 use std::sync::Arc;
 
@@ -45,6 +46,7 @@ use crate::shared_scope::SharedSessions;
 use crate::tasks::RunTasks;
 
 mod calls;
+mod content;
 mod direct;
 mod direct_tasks;
 mod env;
