@@ -1056,3 +1056,141 @@ fn declarations_render_hints_output_schemas_and_left_out_tools() {
     assert_eq!(entry.compact().output, None);
     assert_eq!(entry.output_schema(), None);
 }
+
+/// One tool's file `mcp/<server>/<method>.d.ts` (docs/mcp.md, "One tool's declaration") is the
+/// lean block: the description once (one line stays one line), each parameter's description
+/// once on the parameter (no `@param` copy), `input: {` on the `function` line, and none of the
+/// server file's preamble, hints or declared output type, which the server file keeps.
+#[test]
+fn one_tools_file_is_the_lean_block() {
+    use codemode_catalog::McpToolDocs;
+    let catalog = build(vec![
+        ToolSpec::mcp_tool("gh", "create_issue", "Create a GitHub issue.\n\n  Titles are required. ")
+            .with_parameters(json!({
+                "type": "object",
+                "properties": {
+                    "owner": {"type": "string", "description": "Repository owner"},
+                    "title": {"type": "string"},
+                    "labels": {"type": "array", "items": {"type": "string"}, "default": []},
+                    "draft": {"type": "boolean", "description": "*/ draft", "default": false}
+                },
+                "required": ["title", "owner"]
+            }))
+            .with_mcp_docs(
+                McpToolDocs::from_tool(&json!({
+                    "annotations": {"readOnlyHint": false},
+                    "outputSchema": {"type": "object", "properties": {"number": {"type": "integer"}}}
+                }))
+                .unwrap(),
+            ),
+        ToolSpec::mcp_tool("gh", "ping", "Ping."),
+        ToolSpec::mcp_tool("gh", "quiet", "").with_parameters(json!({
+            "type": "object", "properties": {"verbose": {"type": "boolean"}}
+        })),
+        ToolSpec::mcp_operation("gh", McpOperation::ResourcesRead, "resources_read", "Read a resource.")
+            .with_parameters(json!({"type": "object", "properties": {"uri": {"type": "string", "description": "Resource URI"}}, "required": ["uri"]})),
+    ]);
+    let ns = McpNamespace::build(&catalog);
+    let mut files = ns.api_files();
+    files.extend(ns.tool_files());
+    let read = |p: &str| api_read(&files, p).unwrap().content.clone();
+    assert_eq!(
+        read("mcp/gh/createIssue.d.ts"),
+        r#"declare namespace MCP.gh {
+  /**
+   * Create a GitHub issue.
+   * Titles are required.
+   */
+  function createIssue(input: {
+    title: string;
+    /** Repository owner */
+    owner: string;
+    /** Default: []. */
+    labels?: Array<string>;
+    /** *\/ draft Default: false. */
+    draft?: boolean;
+  }): Promise<McpToolResult>;
+}"#
+    );
+    assert_eq!(
+        read("mcp/gh/ping.d.ts"),
+        "declare namespace MCP.gh {\n  /** Ping. */\n  function ping(input?: Record<string, never>): Promise<McpToolResult>;\n}"
+    );
+    assert_eq!(
+        read("mcp/gh/quiet.d.ts"),
+        "declare namespace MCP.gh {\n  function quiet(input?: {\n    verbose?: boolean;\n  }): Promise<McpToolResult>;\n}"
+    );
+    assert_eq!(
+        read("mcp/gh/resources.read.d.ts"),
+        "declare namespace MCP.gh.resources {\n  /** Read a resource. */\n  function read(input: {\n    /** Resource URI */\n    uri: string;\n  }): Promise<McpResourcesReadResult>;\n}"
+    );
+    // The server file keeps the contract's block, with the hints and the output type.
+    let server = read("mcp/gh.d.ts");
+    assert!(
+        server.contains("   * Server hints (unverified): readOnlyHint: false.\n   * Declared structuredContent (unverified): { number?: number }\n   *\n   * @param owner Repository owner\n   * @param draft? *\\/ draft\n   */\n  function createIssue(\n    input: {\n"),
+        "{server}"
+    );
+    // Listed only under their directory, with the byte count of what `read` returns.
+    let listed = api_list(&files, Some(&json!("mcp/gh/")));
+    assert_eq!(
+        listed["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        [
+            "mcp/gh/createIssue.d.ts",
+            "mcp/gh/ping.d.ts",
+            "mcp/gh/quiet.d.ts",
+            "mcp/gh/resources.read.d.ts"
+        ]
+    );
+    assert_eq!(
+        listed["files"][1]["bytes"],
+        json!(read("mcp/gh/ping.d.ts").len())
+    );
+    assert_eq!(
+        api_list(&files, Some(&json!("mcp")))["files"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+/// Every per-tool file of the real `server-memory` fixture (input schemas, annotations and
+/// output schemas as the server lists them): what a model reads for one tool.
+#[test]
+fn realistic_tool_files_snapshot() {
+    use codemode_catalog::McpToolDocs;
+    let fixture: Value =
+        serde_json::from_str(include_str!("fixtures/mcp/server-memory.json")).unwrap();
+    let specs = fixture["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let mut spec = ToolSpec::mcp_tool(
+                "memory",
+                t["name"].as_str().unwrap(),
+                t["description"].as_str().unwrap_or_default(),
+            );
+            spec.parameters = t.get("inputSchema").cloned();
+            match McpToolDocs::from_tool(t) {
+                Some(docs) => spec.with_mcp_docs(docs),
+                None => spec,
+            }
+        })
+        .collect();
+    let ns = McpNamespace::build(&build(specs));
+    let all: Vec<String> = ns
+        .tool_files()
+        .iter()
+        .map(|f| {
+            assert_eq!(f.bytes, f.content.len());
+            format!("// {}\n{}\n", f.path, f.content)
+        })
+        .collect();
+    insta::assert_snapshot!("memory_tool_files", all.join("\n"));
+}

@@ -50,17 +50,29 @@ fn tokens_table() -> Output {
         .unwrap()
 }
 
-/// Issue 28 item 5's bound on one tool's declaration file. Not met: the per-tool block (doc
-/// comment, parameter list, `Promise<McpToolResult>`) costs 1.7-2.8 times a small tool's JSON
-/// schema at worst; the block needs a leaner form first.
+/// Issue 28 item 5's bound on one tool's declaration file: for every tool of the three pinned
+/// servers (their `tools/list` tools and the `resources.*`/`prompts.*` methods), reading
+/// `mcp/<server>/<tool>.d.ts` costs at most 1.2 times the tool's direct `tools/list` entry in
+/// o200k tokens. The table's column is each server's worst tool, rounded up; measured 1.16×
+/// (everything), 0.89× (filesystem) and 1.14× (memory) with the lean per-tool block
+/// (docs/mcp.md, "One tool's declaration").
 #[test]
-#[ignore = "one tool's .d.ts is 1.7-2.8x its direct schema at worst; issue 28 item 5 wants <= 1.2x"]
 fn one_tool_declaration_within_a_fifth_of_its_schema() {
     let out = tokens_table();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for line in stdout.lines().skip(2).take(3) {
-        let (name, .., ratio) = row(line);
-        assert!(ratio <= 1.2, "{name}: {ratio}");
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let rows: Vec<_> = stdout.lines().skip(2).take(3).map(row).collect();
+    assert_eq!(
+        rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["everything", "filesystem", "memory"],
+        "{stdout}"
+    );
+    for (name, tools, .., ratio) in rows {
+        assert!(tools > 0, "{name}");
+        assert!(
+            ratio > 0.0 && ratio <= 1.2,
+            "{name}: one tool's .d.ts is {ratio}× its direct schema\n{stdout}"
+        );
     }
 }
 
@@ -91,11 +103,10 @@ fn tokens_table_for_the_three_pinned_servers() {
             *tools > 0 && *o200k > 0 && *cl100k > 0 && *dts > 0,
             "{name}"
         );
-        // One tool's `mcp/<server>/<tool>.d.ts` against its direct schema: measured 1.71×,
-        // 1.73× and 2.79× at worst (issue 28 item 5 asks for at most 1.2×; not met yet, see
-        // `one_tool_declaration_within_a_fifth_of_its_schema`).
+        // One tool's `mcp/<server>/<tool>.d.ts` against its direct schema: at most 1.2×
+        // (`one_tool_declaration_within_a_fifth_of_its_schema`).
         assert!(
-            *ratio > 1.0 && *ratio < 3.0,
+            *ratio > 0.0 && *ratio <= 1.2,
             "{name}: one tool's .d.ts is {ratio}× its schema"
         );
     }

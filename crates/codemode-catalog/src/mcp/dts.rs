@@ -114,7 +114,7 @@ pub fn server_declaration(server: &McpServer, methods: &[&McpMethod]) -> String 
     ));
     for m in methods.iter().filter(|m| m.path.len() == 1) {
         out.push('\n');
-        push_block(&mut out, server, m, "  ");
+        push_block(&mut out, server, m, "  ", Layout::Contract);
     }
     // The whole server (the file, `$api()` without a selector) also says what is left out.
     if methods.len() == server.methods.len() && !server.left_out.is_empty() {
@@ -145,7 +145,7 @@ pub fn server_declaration(server: &McpServer, methods: &[&McpMethod]) -> String 
             if i > 0 {
                 out.push('\n');
             }
-            push_block(&mut out, server, m, "    ");
+            push_block(&mut out, server, m, "    ", Layout::Contract);
         }
         out.push_str("  }\n");
     }
@@ -153,24 +153,52 @@ pub fn server_declaration(server: &McpServer, methods: &[&McpMethod]) -> String 
     out
 }
 
-/// One method's declaration alone (the per-tool file `mcp/<identifier>/<method>.d.ts`):
-/// `declare namespace MCP.<identifier> {` (`MCP.<identifier>.<group>` for `resources.*` and
-/// `prompts.*`) around the same block the server file has for it, without the server file's
-/// preamble of shared result types (`McpToolResult` and the rest are declared in
-/// `mcp/<identifier>.d.ts`).
+/// One method's declaration alone (the per-tool file `mcp/<identifier>/<method>.d.ts`,
+/// docs/mcp.md "One tool's declaration"): `declare namespace MCP.<identifier> {`
+/// (`MCP.<identifier>.<group>` for `resources.*` and `prompts.*`) around the method's **lean**
+/// block, without the server file's preamble of shared result types (`McpToolResult` and the
+/// rest are declared in `mcp/<identifier>.d.ts`).
+///
+/// The lean block carries what a direct `tools/list` entry shows a model (the description, each
+/// parameter's name, type, optionality, description and default) plus the call form, and costs
+/// at most about that entry's tokens: the description is one `/** … */` comment (one line when it
+/// has one line), each parameter's description is said once (on the parameter, not again as an
+/// `@param`), `input: {` opens on the `function` line and `}): Promise<…>;` closes it. The
+/// server's hints and declared `outputSchema`, which a `tools/list` entry shown to a model does
+/// not carry either, stay in the server file and in `$api(<method>, { schema: true })`.
+///
+/// ```text
+/// declare namespace MCP.memory {
+///   /** Delete multiple entities and their associated relations from the knowledge graph */
+///   function deleteEntities(input: {
+///     /** An array of entity names to delete */
+///     entityNames: Array<string>;
+///   }): Promise<McpToolResult>;
+/// }
+/// ```
 pub fn tool_declaration(server: &McpServer, m: &McpMethod) -> String {
     let scope = match m.path.as_slice() {
         [group, _] => format!("{}.{group}", server.identifier),
         _ => server.identifier.clone(),
     };
     let mut out = format!("declare namespace MCP.{scope} {{\n");
-    push_block(&mut out, server, m, "  ");
+    push_block(&mut out, server, m, "  ", Layout::Lean);
     out.push('}');
     out
 }
 
-fn push_block(out: &mut String, server: &McpServer, m: &McpMethod, indent: &str) {
-    let block = tool_block(m);
+/// How a tool block is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// The contract's block (docs/contract/mcp.md#s7-4 "A tool block"): the server file and
+    /// `$api` headers.
+    Contract,
+    /// The per-tool file's block ([`tool_declaration`]).
+    Lean,
+}
+
+fn push_block(out: &mut String, server: &McpServer, m: &McpMethod, indent: &str, layout: Layout) {
+    let block = tool_block(m, layout);
     let block = if block.len() > MAX_TOOL_BLOCK_BYTES {
         fallback_block(server, m)
     } else {
@@ -254,7 +282,7 @@ fn prop_name(name: &str) -> String {
     }
 }
 
-fn tool_block(m: &McpMethod) -> String {
+fn tool_block(m: &McpMethod, layout: Layout) -> String {
     let schema = m.parameters.as_ref();
     let props = schema_properties(schema);
     let required = schema_required(schema);
@@ -313,17 +341,68 @@ fn tool_block(m: &McpMethod) -> String {
         .collect();
     // Required first (stable).
     params.sort_by_key(|p| !p.required);
+    let name = m.path.last().map(String::as_str).unwrap_or("tool");
+    let summary = doc_lines(&m.description, MAX_DOC_LINES);
+    let lines = match layout {
+        Layout::Contract => {
+            let mut summary = summary;
+            summary.extend(docs_lines(m));
+            contract_block(name, &summary, &params, omitted, m.operation.result_type())
+        }
+        Layout::Lean => lean_block(name, &summary, &params, omitted, m.operation.result_type()),
+    };
+    lines.join("\n")
+}
 
+/// A parameter's comment: its description, then `Default: <json>.` when it has a shown default.
+fn param_comment(p: &Param) -> String {
+    let mut comment = p.description.clone();
+    if let Some(d) = &p.default {
+        if !comment.is_empty() {
+            comment.push(' ');
+        }
+        comment.push_str(&format!("Default: {d}."));
+    }
+    comment
+}
+
+/// `name: T;` or `name?: T;`.
+fn param_line(p: &Param) -> String {
+    format!(
+        "{}{}: {};",
+        prop_name(p.name),
+        if p.required { "" } else { "?" },
+        p.ty
+    )
+}
+
+/// `input` when a parameter is required, else `input?`.
+fn input_name(params: &[Param]) -> &'static str {
+    if params.iter().any(|p| p.required) {
+        "input"
+    } else {
+        "input?"
+    }
+}
+
+/// The contract's tool block (docs/contract/mcp.md#s7-4): JSDoc with the description lines and
+/// an `@param` per described parameter, then the signature with one parameter per line, each
+/// after its own `/** … */` comment.
+fn contract_block(
+    name: &str,
+    summary: &[String],
+    params: &[Param],
+    omitted: usize,
+    result: &str,
+) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
-    let mut summary = doc_lines(&m.description, MAX_DOC_LINES);
-    summary.extend(docs_lines(m));
     let described: Vec<&Param> = params
         .iter()
         .filter(|p| !p.description.is_empty())
         .collect();
     if !summary.is_empty() || !described.is_empty() {
         lines.push("/**".into());
-        for l in &summary {
+        for l in summary {
             lines.push(format!(" * {}", escape_comment(l)));
         }
         if !summary.is_empty() && !described.is_empty() {
@@ -342,34 +421,17 @@ fn tool_block(m: &McpMethod) -> String {
         }
         lines.push(" */".into());
     }
-    let name = m.path.last().map(String::as_str).unwrap_or("tool");
     lines.push(format!("function {name}("));
     if params.is_empty() && omitted == 0 {
         lines.push("  input?: Record<string, never>".into());
     } else {
-        let optional = if params.iter().any(|p| p.required) {
-            ""
-        } else {
-            "?"
-        };
-        lines.push(format!("  input{optional}: {{"));
-        for p in &params {
-            let mut comment = p.description.clone();
-            if let Some(d) = &p.default {
-                if !comment.is_empty() {
-                    comment.push(' ');
-                }
-                comment.push_str(&format!("Default: {d}."));
-            }
+        lines.push(format!("  {}: {{", input_name(params)));
+        for p in params {
+            let comment = param_comment(p);
             if !comment.is_empty() {
                 lines.push(format!("    /** {} */", escape_comment(&comment)));
             }
-            lines.push(format!(
-                "    {}{}: {};",
-                prop_name(p.name),
-                if p.required { "" } else { "?" },
-                p.ty
-            ));
+            lines.push(format!("    {}", param_line(p)));
         }
         if omitted > 0 {
             lines.push(format!(
@@ -378,6 +440,52 @@ fn tool_block(m: &McpMethod) -> String {
         }
         lines.push("  }".into());
     }
-    lines.push(format!("): Promise<{}>;", m.operation.result_type()));
-    lines.join("\n")
+    lines.push(format!("): Promise<{result}>;"));
+    lines
+}
+
+/// The per-tool file's block ([`tool_declaration`]): the description as one comment
+/// (`/** line */` for one line), then `function <name>(input: {`, each parameter after its own
+/// `/** <description> Default: <json>. */` comment when it has one, and `}): Promise<…>;`. No
+/// `@param` lines: each description is said once.
+fn lean_block(
+    name: &str,
+    summary: &[String],
+    params: &[Param],
+    omitted: usize,
+    result: &str,
+) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    match summary {
+        [] => {}
+        [one] => lines.push(format!("/** {} */", escape_comment(one))),
+        many => {
+            lines.push("/**".into());
+            for l in many {
+                lines.push(format!(" * {}", escape_comment(l)));
+            }
+            lines.push(" */".into());
+        }
+    }
+    if params.is_empty() && omitted == 0 {
+        lines.push(format!(
+            "function {name}(input?: Record<string, never>): Promise<{result}>;"
+        ));
+        return lines;
+    }
+    lines.push(format!("function {name}({}: {{", input_name(params)));
+    for p in params {
+        let comment = param_comment(p);
+        if !comment.is_empty() {
+            lines.push(format!("  /** {} */", escape_comment(&comment)));
+        }
+        lines.push(format!("  {}", param_line(p)));
+    }
+    if omitted > 0 {
+        lines.push(format!(
+            "  [key: string]: unknown; // {omitted} more parameters omitted"
+        ));
+    }
+    lines.push(format!("}}): Promise<{result}>;"));
+    lines
 }
