@@ -690,18 +690,18 @@ fn follow_owner(cluster: &mut Cluster) -> Result<String, String> {
     let wait = json!({"runId": parked["runId"]});
     let started = Instant::now();
     let cluster = &*cluster;
-    let (on_b, on_c) = std::thread::scope(|scope| {
-        let until_done = |instance: usize| -> Result<Value, String> {
-            let url = cluster.url(instance)?;
-            let mut answer = cluster.call(&url, ALICE, "wait", wait.clone())?;
-            for _ in 0..3 {
-                if answer["status"] != json!("waiting") {
-                    break;
-                }
-                answer = cluster.call(&url, ALICE, "wait", wait.clone())?;
+    let until_done = |instance: usize| -> Result<Value, String> {
+        let url = cluster.url(instance)?;
+        let mut answer = cluster.call(&url, ALICE, "wait", wait.clone())?;
+        for _ in 0..3 {
+            if answer["status"] != json!("waiting") {
+                break;
             }
-            Ok(answer)
-        };
+            answer = cluster.call(&url, ALICE, "wait", wait.clone())?;
+        }
+        Ok(answer)
+    };
+    let (on_b, on_c) = std::thread::scope(|scope| {
         let b = scope.spawn(|| until_done(1));
         let c = scope.spawn(|| until_done(2));
         let joined = |h: std::thread::ScopedJoinHandle<'_, Result<Value, String>>| {
