@@ -161,7 +161,20 @@ async fn serve_over_streamable_http_on_loopback() {
         })
     };
     let names: Vec<String> = hub.specs().into_iter().map(|s| s.name).collect();
-    assert_eq!(names, ["cm__exec", "cm__wait"]);
+    // `serve` advertises prompts and resources (empty lists with code mode on, docs/mcp.md
+    // "Prompts and resources"), so the catalog has their operations too.
+    assert_eq!(
+        names,
+        [
+            "cm__exec",
+            "cm__wait",
+            "cm__resources_list",
+            "cm__resources_read",
+            "cm__resources_templates",
+            "cm__prompts_list",
+            "cm__prompts_get"
+        ]
+    );
     // `serve`'s own servers connect in the background and no exec waits for them (issue 23).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
