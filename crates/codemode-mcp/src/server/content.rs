@@ -22,9 +22,9 @@ use codemode_bridge::ToolCall;
 use codemode_facade::ToolPipeline;
 use codemode_telemetry::Trajectory;
 use rmcp::model::{
-    ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequests,
-    InputRequiredResult, Prompt, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceTemplate, ResultType,
+    ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
+    Prompt, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceTemplate, ResultType,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -32,6 +32,7 @@ use serde_json::{json, Map, Value};
 
 use super::calls::is_current_revision;
 use super::direct::DirectTools;
+use super::results::input_required_of;
 use super::session::Session;
 use super::CodeModeServer;
 use crate::client::passthrough::{passing_through, PassThrough};
@@ -74,24 +75,6 @@ fn items(answer: &Value, key: &str) -> Vec<Map<String, Value>> {
 /// The literal part of a URI template before its first expression.
 fn template_prefix(template: &str) -> &str {
     template.split('{').next().unwrap_or_default()
-}
-
-/// The downstream `input_required` answer `asked`: its `inputRequests` as they are, the
-/// server's `requestState` sealed by `seal`. Err: a message when the requests are not MCP
-/// input requests.
-pub(super) fn input_required_of(
-    asked: &Value,
-    seal: impl FnOnce(&str) -> String,
-) -> Result<InputRequiredResult, String> {
-    let requests = match asked.get("inputRequests") {
-        None | Some(Value::Null) => None,
-        Some(requests) => Some(
-            serde_json::from_value::<InputRequests>(requests.clone())
-                .map_err(|e| format!("asked for input that is not an MCP input request: {e}"))?,
-        ),
-    };
-    let state = asked.get("requestState").and_then(Value::as_str).map(seal);
-    Ok(InputRequiredResult::new(requests, state))
 }
 
 /// What one downstream `prompts/get` or `resources/read` answered.

@@ -36,9 +36,9 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
 use super::calls::{is_current_revision, uses_tasks};
-use super::content::input_required_of;
 use super::direct_tasks::RelayedTasks;
 use super::progress::progress_channel;
+use super::results::input_required_of;
 use super::session::session_owner;
 use super::session::Session;
 use super::CodeModeServer;

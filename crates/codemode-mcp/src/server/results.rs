@@ -1,10 +1,13 @@
 //! The MCP answer of one code-mode result (`call_result`), the note naming unavailable MCP
-//! servers, and the `_meta`/`structuredContent` keys they use.
+//! servers, the `_meta`/`structuredContent` keys they use, and a downstream `input_required`
+//! passed through (`input_required_of`, for tools, prompts and resources alike).
 
 use std::sync::Arc;
 
 use codemode_facade::ToolDefinition;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::model::{
+    CallToolResult, ContentBlock, InputRequests, InputRequiredResult, JsonObject, Tool,
+};
 use serde_json::Value;
 
 /// The model-visible note of an `exec` result when configured MCP servers are unavailable:
@@ -92,4 +95,22 @@ pub(super) fn call_result(
         answer.meta = Some(meta.into());
     }
     answer
+}
+
+/// The downstream `input_required` answer `asked`: its `inputRequests` as they are, the
+/// server's `requestState` sealed by `seal`. Err: a message when the requests are not MCP
+/// input requests.
+pub(super) fn input_required_of(
+    asked: &Value,
+    seal: impl FnOnce(&str) -> String,
+) -> Result<InputRequiredResult, String> {
+    let requests = match asked.get("inputRequests") {
+        None | Some(Value::Null) => None,
+        Some(requests) => Some(
+            serde_json::from_value::<InputRequests>(requests.clone())
+                .map_err(|e| format!("asked for input that is not an MCP input request: {e}"))?,
+        ),
+    };
+    let state = asked.get("requestState").and_then(Value::as_str).map(seal);
+    Ok(InputRequiredResult::new(requests, state))
 }
