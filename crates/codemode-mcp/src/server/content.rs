@@ -33,7 +33,6 @@ use serde_json::{json, Map, Value};
 use super::calls::is_current_revision;
 use super::direct::DirectTools;
 use super::results::input_required_of;
-use super::session::Session;
 use super::CodeModeServer;
 use crate::client::passthrough::{passing_through, PassThrough};
 use crate::hub::DirectServer;
@@ -256,21 +255,26 @@ impl CodeModeServer {
             .map(|(_, server)| server)
     }
 
-    /// One `prompts/get` or `resources/read` (`entry`: the catalog entry's name and id,
-    /// `input`: its arguments) through the host pipeline, as a round of the client's MRTR
-    /// exchange for a 2026-07-28 client (`binding` seals the server's `requestState`).
+    /// One `prompts/get` or `resources/read` (`method`; `key`: the prompt name or URI the client
+    /// sent; `entry`: the catalog entry's name and id, `input`: its arguments) through the host
+    /// pipeline, as a round of the client's MRTR exchange for a 2026-07-28 client (the server's
+    /// `requestState` is sealed to the session, the method and `key`).
     #[allow(clippy::too_many_arguments)]
     async fn content_call(
         &self,
         direct: &DirectTools,
-        session: &Session,
+        (method, key): (&str, &str),
         entry: &(String, String),
         input: Value,
-        binding: &str,
         input_responses: Option<rmcp::model::InputResponses>,
         request_state: Option<String>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Answer, ErrorData> {
+        let session = &self.session_for(context);
+        let binding = &format!(
+            "{}|{method}|{key}",
+            session.scope.session_key.as_deref().unwrap_or_default()
+        );
         let round = if is_current_revision(context) {
             let request_state = match request_state.as_deref() {
                 Some(sealed) => Some(self.states.open_downstream(binding, sealed)?),
@@ -358,12 +362,6 @@ impl CodeModeServer {
         let Some(entry) = &server.prompts_get else {
             return Err(unknown_prompt(&request.name));
         };
-        let session = self.session_for(&context);
-        let binding = format!(
-            "{}|prompts/get|{}",
-            session.scope.session_key.as_deref().unwrap_or_default(),
-            request.name
-        );
         let mut input = json!({ "name": own });
         if let Some(arguments) = request.arguments {
             input["arguments"] = Value::Object(arguments);
@@ -372,10 +370,9 @@ impl CodeModeServer {
         let answer = self
             .content_call(
                 direct,
-                &session,
+                ("prompts/get", &request.name),
                 entry,
                 input,
-                &binding,
                 request.input_responses,
                 request.request_state,
                 &context,
@@ -412,20 +409,13 @@ impl CodeModeServer {
         let Some(entry) = &server.resources_read else {
             return Err(resource_not_found(&request.uri));
         };
-        let session = self.session_for(&context);
-        let binding = format!(
-            "{}|resources/read|{}",
-            session.scope.session_key.as_deref().unwrap_or_default(),
-            request.uri
-        );
         let current = is_current_revision(&context);
         let answer = self
             .content_call(
                 direct,
-                &session,
+                ("resources/read", &request.uri),
                 entry,
-                json!({ "uri": request.uri }),
-                &binding,
+                json!({ "uri": &request.uri }),
                 request.input_responses,
                 request.request_state,
                 &context,
