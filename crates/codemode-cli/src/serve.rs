@@ -65,6 +65,7 @@ fn read_auth(path: &std::path::Path) -> Result<Arc<codemode_mcp::http_auth::Http
 pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     // A bad --state or a durable one without a key refuses to start before anything else.
     let state = args.state.check()?;
+    let request_state_key = state.request_state_key();
     let auth = args.auth.as_deref().map(read_auth).transpose()?;
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() && auth.is_none() {
@@ -91,6 +92,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     let host = host::host_with(&args.host, &runtime, false, true)?.map(Arc::new);
     let source: Arc<dyn EnvSource> = Arc::new(ServeSource(host.clone()));
     let mut server = CodeModeServer::new(code_mode.clone(), source);
+    if let Some(key) = request_state_key {
+        let states = codemode_mcp::mrtr::RequestStates::with_key(key.to_vec())
+            .map_err(|e| Failure::Run(format!("cannot seal MRTR request states: {e}")))?;
+        server = server.with_request_states(Arc::new(states));
+    }
     let mut bare_names_apply = false;
     if let Some(host) = &host {
         // Downstream elicitation and sampling go to the client of the latest call.

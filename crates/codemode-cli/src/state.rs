@@ -56,6 +56,21 @@ impl StateArgs {
     }
 }
 
+/// The label of the key `serve` seals MRTR `requestState`s with when it has sealing keys.
+const REQUEST_STATE_KEY_LABEL: &str = "codemode-mrtr-request-state-v1";
+
+impl State {
+    /// The key `serve` seals MRTR `requestState`s with: derived from the sealing key when there
+    /// is one, so every process sharing a durable store accepts the others' states (an MRTR
+    /// retry may reach any instance behind a balancer; docs/deployment.md, "Approvals across
+    /// instances"); `None` without keys (a key per process, as before).
+    pub(crate) fn request_state_key(&self) -> Option<[u8; 32]> {
+        self.keys
+            .as_ref()
+            .map(|keys| keys.derive(REQUEST_STATE_KEY_LABEL))
+    }
+}
+
 /// The code-mode front over the process-wide runtime and `state`'s run store (opened here:
 /// `dir:` checks its directory, `redis://` connects).
 pub(crate) fn code_mode(

@@ -428,3 +428,149 @@ async fn a_killed_owner_loses_its_call_visibly_after_the_lease_expires() {
         "{after:?}"
     );
 }
+
+/// `serve` on `state` with the tools file `tools` and a config requiring approval for `slow`
+/// (`--timeout-ms 500`: runs park half a second into a wait).
+fn serve_approving(state: &str, tools: &std::path::Path, dir: &std::path::Path) -> Serve {
+    let config = dir.join("config.json");
+    let body = json!({"tools": {"approvals": {"require": ["slow"]}}});
+    std::fs::write(&config, body.to_string()).unwrap();
+    let (tools, config) = (tools.to_str().unwrap(), config.to_str().unwrap());
+    Serve::start(&[
+        "--state",
+        state,
+        "--tools",
+        tools,
+        "--config",
+        config,
+        "--timeout-ms",
+        "500",
+    ])
+}
+
+/// The program of the approval tests: one call that needs approval.
+const APPROVED: &str = "text('asking'); const r = await tools.slow({}); text('ran'); return r;";
+
+/// One stateless 2026-07-28 `exec` of [`APPROVED`] from a client that declared form
+/// elicitation (`extra` adds `requestState` and `inputResponses`); the JSON-RPC result.
+async fn exec_approved(url: &str, extra: Value) -> Value {
+    call_eliciting(url, "exec", json!({"code": APPROVED}), extra).await
+}
+
+/// One stateless 2026-07-28 `tools/call` of `tool` with `arguments` from a client that declared
+/// form elicitation, as an MRTR client does on every call (`extra` adds params); the JSON-RPC
+/// result.
+async fn call_eliciting(url: &str, tool: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({"name": tool, "arguments": arguments});
+    if let Value::Object(extra) = extra {
+        params.as_object_mut().unwrap().extend(extra);
+    }
+    let capabilities = json!({"elicitation": {"form": {}}});
+    let reply = post_2026(url, 1, "tools/call", params, capabilities, None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let message = jsonrpc_response(&reply.text, 1).expect("a JSON-RPC response");
+    message["result"].clone()
+}
+
+/// Asks through `a`: the `input_required` result's one approval id and its `requestState`.
+async fn asked_on(a: &Serve) -> (String, String) {
+    let asked = exec_approved(&a.url, json!({})).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let requests = asked["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{asked}");
+    let approval = requests.keys().next().unwrap().clone();
+    assert!(approval.starts_with("approval_"), "{approval}");
+    let state = asked["requestState"].as_str().unwrap().to_string();
+    (approval, state)
+}
+
+/// The result of a run of [`APPROVED`] whose approval was granted.
+fn approved_result() -> Value {
+    json!({
+        "status": "completed",
+        "value": {"slow": "done"},
+        "output": [{"type": "text", "text": "asking"}, {"type": "text", "text": "ran"}],
+        "replaySafe": false
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_through_another_instance_reaches_its_run() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = slow_tool(dir.path(), 0);
+    let state = redis.url(7);
+    let a = serve_approving(&state, &tools, dir.path());
+    let b = serve_approving(&state, &tools, dir.path());
+    let (approval, request_state) = asked_on(&a).await;
+    // The balancer sends the retry to B: B accepts A's requestState (one key derived from the
+    // shared sealing key), relays the answer to A, which holds the approval, and follows the
+    // run until A's call is done.
+    let approve = json!({"action": "accept", "content": {"approve": true}});
+    let started = std::time::Instant::now();
+    let done = exec_approved(
+        &b.url,
+        json!({"requestState": request_state.clone(), "inputResponses": {approval.clone(): approve.clone()}}),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    assert_eq!(done["structuredContent"], approved_result(), "{done}");
+    eprintln!("the retry on B completed the run held by A in {elapsed:?}");
+    assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
+    // The same state again on B, which used it: refused.
+    let replay = post_2026(
+        &b.url,
+        2,
+        "tools/call",
+        json!({"name": "exec", "arguments": {"code": APPROVED}, "requestState": request_state, "inputResponses": {approval: approve}}),
+        json!({"elicitation": {"form": {}}}),
+        None,
+    )
+    .await;
+    let replay = jsonrpc_response(&replay.text, 2).unwrap();
+    assert_eq!(
+        replay["error"]["message"], "Invalid or expired requestState",
+        "{replay}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_after_its_instance_died_is_used_where_the_run_is_restored() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = slow_tool(dir.path(), 0);
+    let state = redis.url(8);
+    let a = serve_approving(&state, &tools, dir.path());
+    let b = serve_approving(&state, &tools, dir.path());
+    let (approval, request_state) = asked_on(&a).await;
+    drop(a); // SIGKILL while the approval is outstanding: the owner lease lapses in 5 s
+    let approve = json!({"action": "accept", "content": {"approve": true}});
+    let retry = json!({"requestState": request_state, "inputResponses": {approval: approve}});
+    // B holds the answer; its wait follows the run until A's lease lapses (answering
+    // `waiting` when its 500 ms budget ends first), then restores the run, which asks the
+    // approval again under the same id and finds the answer: the person is not asked twice.
+    let first = exec_approved(&b.url, retry).await;
+    let mut result = first["structuredContent"].clone();
+    // The output is delivered once, across the answers: what the program wrote before it asked
+    // (carried in the requestState) in the first, the rest in the last.
+    let mut output = Vec::new();
+    let started = std::time::Instant::now();
+    while result["status"] == "waiting" && started.elapsed() < std::time::Duration::from_secs(20) {
+        assert!(result.get("pendingApprovals").is_none(), "{result}");
+        output.extend(result["output"].as_array().unwrap().iter().cloned());
+        let wait = json!({"runId": result["runId"]});
+        let answer = call_eliciting(&b.url, "wait", wait, json!({})).await;
+        assert_ne!(
+            answer["resultType"], "input_required",
+            "asked again: {answer}"
+        );
+        result = answer["structuredContent"].clone();
+    }
+    output.extend(result["output"].as_array().unwrap().iter().cloned());
+    result["output"] = Value::Array(output);
+    assert_eq!(result, approved_result(), "{first}");
+}

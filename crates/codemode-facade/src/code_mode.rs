@@ -1,8 +1,9 @@
 //! [`CodeMode`], the per-process front: `exec`, `wait` and the store of parked runs
 //! (docs/contract/lifecycle.md#s5-2, docs/contract/lifecycle.md#s5-3); the durable run store's
-//! side is in [`durable`].
+//! side is in [`durable`], approval answers relayed between processes in [`relay`].
 
 mod durable;
+mod relay;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

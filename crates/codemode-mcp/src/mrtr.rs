@@ -61,6 +61,11 @@ pub struct ApprovalState {
     pub nonce: String,
     /// The state's lifetime in milliseconds (its expiry is sealed separately).
     pub ttl_ms: u64,
+    /// The program's output the `waiting` results this exchange replaced carried (an
+    /// `input_required` result has no place for it): the retry's result delivers it first, so no
+    /// output is lost to MRTR (docs/mcp.md, "Approvals by MRTR").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<serde_json::Value>,
 }
 
 /// What the `requestState` of a downstream server's `input_required` passed through to the
@@ -110,14 +115,23 @@ impl RequestStates {
         })
     }
 
-    /// Seals a state for `run` asking `approvals`, bound to `binding` (`<session key>|<tool>`)
-    /// and expiring after `ttl`.
-    pub fn seal(&self, binding: &str, run: &str, approvals: Vec<String>, ttl: Duration) -> String {
+    /// Seals a state for `run` asking `approvals`, carrying the program's `output` not yet
+    /// delivered ([`ApprovalState::output`]), bound to `binding` (`<session key>|<tool>`) and
+    /// expiring after `ttl`.
+    pub fn seal(
+        &self,
+        binding: &str,
+        run: &str,
+        approvals: Vec<String>,
+        output: Vec<serde_json::Value>,
+        ttl: Duration,
+    ) -> String {
         let state = ApprovalState {
             run: run.to_string(),
             approvals,
             nonce: uuid::Uuid::new_v4().to_string(),
             ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+            output,
         };
         self.seal_value(binding, &state, ttl)
     }
@@ -227,10 +241,12 @@ mod tests {
     #[test]
     fn a_state_opens_once_for_its_binding() {
         let s = states();
+        let output = vec![serde_json::json!({"type": "text", "text": "asking"})];
         let sealed = s.seal(
             "mcp:a|exec",
             "run-1",
             vec!["approval_1".into()],
+            output.clone(),
             Duration::from_secs(60),
         );
         assert!(s.open("mcp:b|exec", &sealed).is_err(), "another session");
@@ -239,6 +255,7 @@ mod tests {
         assert_eq!(opened.run, "run-1");
         assert_eq!(opened.approvals, ["approval_1"]);
         assert_eq!(opened.ttl_ms, 60_000);
+        assert_eq!(opened.output, output);
         let replay = s.open("mcp:a|exec", &sealed).unwrap_err();
         assert_eq!(replay, invalid_request_state());
     }
@@ -279,6 +296,7 @@ mod tests {
             "b",
             "run-1",
             vec!["approval_1".into()],
+            Vec::new(),
             Duration::from_secs(60),
         );
         // Flip one character of the signed body.
@@ -291,9 +309,9 @@ mod tests {
             s.open("b", "not a state").unwrap_err(),
             invalid_request_state()
         );
-        let foreign = states().seal("b", "run-1", vec![], Duration::from_secs(60));
+        let foreign = states().seal("b", "run-1", vec![], Vec::new(), Duration::from_secs(60));
         assert_eq!(s.open("b", &foreign).unwrap_err(), invalid_request_state());
-        let expired = s.seal("b", "run-1", vec![], Duration::from_millis(1));
+        let expired = s.seal("b", "run-1", vec![], Vec::new(), Duration::from_millis(1));
         std::thread::sleep(Duration::from_millis(1100));
         assert_eq!(s.open("b", &expired).unwrap_err(), invalid_request_state());
         let error = invalid_request_state();

@@ -252,6 +252,18 @@ impl StateKeys {
         Ok(Some(StateKeys { keys }))
     }
 
+    /// A 32-byte key for another use than sealing records, derived from the sealing key:
+    /// SHA-256 of `label` (which names the use, e.g. `codemode-mrtr-request-state-v1`) followed
+    /// by the key. Every process configured with the same sealing key derives the same key; one
+    /// derived key tells nothing of the sealing key or of a key derived for another label.
+    pub fn derive(&self, label: &str) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(u32::try_from(label.len()).unwrap_or(u32::MAX).to_le_bytes());
+        hasher.update(label.as_bytes());
+        hasher.update(self.keys[0].1);
+        hasher.finalize().into()
+    }
+
     /// The key ids (hex), sealing key first.
     pub fn key_ids(&self) -> Vec<String> {
         self.keys.iter().map(|(id, _)| hex(id)).collect()

@@ -53,7 +53,7 @@ const FINISHED_MAGIC: &[u8] = b"CMDONE1";
 /// the owner tasks of the runs whose tool calls run here.
 pub(super) struct Durable {
     pub(super) store: Arc<dyn RunStore>,
-    keys: StateKeys,
+    pub(super) keys: StateKeys,
     guest_sha256: String,
     owners: Mutex<HashMap<String, Owner>>,
 }

@@ -72,16 +72,18 @@ where
 
 impl CodeModeServer {
     /// The `input_required` answer asking `approvals` of `run` (`crate::mrtr`): one elicitation
-    /// per approval and a `requestState` bound to `binding`, expiring after `ttl`.
+    /// per approval and a `requestState` bound to `binding`, carrying the program's `output`
+    /// not yet delivered, expiring after `ttl`.
     pub(super) fn input_required(
         &self,
         binding: &str,
         run: &str,
         approvals: &[codemode_facade::ApprovalRequest],
+        output: Vec<Value>,
         ttl: std::time::Duration,
     ) -> InputRequiredResult {
         let ids = approvals.iter().map(|r| r.approval_id.clone()).collect();
-        let state = self.states.seal(binding, run, ids, ttl);
+        let state = self.states.seal(binding, run, ids, output, ttl);
         InputRequiredResult::new(Some(crate::mrtr::input_requests(approvals)), Some(state))
     }
 
@@ -114,7 +116,12 @@ impl CodeModeServer {
         if approvals.is_empty() {
             return None;
         }
-        Some(self.input_required(binding, run, &approvals, broker.ttl()))
+        let output = result
+            .get("output")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        Some(self.input_required(binding, run, &approvals, output, broker.ttl()))
     }
 
     /// For a Tasks client's `exec` whose run parked (`result` is `waiting`): the run becomes a

@@ -21,7 +21,7 @@ use super::calls::{is_current_revision, uses_mrtr};
 use super::direct::DIRECT_INSTRUCTIONS;
 use super::env::disabled_result;
 use super::results::{call_result, TOOLS_LIST_TTL_MS};
-use super::session::session_owner;
+use super::session::{session_owner, Session};
 use super::{CodeModeServer, SERVER_INSTRUCTIONS, SERVER_NAME};
 use crate::drain::SHUTTING_DOWN;
 
@@ -257,6 +257,7 @@ impl ServerHandler for CodeModeServer {
         if self.drain.is_stopping() {
             return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
         }
+        self.attach_upstream(&self.session_for(&context), &context);
         self.prompt(request, context).await
     }
 
@@ -294,6 +295,7 @@ impl ServerHandler for CodeModeServer {
         if self.drain.is_stopping() {
             return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
         }
+        self.attach_upstream(&self.session_for(&context), &context);
         self.read(request, context).await
     }
 
@@ -353,6 +355,18 @@ impl CodeModeServer {
         }
     }
 
+    /// Makes the client that sent `context`'s request the one asked for this session's
+    /// approvals (by elicitation) and for what the downstream servers ask of their client
+    /// (elicitation, sampling, roots: `crate::forward`), before a `tools/call`, `prompts/get`
+    /// or `resources/read` that may need them.
+    fn attach_upstream(&self, session: &Session, context: &RequestContext<RoleServer>) {
+        session.peer.set(context.peer.clone());
+        if let Some(forward) = &self.forward {
+            let id = session.scope.session_id.as_deref().unwrap_or_default();
+            forward.set_upstream(id, context.peer.clone());
+        }
+    }
+
     /// `tools/call`: `exec` or `wait`, or with code mode off a downstream tool (`direct.rs`).
     async fn answer_call(
         &self,
@@ -360,12 +374,7 @@ impl CodeModeServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session_for(&context);
-        // Elicitations for this session's approvals go to the client that sent this request.
-        session.peer.set(context.peer.clone());
-        if let Some(forward) = &self.forward {
-            let id = session.scope.session_id.as_deref().unwrap_or_default();
-            forward.set_upstream(id, context.peer.clone());
-        }
+        self.attach_upstream(&session, &context);
         let name = request.name.as_ref();
         tracing::debug!(tool = name, session = ?session.scope.session_id, "codemode MCP call");
         let _in_flight = self.drain.enter();
@@ -408,8 +417,15 @@ impl CodeModeServer {
                 for id in &state.approvals {
                     match responses.get(id) {
                         Some(response) => {
-                            // Unknown when it expired or its call ended meanwhile: nothing to do.
-                            let _ = broker.answer(id, crate::mrtr::decision_of_response(response));
+                            let decision = crate::mrtr::decision_of_response(response);
+                            if broker.answer(id, decision.clone()).is_err() {
+                                // Not outstanding here: held by another process sharing the
+                                // run store (the balancer sent the retry here), or decided,
+                                // expired or ended meanwhile, when relaying changes nothing.
+                                let ttl = broker.ttl();
+                                let code_mode = &self.code_mode;
+                                code_mode.relay_approval(id, &decision, ttl).await;
+                            }
                         }
                         None => missing = true,
                     }
@@ -425,13 +441,20 @@ impl CodeModeServer {
                         })
                         .collect();
                     if !pending.is_empty() {
+                        let output = state.output.clone();
+                        let ttl = broker.ttl();
                         return Ok(self
-                            .input_required(&binding, &state.run, &pending, broker.ttl())
+                            .input_required(&binding, &state.run, &pending, output, ttl)
                             .into());
                     }
                 }
                 let input = json!({"runId": state.run});
-                (self.wait(&session, input, &context, true).await, Vec::new())
+                let mut result = self.wait(&session, input, &context, true).await;
+                // The output the `input_required` answers stood in for comes first.
+                if let Some(output) = result.get_mut("output").and_then(Value::as_array_mut) {
+                    output.splice(0..0, state.output);
+                }
+                (result, Vec::new())
             }
             None if name == "exec" && uses_tasks(&context) => {
                 // Approvals of a task are answered by `tasks/update`: the MRTR broker.

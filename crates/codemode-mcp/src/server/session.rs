@@ -84,10 +84,17 @@ impl Session {
     }
 
     /// The session's MRTR approvals (2026-07-28 requests): outstanding until a retry answers
-    /// them, or `ttl` passes.
+    /// them, or `ttl` passes. With a durable run store a retry that reached another process
+    /// answers them too, relayed through the store ([`CodeMode::relayed_approver`];
+    /// docs/deployment.md, "Approvals across instances").
     pub(super) fn mrtr_approvals(&self, ttl: std::time::Duration) -> Arc<ApprovalBroker> {
         self.mrtr
-            .get_or_init(|| Arc::new(ApprovalBroker::new(ttl)))
+            .get_or_init(|| {
+                Arc::new(match self.code_mode.relayed_approver() {
+                    Some(relayed) => ApprovalBroker::with_delegate(ttl, relayed),
+                    None => ApprovalBroker::new(ttl),
+                })
+            })
             .clone()
     }
 }

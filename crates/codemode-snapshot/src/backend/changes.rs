@@ -15,7 +15,8 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use super::StoreFuture;
-use crate::record::now_ms;
+use crate::error::StoreError;
+use crate::record::{now_ms, valid_run_id};
 
 /// How many changes a subscriber may fall behind before it is told "something changed" at once
 /// (a lagging subscriber re-reads the store, so nothing is lost).
@@ -76,6 +77,8 @@ impl Notifier {
 #[derive(Debug, Default)]
 pub(crate) struct InProcess {
     owners: Mutex<HashMap<String, u64>>,
+    /// Relayed approval answers: approval id → (sealed answer, expiry ms).
+    answers: Mutex<HashMap<String, (Vec<u8>, u64)>>,
     notifier: Notifier,
 }
 
@@ -125,6 +128,40 @@ impl InProcess {
         Box::pin(async move { Ok(changes) })
     }
 
+    /// [`super::RunStore::put_answer`]: keeps `answer` until `expires_at_ms` and tells
+    /// `approval_id`'s subscribers.
+    pub(crate) fn put_answer(
+        &self,
+        approval_id: &str,
+        answer: Vec<u8>,
+        expires_at_ms: u64,
+    ) -> StoreFuture<'static, ()> {
+        if !valid_run_id(approval_id) {
+            return Box::pin(async { Err(StoreError::Unavailable.into()) });
+        }
+        let now = now_ms();
+        {
+            let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+            answers.retain(|_, (_, until)| *until > now);
+            answers.insert(approval_id.to_string(), (answer, expires_at_ms));
+        }
+        self.notifier.send(approval_id);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// [`super::RunStore::take_answer`].
+    pub(crate) fn take_answer(&self, approval_id: &str) -> StoreFuture<'static, Option<Vec<u8>>> {
+        let now = now_ms();
+        let taken = self
+            .answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(approval_id)
+            .filter(|(_, until)| *until > now)
+            .map(|(answer, _)| answer);
+        Box::pin(async move { Ok(taken) })
+    }
+
     /// `run_id`'s record was removed: its owner lease ends, and that is a change.
     pub(crate) fn removed(&self, run_id: &str) {
         self.lock().remove(run_id);
@@ -153,6 +190,22 @@ macro_rules! in_process_ownership {
             run_id: &'a str,
         ) -> super::StoreFuture<'a, super::changes::Changes> {
             self.$local.changes(run_id)
+        }
+
+        fn put_answer<'a>(
+            &'a self,
+            approval_id: &'a str,
+            answer: Vec<u8>,
+            expires_at_ms: u64,
+        ) -> super::StoreFuture<'a, ()> {
+            self.$local.put_answer(approval_id, answer, expires_at_ms)
+        }
+
+        fn take_answer<'a>(
+            &'a self,
+            approval_id: &'a str,
+        ) -> super::StoreFuture<'a, Option<Vec<u8>>> {
+            self.$local.take_answer(approval_id)
         }
     };
     (@lease $local:ident, $method:ident, $op:ident) => {

@@ -141,6 +141,23 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     /// [`RunStore::put_finished`], [`RunStore::remove`], [`RunStore::release`] and
     /// [`RunStore::drop_owner_lease`] of any process sharing the store.
     fn changes<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Changes>;
+
+    /// Keeps `answer` (an approval's answer, sealed by the caller) to the approval
+    /// `approval_id` until `expires_at_ms`, replacing an earlier answer to it, and notifies the
+    /// subscribers of `approval_id` ([`RunStore::changes`] with the approval id: approval ids
+    /// and run ids never collide): the process holding that approval, or the one that restores
+    /// its run and asks it again, takes it ([`RunStore::take_answer`]; docs/snapshot-store.md,
+    /// "Approval answers"). An id that is not a valid id is [`StoreError::Unavailable`].
+    fn put_answer<'a>(
+        &'a self,
+        approval_id: &'a str,
+        answer: Vec<u8>,
+        expires_at_ms: u64,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Takes (reads and removes, in one step) the unexpired answer to `approval_id`; `None`
+    /// when there is none. Of two processes taking at once, one gets it.
+    fn take_answer<'a>(&'a self, approval_id: &'a str) -> StoreFuture<'a, Option<Vec<u8>>>;
 }
 
 /// Opens the backend `url` names. `memory` always opens; `dir:` checks (and creates, mode 0700)

@@ -12,10 +12,13 @@
 //!   changes");
 //! - `codemode:runs`: a sorted set of parked run ids scored by expiry (listing and purging);
 //! - `codemode:finished`: the same for finished records;
-//! - `codemode:owner:<SHA-256 of the owner's JSON>`: parked runs per owner, for the cap.
+//! - `codemode:owner:<SHA-256 of the owner's JSON>`: parked runs per owner, for the cap;
+//! - `codemode:answer:<approvalId>`: a relayed approval answer (sealed by the caller), expiring
+//!   with it (`PXAT`), taken once (docs/snapshot-store.md, "Approval answers").
 //!
 //! Every change of a run (written, removed, claim released, owner lease dropped) is published
-//! on the channel `codemode:changes` with the run id as the message; [`RedisRunStore`] reads it
+//! on the channel `codemode:changes` with the run id as the message (a relayed approval answer
+//! with its approval id); [`RedisRunStore`] reads it
 //! on one pub/sub connection per store and fans it out to its subscribers.
 //!
 //! Parking, claiming, removing and the owner lease are Lua scripts, so each check and its writes
@@ -113,6 +116,25 @@ if not owner and ARGV[3] == '1' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 ";
+
+/// KEYS: answer. ARGV: sealed answer, expiry ms, approval id. Stores the answer and publishes
+/// the approval id as a change, so the process holding the approval hears of it at once.
+const PUT_ANSWER: &str = r"
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[2])
+redis.call('PUBLISH', 'codemode:changes', ARGV[3])
+return 1
+";
+
+/// KEYS: answer. Returns the answer and deletes it (one taker), or nil.
+const TAKE_ANSWER: &str = r"
+local answer = redis.call('GET', KEYS[1])
+if answer then redis.call('DEL', KEYS[1]) end
+return answer
+";
+
+fn answer_key(approval_id: &str) -> String {
+    format!("codemode:answer:{approval_id}")
+}
 
 /// Records in one Redis database (see the module docs).
 #[derive(Clone)]
@@ -517,5 +539,42 @@ impl RunStore for RedisRunStore {
 
     fn changes<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Changes> {
         Box::pin(self.subscribe(run_id))
+    }
+
+    fn put_answer<'a>(
+        &'a self,
+        approval_id: &'a str,
+        answer: Vec<u8>,
+        expires_at_ms: u64,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            if !valid_run_id(approval_id) {
+                return Err(StoreError::Unavailable.into());
+            }
+            let mut connection = self.connection.clone();
+            let _: i64 = Script::new(PUT_ANSWER)
+                .key(answer_key(approval_id))
+                .arg(answer)
+                .arg(expires_at_ms.max(1))
+                .arg(approval_id)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|e| self.fail(&e))?;
+            Ok(())
+        })
+    }
+
+    fn take_answer<'a>(&'a self, approval_id: &'a str) -> StoreFuture<'a, Option<Vec<u8>>> {
+        Box::pin(async move {
+            if !valid_run_id(approval_id) {
+                return Ok(None);
+            }
+            let mut connection = self.connection.clone();
+            Script::new(TAKE_ANSWER)
+                .key(answer_key(approval_id))
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|e| self.fail(&e))
+        })
     }
 }
