@@ -223,3 +223,63 @@ async fn serve_with_code_mode_off_passes_downstream_progress_through() {
     .await;
     client.cancel().await.unwrap();
 }
+
+/// Issue 23: a legacy client's `prompts/get` whose downstream server asks for input (MRTR:
+/// `codemode-mcp-fixture`'s `test_input_required_result_prompt` asks for context by
+/// elicitation) is answered by `serve` itself: the question goes to the client by
+/// `elicitation/create` (it cannot take an `input_required`), and the server's prompt comes
+/// back complete. Before, the client got `-32603` ("only a 2026-07-28 client can give").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_clients_prompt_whose_server_asks_for_input_is_answered_by_elicitation() {
+    use rmcp::model::{GetPromptRequestParams, GetPromptResponse};
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_BIN_EXE_codemode")).with_file_name("codemode-mcp-fixture");
+    assert!(fixture.exists(), "{} is missing", fixture.display());
+    let servers = dir.path().join("servers.json");
+    let body = json!({"mcpServers": {"fixture": {"command": fixture}}});
+    std::fs::write(&servers, body.to_string()).unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"tools": {"codeMode": false}}"#).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
+        .args(["serve", "--mcp-config"])
+        .arg(&servers)
+        .arg("--config")
+        .arg(&config)
+        .stderr(std::process::Stdio::null());
+    let asked = Accepting::new(json!({"context": "from the user"}));
+    let client = asked
+        .clone()
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let prompt = "fixture__test_input_required_result_prompt";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !client
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .iter()
+        .any(|p| p.name == prompt)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fixture never listed its prompt"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let answer = client
+        .get_prompt_once(GetPromptRequestParams::new(prompt))
+        .await
+        .unwrap();
+    let GetPromptResponse::Complete(result) = answer else {
+        panic!("not a complete prompt: {answer:?}");
+    };
+    assert_eq!(
+        serde_json::to_value(&result.messages).unwrap(),
+        json!([{"role": "user", "content": {"type": "text", "text": "Context: from the user"}}])
+    );
+    assert_eq!(asked.asked(), ["What context should the prompt use?"]);
+    client.cancel().await.unwrap();
+}

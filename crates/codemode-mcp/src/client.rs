@@ -156,6 +156,9 @@ pub struct ServerClient {
     closing: tokio_util::sync::CancellationToken,
     /// Where the server's elicitation and sampling requests go (`codemode serve`).
     forward: Option<Arc<crate::forward::Forwarder>>,
+    /// Runs for every `notifications/prompts/list_changed` and
+    /// `notifications/resources/list_changed` ([`ServerClient::with_on_content_changed`]).
+    on_content_changed: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl ServerClient {
@@ -183,6 +186,7 @@ impl ServerClient {
             last_problem: stdio::LastProblem::default(),
             closing: tokio_util::sync::CancellationToken::new(),
             forward: None,
+            on_content_changed: None,
         }
     }
 
@@ -190,6 +194,19 @@ impl ServerClient {
     /// `forward` (see `forward.rs`); it then declares both capabilities when it connects.
     pub fn with_forwarder(mut self, forward: Arc<crate::forward::Forwarder>) -> Self {
         self.forward = Some(forward);
+        self
+    }
+
+    /// The same client running `on_content_changed` (on an rmcp task, so it must not block)
+    /// for every `notifications/prompts/list_changed` and `notifications/resources/list_changed`
+    /// of the server (over a 2026-07-28 connection: on its `subscriptions/listen` stream), so
+    /// `serve` with code mode off can announce the changes of the lists it aggregates
+    /// (docs/mcp.md, "Code mode off").
+    pub fn with_on_content_changed(
+        mut self,
+        on_content_changed: Arc<dyn Fn() + Send + Sync>,
+    ) -> Self {
+        self.on_content_changed = Some(on_content_changed);
         self
     }
 
@@ -560,13 +577,16 @@ impl ServerClient {
             if pass.as_ref().is_some_and(|p| p.tasks) && kind == Some("task") {
                 return Ok(result);
             }
-            match self.after_call(tool, &params, result, rounds).await? {
+            match self
+                .after_answer("tools/call", tool, &params, result, rounds)
+                .await?
+            {
                 Next::Done(result) => return Ok(result),
                 Next::Retry(retry) => params = retry,
                 Next::Task(created) => return self.follow_task(tool, created).await,
             }
         }
-        unreachable!("after_call ends the rounds")
+        unreachable!("after_answer ends the rounds")
     }
 
     /// One Tasks request (`tasks/get`, `tasks/update`, `tasks/cancel`) about a task this

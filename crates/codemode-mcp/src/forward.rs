@@ -264,7 +264,17 @@ fn refused(reason: String) -> ErrorData {
 pub(crate) struct Handler {
     pub(crate) server: String,
     pub(crate) on_tools_changed: Arc<dyn Fn() + Send + Sync>,
+    /// For `notifications/prompts/list_changed` and `notifications/resources/list_changed`.
+    pub(crate) on_content_changed: Option<Arc<dyn Fn() + Send + Sync>>,
     pub(crate) forward: Option<Arc<Forwarder>>,
+}
+
+impl Handler {
+    fn content_changed(&self) {
+        if let Some(on_content_changed) = &self.on_content_changed {
+            on_content_changed();
+        }
+    }
 }
 
 impl ClientHandler for Handler {
@@ -273,6 +283,22 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
         (self.on_tools_changed)();
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.content_changed();
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.content_changed();
         std::future::ready(())
     }
 

@@ -212,6 +212,7 @@ impl McpHub {
                 .enumerate()
                 .map(|(index, (name, server))| {
                     let weak = weak.clone();
+                    let content_weak = weak.clone();
                     let on_changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
                         if let Some(inner) = weak.upgrade() {
                             // Coalesce into a running refresh here rather than in a new task,
@@ -227,8 +228,17 @@ impl McpHub {
                         server_options.connect_timeout = *timeout;
                     }
                     let listing_timeout = server_options.connect_timeout;
+                    // A prompt or resource list that changed changes nothing the hub keeps
+                    // (`serve` lists them live), but it is announced like a catalog change, so
+                    // `serve` with code mode off tells its clients (docs/mcp.md, "Code mode off").
+                    let on_content_changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+                        if let Some(inner) = content_weak.upgrade() {
+                            inner.generation.send_modify(|g| *g += 1);
+                        }
+                    });
                     let client =
-                        ServerClient::new(name, server.clone(), server_options, on_changed);
+                        ServerClient::new(name, server.clone(), server_options, on_changed)
+                            .with_on_content_changed(on_content_changed);
                     let client = match &forward {
                         Some(forward) => client.with_forwarder(forward.clone()),
                         None => client,
@@ -731,7 +741,7 @@ impl ToolExecutor for McpExecutor {
                             "resources.read needs a string uri.",
                         ));
                     };
-                    client.read_resource(&uri).await
+                    client.read_resource_for(&uri, Some(&call)).await
                 }
                 McpOperation::PromptsGet => {
                     let Some(name) = string("name") else {
@@ -746,7 +756,7 @@ impl ToolExecutor for McpExecutor {
                             ))
                         }
                     };
-                    client.get_prompt(&name, arguments).await
+                    client.get_prompt_for(&name, arguments, Some(&call)).await
                 }
             };
             result.map_err(|e| e.tool_error())

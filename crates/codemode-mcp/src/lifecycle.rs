@@ -1,7 +1,7 @@
 //! How codemode's MCP client starts a connection, by protocol revision (docs/mcp.md, "Protocol
 //! revisions"): `server/discover` for 2026-07-28 with a legacy `initialize` fallback (rmcp's
 //! [`ClientLifecycleMode::Auto`]), and, for a server that speaks 2026-07-28, the
-//! `subscriptions/listen` stream that replaces its unsolicited `notifications/tools/list_changed`.
+//! `subscriptions/listen` stream that replaces its unsolicited `notifications/*/list_changed`.
 
 use std::sync::Arc;
 
@@ -43,29 +43,55 @@ pub(crate) fn is_stateless(peer: &Peer<RoleClient>) -> bool {
         .is_some_and(|info| !info.protocol_version.has_initialize())
 }
 
-/// For a 2026-07-28 server that advertises `tools.listChanged`: opens a `subscriptions/listen`
-/// stream for `notifications/tools/list_changed` and runs `on_tools_changed` for each, on a task
-/// of its own that ends with the connection (the stream closes) or when the server ends the
-/// subscription. A server that refuses the subscription is logged at `debug` and otherwise
-/// ignored: its tools are then listed again only when a later connection lists them.
-pub(crate) fn listen_for_tool_changes(
+/// For a 2026-07-28 server that advertises `listChanged` on its tools, prompts or resources:
+/// opens one `subscriptions/listen` stream for the list changes it advertises and runs
+/// `on_tools_changed` for each `notifications/tools/list_changed`, `on_content_changed` (when
+/// given) for each prompts or resources one, on a task of its own that ends with the connection
+/// (the stream closes) or when the server ends the subscription. A server that refuses the
+/// subscription is logged at `debug` and otherwise ignored: its lists are then listed again only
+/// when a later connection lists them.
+pub(crate) fn listen_for_list_changes(
     server: &str,
     peer: &Peer<RoleClient>,
     on_tools_changed: Arc<dyn Fn() + Send + Sync>,
+    on_content_changed: Option<Arc<dyn Fn() + Send + Sync>>,
 ) {
-    let advertised = peer.peer_info().is_some_and(|info| {
-        info.capabilities
-            .tools
+    let Some(info) = peer.peer_info() else {
+        return;
+    };
+    let capabilities = &info.capabilities;
+    let tools = capabilities
+        .tools
+        .as_ref()
+        .is_some_and(|tools| tools.list_changed == Some(true));
+    let content = on_content_changed.is_some();
+    let prompts = content
+        && capabilities
+            .prompts
             .as_ref()
-            .is_some_and(|tools| tools.list_changed == Some(true))
-    });
-    if !advertised || !is_stateless(peer) {
+            .is_some_and(|prompts| prompts.list_changed == Some(true));
+    let resources = content
+        && capabilities
+            .resources
+            .as_ref()
+            .is_some_and(|resources| resources.list_changed == Some(true));
+    if !(tools || prompts || resources) || !is_stateless(peer) {
         return;
     }
+    let mut filter = SubscriptionFilter::builder();
+    if tools {
+        filter = filter.tools_list_changed();
+    }
+    if prompts {
+        filter = filter.prompts_list_changed();
+    }
+    if resources {
+        filter = filter.resources_list_changed();
+    }
+    let filter = filter.build();
     let peer = peer.clone();
     let server = server.to_string();
     tokio::spawn(async move {
-        let filter = SubscriptionFilter::builder().tools_list_changed().build();
         let mut subscription = match peer.listen(filter).await {
             Ok(subscription) => subscription,
             Err(e) => {
@@ -76,6 +102,14 @@ pub(crate) fn listen_for_tool_changes(
         loop {
             match subscription.next().await {
                 Ok(Some(ServerNotification::ToolListChangedNotification(_))) => on_tools_changed(),
+                Ok(Some(
+                    ServerNotification::PromptListChangedNotification(_)
+                    | ServerNotification::ResourceListChangedNotification(_),
+                )) => {
+                    if let Some(on_content_changed) = &on_content_changed {
+                        on_content_changed();
+                    }
+                }
                 Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(e) => {

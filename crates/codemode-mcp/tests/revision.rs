@@ -209,3 +209,29 @@ async fn list_changed_arrives_through_subscriptions_listen() {
     assert_eq!(text(&echoed), "new");
     hub.shutdown().await;
 }
+
+/// A server's `notifications/prompts/list_changed` and `notifications/resources/list_changed`
+/// bump the hub's generation, so `serve` with code mode off announces them to its clients
+/// (docs/mcp.md, "Code mode off"): on a 2026-07-28 connection through `subscriptions/listen`
+/// (asked for because the server advertises them), on a legacy one as plain notifications.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_and_resource_list_changes_bump_the_generation() {
+    for flags in [
+        ["--modern-only", "--content-list-changed"],
+        ["--legacy-only", "--content-list-changed"],
+    ] {
+        let hub = connect(&stdio(&flags)).await;
+        let seen = hub.generation();
+        assert_eq!(
+            text(&call(&hub, "touch_content", json!({})).await.unwrap()),
+            "touched"
+        );
+        // One bump per notification: the prompts one and the resources one.
+        let mut now = hub.changed_since(seen, Duration::from_secs(5)).await;
+        if now < seen + 2 {
+            now = hub.changed_since(now, Duration::from_secs(5)).await;
+        }
+        assert_eq!(now, seen + 2, "{flags:?}");
+        hub.shutdown().await;
+    }
+}

@@ -11,6 +11,7 @@ impl ServerClient {
         Handler {
             server: self.name.clone(),
             on_tools_changed: self.on_tools_changed.clone(),
+            on_content_changed: self.on_content_changed.clone(),
             forward: self.forward.clone(),
         }
     }
@@ -123,7 +124,12 @@ impl ServerClient {
             .and_then(|info| serde_json::to_value(&info.capabilities).ok())
             .unwrap_or(Value::Null);
         let peer = service.peer().clone();
-        lifecycle::listen_for_tool_changes(&self.name, &peer, self.on_tools_changed.clone());
+        lifecycle::listen_for_list_changes(
+            &self.name,
+            &peer,
+            self.on_tools_changed.clone(),
+            self.on_content_changed.clone(),
+        );
         Ok(Connection {
             service,
             peer,

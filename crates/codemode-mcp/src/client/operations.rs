@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::rounds::without_result_type;
+use super::rounds::{without_result_type, Next};
 use super::{send_raw_tracked, to_json, ServerClient};
 use crate::error::ClientError;
 
@@ -61,7 +61,22 @@ impl ServerClient {
     /// # Errors
     /// A [`ClientError`] of connecting or of the request (retried once on a rejected session).
     pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
-        self.raw_request("resources/read", uri, json!({ "uri": uri }))
+        self.read_resource_for(uri, None).await
+    }
+
+    /// [`ServerClient::read_resource`] for the call `call` (a code-mode run's nested call, or
+    /// `serve`'s `resources/read` with code mode off): in `codemode serve` the server's
+    /// elicitation and sampling requests meanwhile go to that call's MCP client (`forward.rs`),
+    /// as for [`ServerClient::call_tool_for`].
+    ///
+    /// # Errors
+    /// As [`ServerClient::read_resource`].
+    pub async fn read_resource_for(
+        &self,
+        uri: &str,
+        call: Option<&codemode_bridge::ToolCall>,
+    ) -> Result<Value, ClientError> {
+        self.raw_request("resources/read", uri, json!({ "uri": uri }), call)
             .await
     }
 
@@ -74,15 +89,33 @@ impl ServerClient {
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<Value, ClientError> {
+        self.get_prompt_for(name, arguments, None).await
+    }
+
+    /// [`ServerClient::get_prompt`] for the call `call`, as
+    /// [`ServerClient::read_resource_for`].
+    ///
+    /// # Errors
+    /// As [`ServerClient::get_prompt`].
+    pub async fn get_prompt_for(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        call: Option<&codemode_bridge::ToolCall>,
+    ) -> Result<Value, ClientError> {
         let mut params = json!({ "name": name });
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
-        self.raw_request("prompts/get", name, params).await
+        self.raw_request("prompts/get", name, params, call).await
     }
 
     /// `method` with `params` for the resource or prompt `name` (the `Mcp-Name` of the
-    /// request), sent as is: the raw result without its `resultType`. Inside
+    /// request), made for `call` (see [`ServerClient::read_resource_for`]): the raw result
+    /// without its `resultType`. A 2026-07-28 server's
+    /// `input_required` is answered as for `tools/call` (`rounds.rs`: each input request
+    /// through the connection's handler, then the request again with `inputResponses` and the
+    /// `requestState`, at most [`super::rounds::MAX_INPUT_ROUNDS`] times). Inside
     /// [`passing_through`](super::passthrough::passing_through) (`serve` with code mode off for
     /// a 2026-07-28 client) the round's `inputResponses` and `requestState` go with it, the
     /// upstream client's capabilities are declared, and an `input_required` answer is the
@@ -92,7 +125,15 @@ impl ServerClient {
         method: &'static str,
         name: &str,
         params: Value,
+        call: Option<&codemode_bridge::ToolCall>,
     ) -> Result<Value, ClientError> {
+        // While it is in flight, the server's elicitation and sampling requests may go to the
+        // client of the calling MCP session (`forward.rs`).
+        let _in_flight = self
+            .forward
+            .as_ref()
+            .zip(call.and_then(|c| c.scope.session_id.as_deref()))
+            .map(|(forward, session)| forward.call_started(&self.name, session));
         let timeout = self.options.call_timeout;
         let mut params = params;
         let pass = super::passthrough::current();
@@ -102,12 +143,26 @@ impl ServerClient {
         let meta = pass
             .as_ref()
             .and_then(super::passthrough::PassThrough::meta);
-        to_json(
-            self.request(method, Some(name), |p| {
-                send_raw_tracked(p, method, Some(params.clone()), timeout, None, meta.clone())
-            })
-            .await?,
-        )
-        .map(without_result_type)
+        let mut rounds = 0;
+        loop {
+            let result = to_json(
+                self.request(method, Some(name), |p| {
+                    send_raw_tracked(p, method, Some(params.clone()), timeout, None, meta.clone())
+                })
+                .await?,
+            )?;
+            if pass.is_some() {
+                return Ok(without_result_type(result));
+            }
+            match self
+                .after_answer(method, name, &params, result, rounds)
+                .await?
+            {
+                // `after_answer` answers a task to a prompt or resource with an error.
+                Next::Done(result) | Next::Task(result) => return Ok(result),
+                Next::Retry(retry) => params = retry,
+            }
+            rounds += 1;
+        }
     }
 }

@@ -103,22 +103,31 @@ impl Drop for CancelTask {
 }
 
 impl ServerClient {
-    /// Classifies the server's answer `result` to `tools/call` of `tool` sent with `params`
-    /// after `rounds` earlier `input_required` answers: a final result, a retry (the input
-    /// requests answered), or a task.
-    pub(crate) async fn after_call(
+    /// Classifies the server's answer `result` to `method` (`tools/call`, `prompts/get`,
+    /// `resources/read`) of `subject` (the tool, prompt or URI) sent with `params` after
+    /// `rounds` earlier `input_required` answers: a final result, a retry (the input requests
+    /// answered), or a task (only `tools/call` may become one; for the others a task answer is
+    /// [`ClientError::Malformed`]).
+    pub(crate) async fn after_answer(
         &self,
-        tool: &str,
+        method: &str,
+        subject: &str,
         params: &Value,
         result: Value,
         rounds: usize,
     ) -> Result<Next, ClientError> {
         let request = || McpRequest {
-            method: "tools/call".into(),
-            subject: Some(tool.to_string()),
+            method: method.to_string(),
+            subject: Some(subject.to_string()),
         };
         match result.get("resultType").and_then(Value::as_str) {
-            Some("task") => Ok(Next::Task(result)),
+            Some("task") if method == "tools/call" => Ok(Next::Task(result)),
+            Some("task") => Err(ClientError::Malformed {
+                server: self.name().to_string(),
+                request: request(),
+                what: "result",
+                reason: "it is a task, which only tools/call may answer".into(),
+            }),
             Some("input_required") if rounds >= MAX_INPUT_ROUNDS => Err(ClientError::InputRounds {
                 server: self.name().to_string(),
                 request: request(),
@@ -142,9 +151,9 @@ impl ServerClient {
                     return Err(malformed("its requestState is not a string"));
                 }
                 let mut retry = params.clone();
-                let fields = retry
-                    .as_object_mut()
-                    .expect("tools/call params are an object");
+                let Some(fields) = retry.as_object_mut() else {
+                    return Err(malformed("the request's params are not an object"));
+                };
                 fields.remove("inputResponses");
                 fields.remove("requestState");
                 match requests {

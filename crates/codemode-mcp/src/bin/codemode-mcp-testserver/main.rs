@@ -54,6 +54,9 @@
 //! - `--slow-list MS`: every `tools/list` page is answered after `MS` milliseconds.
 //! - `--rotating-tools`: every `tools/list` also lists one tool `gen_<n>` (an echo), where `n`
 //!   counts the `tools/list` requests, so no two listings are equal.
+//! - `--content-list-changed`: advertises `listChanged` for prompts and resources and lists one
+//!   more tool, `touch_content` `{}`, which sends `notifications/prompts/list_changed` and
+//!   `notifications/resources/list_changed`, then answers `touched`.
 //! - `--flood-list-changed`: once initialized, sends `notifications/tools/list_changed` every
 //!   10 ms forever.
 //! - `--exit-after-init`: exits with status 4 as soon as the client's
@@ -108,6 +111,7 @@ struct Flags {
     list_changed_on_list: bool,
     rotating_tools: bool,
     flood_list_changed: bool,
+    content_list_changed: bool,
     exit_after_init: bool,
     legacy_only: bool,
     old_versions: bool,
@@ -138,6 +142,7 @@ fn parse_flags() -> Result<Flags, String> {
             }
             "--rotating-tools" => flags.rotating_tools = true,
             "--flood-list-changed" => flags.flood_list_changed = true,
+            "--content-list-changed" => flags.content_list_changed = true,
             "--exit-after-init" => flags.exit_after_init = true,
             "--cancel-log" => {
                 flags.cancel_log = Some(args.next().ok_or("--cancel-log needs a path")?.into())
@@ -268,6 +273,13 @@ impl TestServer {
                 no_args(),
             ),
         ];
+        if self.flags.content_list_changed {
+            tools.push(Tool::new(
+                "touch_content",
+                "Sends notifications/prompts/list_changed and notifications/resources/list_changed.",
+                no_args(),
+            ));
+        }
         let added = self.added.lock().expect("added tools lock");
         tools.extend(
             added
@@ -388,6 +400,11 @@ impl TestServer {
                     })?;
                 text_result("x".repeat(usize::try_from(bytes).unwrap_or(usize::MAX)))
             }
+            "touch_content" if self.flags.content_list_changed => {
+                let _ = context.peer.notify_prompt_list_changed().await;
+                let _ = context.peer.notify_resource_list_changed().await;
+                text_result("touched".to_string())
+            }
             "add_tool" => {
                 let name = {
                     let mut added = self.added.lock().expect("added tools lock");
@@ -411,15 +428,20 @@ impl TestServer {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_prompts()
-                .enable_resources()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_tasks()
-                .build(),
-        );
+        let capabilities = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks();
+        let capabilities = if self.flags.content_list_changed {
+            capabilities
+                .enable_prompts_list_changed()
+                .enable_resources_list_changed()
+        } else {
+            capabilities
+        };
+        let mut info = ServerConfig::new(capabilities.build());
         info.server_info =
             Implementation::new("codemode-mcp-testserver", env!("CARGO_PKG_VERSION"));
         info
