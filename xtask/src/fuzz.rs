@@ -53,18 +53,21 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    for (target, krate) in TARGETS {
+    for (target, _krate) in TARGETS {
         if !chosen.is_empty() && !chosen.contains(&target) {
             continue;
         }
+        // `--workspace`, not `-p <crate>`: features are then resolved as for `cargo test
+        // --workspace` (what `cargo xtask test` built), so nothing is compiled again; each fuzz
+        // binary runs only the test `--exact` names (the others start and run none).
         let mut cmd = cargo();
         let test = match BIN_TARGETS.iter().find(|(t, _)| *t == target) {
             Some((_, path)) => {
-                cmd.args(["test", "-p", krate, "--bin", "codemode"]);
+                cmd.args(["test", "--workspace", "--bin", "codemode"]);
                 path.to_string()
             }
             None => {
-                cmd.args(["test", "-p", krate, "--test", "fuzz"]);
+                cmd.args(["test", "--workspace", "--test", "fuzz"]);
                 format!("fuzz_{target}")
             }
         };
