@@ -9,7 +9,10 @@
 //!
 //! The 2026-07-28 line's fixture scenarios (the `input-required-result-*` and `tasks-*` ones,
 //! written against the SDKs' everything-servers) run against `codemode serve --http` with code
-//! mode off aggregating our own fixture server, `codemode-mcp-fixture`.
+//! mode off aggregating our own fixture server, `codemode-mcp-fixture`, and so do both lines'
+//! scenarios of the suite's everything server (its test tools, prompts, resources, logging and
+//! completions: `FIXTURE_2025`, `FIXTURE_2026_EVERYTHING`), which with code mode on can only
+//! fail (docs/mcp.md, "The everything-server scenarios through `serve` with code mode off").
 //!
 //! `tests/conformance-expected-failures.txt` lists the scenarios expected to fail, each with its
 //! reason. A test fails on a failure not listed there and on a listed scenario that passes (or
@@ -367,8 +370,66 @@ const FIXTURE_2026: [&str; 24] = [
 ];
 
 /// The tools of `codemode-mcp-fixture` (src/bin/codemode-mcp-fixture.rs in codemode-mcp): 8
-/// MRTR tools and 7 task tools.
-const FIXTURE_TOOLS: usize = 15;
+/// MRTR tools, 7 task tools and the everything server's 13 (`test_simple_text`, …,
+/// `json_schema_2020_12_tool`).
+const FIXTURE_TOOLS: usize = 28;
+
+/// The 2026-07-28 line's scenarios of the suite's everything server (its test tools, prompts
+/// and resources) that apply at 2026-07-28, run through `serve` over the fixture with
+/// `--spec-version 2026-07-28`.
+const FIXTURE_2026_EVERYTHING: [&str; 19] = [
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "json-schema-2020-12",
+    "completion-complete",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+];
+
+/// The 0.1.16 line's scenarios of the suite's everything server, run through `serve` over the
+/// fixture.
+const FIXTURE_2025: [&str; 27] = [
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "json-schema-2020-12",
+    "logging-set-level",
+    "completion-complete",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+];
 
 /// Waits until `serve` at `url` lists the fixture server's tools (servers connect in the
 /// background), at most 30 s; the names it lists.
@@ -395,15 +456,11 @@ fn fixture_tools_listed(url: &str) -> Vec<String> {
     })
 }
 
-/// The 2026-07-28 line's fixture scenarios, one at a time, against `codemode serve --http` with
-/// code mode off (`{"tools": {"codeMode": false}}`) aggregating `codemode-mcp-fixture` under
-/// `--bare-names` (the scenarios call the fixture's tools by their own names).
-#[test]
-fn fixture_scenarios_2026_07_28_through_serve_with_code_mode_off() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((node, entry)) = suite(LINE_2026) else {
-        return;
-    };
+/// `codemode serve --http` with code mode off (`{"tools": {"codeMode": false}}`) aggregating
+/// `codemode-mcp-fixture` under `--bare-names` (the scenarios call the fixture's tools and
+/// prompts by their own names), once it lists the fixture's tools; its URL, and the directory of
+/// its config files (kept while it runs).
+fn serve_over_fixture() -> (Reaped, String, tempfile::TempDir) {
     // Built beside `codemode` by `cargo test --workspace` (a bin of codemode-mcp).
     let fixture = Path::new(env!("CARGO_BIN_EXE_codemode")).with_file_name("codemode-mcp-fixture");
     assert!(
@@ -434,11 +491,55 @@ fn fixture_scenarios_2026_07_28_through_serve_with_code_mode_off() {
         "serve lists the fixture's tools under their own names: {listed:?}"
     );
     assert!(listed.contains(&"test_input_required_result_elicitation".to_string()));
-    let runs: Vec<Vec<&str>> = FIXTURE_2026
+    assert!(listed.contains(&"test_simple_text".to_string()));
+    (serve, url, dir)
+}
+
+/// The 2026-07-28 line's fixture scenarios, one at a time, against `codemode serve --http` with
+/// code mode off over `codemode-mcp-fixture` ([`serve_over_fixture`]): the `input-required-*`
+/// and `tasks-*` ones, then the everything server's at `--spec-version 2026-07-28`.
+#[test]
+fn fixture_scenarios_2026_07_28_through_serve_with_code_mode_off() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((node, entry)) = suite(LINE_2026) else {
+        return;
+    };
+    let (serve, url, _dir) = serve_over_fixture();
+    let mut runs: Vec<Vec<&str>> = FIXTURE_2026
         .iter()
         .map(|scenario| vec!["server", "--url", &url, "--scenario", scenario])
         .collect();
+    runs.extend(FIXTURE_2026_EVERYTHING.iter().map(|scenario| {
+        vec![
+            "server",
+            "--url",
+            &url,
+            "--scenario",
+            scenario,
+            "--spec-version",
+            "2026-07-28",
+        ]
+    }));
     run_suite(LINE_2026, "fixture", &node, &entry, &runs, &[]);
+    drop(serve);
+}
+
+/// The 0.1.16 line's everything-server scenarios (`FIXTURE_2025`), one at a time, against
+/// `codemode serve --http` with code mode off over `codemode-mcp-fixture`
+/// ([`serve_over_fixture`]): the pass-through of tools, prompts, resources, sampling and
+/// elicitation that the code-mode-on run cannot show.
+#[test]
+fn fixture_scenarios_through_serve_with_code_mode_off() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((node, entry)) = suite(LINE_2025) else {
+        return;
+    };
+    let (serve, url, _dir) = serve_over_fixture();
+    let runs: Vec<Vec<&str>> = FIXTURE_2025
+        .iter()
+        .map(|scenario| vec!["server", "--url", &url, "--scenario", scenario])
+        .collect();
+    run_suite(LINE_2025, "fixture", &node, &entry, &runs, &[]);
     drop(serve);
 }
 

@@ -77,7 +77,7 @@ async fn serve(dir: &std::path::Path, extra: &[&str]) -> (tokio::process::Child,
         let listed = client.request("tools/list", json!({}), json!({})).await;
         if listed["result"]["tools"]
             .as_array()
-            .is_some_and(|t| t.len() == 15)
+            .is_some_and(|t| t.len() == 28)
         {
             break;
         }
@@ -261,6 +261,19 @@ async fn bare_names_serve_the_one_servers_tools_under_their_own_names() {
             "confirm_delete",
             "multi_input",
             "test_tool_with_task",
+            "test_simple_text",
+            "test_image_content",
+            "test_audio_content",
+            "test_embedded_resource",
+            "test_multiple_content_types",
+            "test_tool_with_logging",
+            "test_error_handling",
+            "test_tool_with_progress",
+            "test_sampling",
+            "test_elicitation",
+            "test_elicitation_sep1034_defaults",
+            "test_elicitation_sep1330_enums",
+            "json_schema_2020_12_tool",
         ]
     );
     let greeted = client
@@ -286,6 +299,73 @@ async fn bare_names_serve_the_one_servers_tools_under_their_own_names() {
     assert_eq!(
         prefixed["error"]["message"],
         "Unknown tool: fixture__test_input_required_result_elicitation"
+    );
+}
+
+/// `completion/complete` with code mode off goes to the prompt's server under the prompt's own
+/// name (or to the server owning a template) and its answer comes back as it is; a name no
+/// server serves is `-32602` (docs/mcp.md, "The everything-server scenarios through `serve` with code mode off").
+#[tokio::test]
+async fn completions_reach_the_server_of_the_prompt_or_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_serve, mut client) = serve(dir.path(), &[]).await;
+    let complete = |reference: Value, name: &str, value: &str| json!({"ref": reference, "argument": {"name": name, "value": value}});
+    let prompt = json!({"type": "ref/prompt", "name": "fixture__test_prompt_with_arguments"});
+    let completed = client
+        .request(
+            "completion/complete",
+            complete(prompt.clone(), "arg1", "par"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        completed["result"],
+        json!({
+            "resultType": "complete",
+            "completion": {"values": ["paris", "park", "party"], "total": 3, "hasMore": false}
+        }),
+        "{completed}"
+    );
+    let narrowed = client
+        .request(
+            "completion/complete",
+            complete(prompt, "arg1", "pari"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        narrowed["result"]["completion"]["values"],
+        json!(["paris"]),
+        "{narrowed}"
+    );
+    let template = json!({"type": "ref/resource", "uri": "test://template/{id}/data"});
+    let none = client
+        .request(
+            "completion/complete",
+            complete(template, "id", "1"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        none["result"]["completion"],
+        json!({"values": [], "total": 0, "hasMore": false}),
+        "{none}"
+    );
+    let unknown = client
+        .request(
+            "completion/complete",
+            complete(
+                json!({"type": "ref/prompt", "name": "test_prompt_with_arguments"}),
+                "arg1",
+                "par",
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert_eq!(
+        unknown["error"]["message"],
+        "Unknown prompt: test_prompt_with_arguments"
     );
 }
 

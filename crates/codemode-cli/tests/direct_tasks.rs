@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 
 use codemode_test_support::mcp::{jsonrpc_response, post_2026, serve_http};
 
-/// The fixture's tools (8 MRTR tools, 7 task tools).
-const FIXTURE_TOOLS: usize = 15;
+/// The fixture's tools (8 MRTR tools, 7 task tools, the everything server's 13).
+const FIXTURE_TOOLS: usize = 28;
 
 /// The capabilities of a client that takes tasks and answers elicitations.
 fn tasks_client() -> Value {

@@ -60,23 +60,63 @@
 //!   parallel, then `<name> confirmed=<confirm>`; without a task it asks both by MRTR.
 //! - `test_tool_with_task` (task required): round 1 asks `user_name` by MRTR; the retry with an
 //!   accepted `name` becomes a task that completes with `Hello, <name>! (from a task)`.
+//!
+//! The "everything server" of the suite's other server scenarios (0.1.16's `tools-call-*`,
+//! `resources-*`, `prompts-get-*`, `logging-set-level`, `completion-complete`,
+//! `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`, and 0.2.0-alpha.12's
+//! `json-schema-2020-12`), each as its "Server Implementation Requirements" text says:
+//!
+//! - Tools: `test_simple_text`, `test_image_content` (a 1x1 red PNG), `test_audio_content` (a
+//!   silent 8-sample WAV, `audio/wav`), `test_embedded_resource`, `test_multiple_content_types`,
+//!   `test_tool_with_logging` (three `info` log messages 50 ms apart), `test_error_handling`
+//!   (`isError: true`), `test_tool_with_progress` (0/100, 50/100, 100/100 50 ms apart when the
+//!   call has a `progressToken`), `test_sampling` (`sampling/createMessage` of `prompt`),
+//!   `test_elicitation` (`elicitation/create` asking `username` and `email`),
+//!   `test_elicitation_sep1034_defaults` (a default for every primitive type),
+//!   `test_elicitation_sep1330_enums` (the five enum shapes) and `json_schema_2020_12_tool` (an
+//!   input schema with `$schema`, `$defs` with an `$anchor`, `allOf`/`anyOf`, `if`/`then`/`else`,
+//!   `additionalProperties: false`). Sampling and elicitation are requests to the client on
+//!   protocol 2025-11-25 and older, and `input_required` (MRTR, under the keys `sampling` and
+//!   `elicitation`) on 2026-07-28, which `codemode serve` speaks to it and answers for a legacy
+//!   client with those requests; a client that did not declare the capability gets
+//!   `isError: true`.
+//! - Resources: `test://static-text`, `test://static-binary` (the PNG), `test://watched-resource`
+//!   (subscribable: `resources/subscribe` and `resources/unsubscribe` track it), and the template
+//!   `test://template/{id}/data` (JSON naming the id).
+//! - Prompts: `test_simple_prompt`, `test_prompt_with_arguments` (`arg1`, `arg2`),
+//!   `test_prompt_with_embedded_resource` (`resourceUri`), `test_prompt_with_image`.
+//! - `logging/setLevel` (messages below the level are not sent) and `completion/complete`
+//!   (`arg1` of `test_prompt_with_arguments` completes from `paris`, `park`, `party`; anything
+//!   else completes to no values).
+
+// Sampling, logging and `resources/subscribe` are deprecated by SEP-2577 for 2026-07-28, but the
+// suite's 2025-11-25 scenarios need them.
+#![allow(deprecated)]
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InputRequest, InputRequests,
     InputRequiredResult, JsonObject, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
-    Prompt, PromptMessage, RequestStateCodec, Role, SealOptions, ServerCapabilities, ServerConfig,
-    Tool,
+    Prompt, PromptArgument, PromptMessage, RequestStateCodec, Role, SealOptions,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::model::{
     CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
     UpdateTaskParams,
 };
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, CompletionInfo, CreateMessageRequestParams,
+    ElicitRequestParams, ErrorCode, ListResourceTemplatesResult, ListResourcesResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceTemplate, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+};
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The tools of the fixture (see the module documentation).
@@ -165,6 +205,10 @@ const PROMPT: &str = "test_input_required_result_prompt";
 struct Fixture {
     states: Arc<RequestStateCodec>,
     tasks: TaskManager,
+    /// The level `logging/setLevel` asked for (none: every message is sent).
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// The URIs `resources/subscribe` asked for and `resources/unsubscribe` did not end.
+    subscriptions: Mutex<BTreeSet<String>>,
 }
 
 /// An input request from its JSON (`{method, params}`).
@@ -595,8 +639,12 @@ impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
-                .enable_tools()
+                .enable_logging()
+                .enable_completions()
                 .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_tools()
                 .enable_tasks()
                 .build(),
         );
@@ -624,6 +672,11 @@ impl ServerHandler for Fixture {
             ]);
             tools.push(Tool::new(name, description, Arc::new(schema)));
         }
+        for (name, description, schema) in EVERYTHING_TOOLS {
+            let schema: JsonObject =
+                serde_json::from_str(schema).expect("the fixture's schemas are JSON objects");
+            tools.push(Tool::new(name, description, Arc::new(schema)));
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -634,6 +687,12 @@ impl ServerHandler for Fixture {
     ) -> Result<CallToolResponse, McpError> {
         if TASK_TOOLS.iter().any(|(name, _, _)| *name == request.name) {
             return self.task_call(&request, &context).await;
+        }
+        if EVERYTHING_TOOLS
+            .iter()
+            .any(|(name, _, _)| *name == request.name)
+        {
+            return self.everything_call(&request, &context).await;
         }
         self.call(&request, &context)
     }
@@ -668,11 +727,28 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+        let mut prompts = vec![Prompt::new(
             PROMPT,
             Some("Asks the client for context (MRTR), then answers a prompt using it."),
             None,
-        )]))
+        )];
+        for (name, description, arguments) in EVERYTHING_PROMPTS {
+            let arguments = arguments
+                .iter()
+                .map(|(name, description)| {
+                    let mut argument = PromptArgument::new(*name);
+                    argument.description = Some(description.to_string());
+                    argument.required = Some(true);
+                    argument
+                })
+                .collect::<Vec<_>>();
+            prompts.push(Prompt::new(
+                name,
+                Some(description),
+                (!arguments.is_empty()).then_some(arguments),
+            ));
+        }
+        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(
@@ -680,6 +756,10 @@ impl ServerHandler for Fixture {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        let arguments = request.arguments.clone().unwrap_or_default();
+        if let Some(prompt) = self.everything_prompt(&request.name, &arguments) {
+            return Ok(prompt?.into());
+        }
         if request.name != PROMPT {
             return Err(McpError::invalid_params(
                 format!("Unknown prompt: {}", request.name),
@@ -702,6 +782,623 @@ impl ServerHandler for Fixture {
             }
         }
     }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let resources: Vec<Resource> = from_json(json!([
+            {
+                "uri": "test://static-text",
+                "name": "static-text",
+                "description": "A static text resource.",
+                "mimeType": "text/plain"
+            },
+            {
+                "uri": "test://static-binary",
+                "name": "static-binary",
+                "description": "A static binary resource (a 1x1 red PNG).",
+                "mimeType": "image/png"
+            },
+            {
+                "uri": "test://watched-resource",
+                "name": "watched-resource",
+                "description": "A resource clients can subscribe to.",
+                "mimeType": "text/plain"
+            }
+        ]))?;
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let templates: Vec<ResourceTemplate> = from_json(json!([{
+            "uriTemplate": TEMPLATE,
+            "name": "template-data",
+            "description": "JSON data for the id in the URI.",
+            "mimeType": "application/json"
+        }]))?;
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        Ok(self.everything_resource(&request.uri)?.into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&request.uri);
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let reference = serde_json::to_value(&request.r#ref).unwrap_or_default();
+        let values: Vec<String> = if reference["type"] == "ref/prompt"
+            && reference["name"] == "test_prompt_with_arguments"
+            && request.argument.name == "arg1"
+        {
+            COMPLETIONS
+                .iter()
+                .filter(|value| value.starts_with(&request.argument.value))
+                .map(|value| value.to_string())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let completion = CompletionInfo::with_all_values(values)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(completion))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The "everything server" of the suite's other server scenarios (module documentation).
+// ---------------------------------------------------------------------------------------------
+
+/// A 1x1 red PNG (`tools-call-image`, `resources-read-binary`, `prompts-get-with-image`).
+const RED_PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+
+/// A WAV of 8 silent 16-bit samples at 8 kHz (`tools-call-audio`).
+const SILENT_WAV: &str =
+    "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+/// The tools of the everything server: name, description, input schema.
+const EVERYTHING_TOOLS: [(&str, &str, &str); 13] = [
+    (
+        "test_simple_text",
+        "Returns a simple text response.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_image_content",
+        "Returns a 1x1 red PNG.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_audio_content",
+        "Returns a short silent WAV.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_embedded_resource",
+        "Returns an embedded text resource.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_multiple_content_types",
+        "Returns text, an image and an embedded resource.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_tool_with_logging",
+        "Sends three info log messages 50 ms apart.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_error_handling",
+        "Always answers a tool error.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_tool_with_progress",
+        "Reports progress 0, 50 and 100 of 100, 50 ms apart.",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_sampling",
+        "Asks the client's model to answer `prompt` (sampling/createMessage).",
+        r#"{"type": "object", "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}, "required": ["prompt"]}"#,
+    ),
+    (
+        "test_elicitation",
+        "Asks the user for a username and an email (elicitation/create).",
+        r#"{"type": "object", "properties": {"message": {"type": "string", "description": "The message to show the user"}}, "required": ["message"]}"#,
+    ),
+    (
+        "test_elicitation_sep1034_defaults",
+        "Elicits a form whose every primitive field has a default (SEP-1034).",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "test_elicitation_sep1330_enums",
+        "Elicits a form with the five enum shapes (SEP-1330).",
+        r#"{"type": "object", "properties": {}}"#,
+    ),
+    (
+        "json_schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features",
+        r##"{
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "$anchor": "addressDef",
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+                }
+            },
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false
+        }"##,
+    ),
+];
+
+/// A prompt's required arguments: name, description.
+type PromptArguments = &'static [(&'static str, &'static str)];
+
+/// The prompts of the everything server: name, description, arguments.
+const EVERYTHING_PROMPTS: [(&str, &str, PromptArguments); 4] = [
+    (
+        "test_simple_prompt",
+        "A simple prompt without arguments.",
+        &[],
+    ),
+    (
+        "test_prompt_with_arguments",
+        "A prompt that names its two arguments.",
+        &[
+            ("arg1", "First test argument"),
+            ("arg2", "Second test argument"),
+        ],
+    ),
+    (
+        "test_prompt_with_embedded_resource",
+        "A prompt embedding the resource `resourceUri`.",
+        &[("resourceUri", "URI of the resource to embed")],
+    ),
+    ("test_prompt_with_image", "A prompt with an image.", &[]),
+];
+
+/// The values `completion/complete` offers for `arg1` of `test_prompt_with_arguments`.
+const COMPLETIONS: [&str; 3] = ["paris", "park", "party"];
+
+/// The template of the everything server's templated resource.
+const TEMPLATE: &str = "test://template/{id}/data";
+
+/// A value of rmcp's model from its JSON (the suite's requirement texts are JSON).
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|e| McpError::internal_error(e.to_string(), None))
+}
+
+/// A tool result from its JSON.
+fn result_json(value: Value) -> Result<CallToolResponse, McpError> {
+    Ok(from_json::<CallToolResult>(value)?.into())
+}
+
+/// True when the request is on protocol 2026-07-28 or later, which sends no requests to the
+/// client: sampling and elicitation are asked by MRTR (`input_required`) instead.
+fn current_revision(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The rank of a log level, `debug` lowest.
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// The `id` of a URI of the template `test://template/{id}/data`.
+fn template_id(uri: &str) -> Option<&str> {
+    let id = uri
+        .strip_prefix("test://template/")?
+        .strip_suffix("/data")?;
+    (!id.is_empty() && !id.contains('/')).then_some(id)
+}
+
+/// A prompt argument of `arguments` that must be a string.
+fn prompt_argument<'a>(arguments: &'a JsonObject, name: &str) -> Result<&'a str, McpError> {
+    arguments
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::invalid_params(format!("Missing required argument: {name}"), None))
+}
+
+impl Fixture {
+    /// Sends `message` at `level` to the client unless `logging/setLevel` asked for less.
+    async fn log(&self, context: &RequestContext<RoleServer>, level: LoggingLevel, message: &str) {
+        let threshold = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        if threshold.is_some_and(|threshold| severity(level) < severity(threshold)) {
+            return;
+        }
+        let mut param = LoggingMessageNotificationParam::new(level, json!(message));
+        param.logger = Some("codemode-mcp-fixture".to_string());
+        let _ = context.peer.notify_logging_message(param).await;
+    }
+
+    /// A call of one of the everything server's tools.
+    async fn everything_call(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let declared = context.client_capabilities();
+        let responses = request.input_responses.clone().unwrap_or_default();
+        match request.name.as_ref() {
+            "test_simple_text" => Ok(text("This is a simple text response for testing.")),
+            "test_image_content" => result_json(json!({
+                "content": [{"type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png"}]
+            })),
+            "test_audio_content" => result_json(json!({
+                "content": [{"type": "audio", "data": SILENT_WAV, "mimeType": "audio/wav"}]
+            })),
+            "test_embedded_resource" => result_json(json!({
+                "content": [{"type": "resource", "resource": {
+                    "uri": "test://embedded-resource",
+                    "mimeType": "text/plain",
+                    "text": "This is an embedded resource content."
+                }}]
+            })),
+            "test_multiple_content_types" => result_json(json!({
+                "content": [
+                    {"type": "text", "text": "Multiple content types test:"},
+                    {"type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png"},
+                    {"type": "resource", "resource": {
+                        "uri": "test://mixed-content-resource",
+                        "mimeType": "application/json",
+                        "text": json!({"test": "data", "value": 123}).to_string()
+                    }}
+                ]
+            })),
+            "test_tool_with_logging" => {
+                self.log(context, LoggingLevel::Info, "Tool execution started")
+                    .await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                self.log(context, LoggingLevel::Info, "Tool processing data")
+                    .await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                self.log(context, LoggingLevel::Info, "Tool execution completed")
+                    .await;
+                Ok(text("Tool with logging executed: 3 log messages sent"))
+            }
+            "test_error_handling" => Ok(CallToolResult::error(vec![ContentBlock::text(
+                "This tool intentionally returns an error for testing",
+            )])
+            .into()),
+            "test_tool_with_progress" => {
+                let token = context.meta.get_progress_token();
+                for (i, progress) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    if let Some(token) = &token {
+                        let param = ProgressNotificationParam::new(token.clone(), progress)
+                            .with_total(100.0);
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                }
+                Ok(text("Tool with progress executed: 0, 50 and 100 of 100"))
+            }
+            "test_sampling" => {
+                if declared.as_ref().is_none_or(|c| c.sampling.is_none()) {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(
+                        "test_sampling needs a client that declares the sampling capability",
+                    )])
+                    .into());
+                }
+                let prompt = arguments
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let params = json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                    "maxTokens": 100
+                });
+                let answer = if current_revision(context) {
+                    // No requests to a 2026-07-28 client: asked by MRTR.
+                    match responses.get("sampling") {
+                        Some(answer) => answer.clone(),
+                        None => {
+                            let asked =
+                                json!({"method": "sampling/createMessage", "params": params});
+                            return Ok(ask(vec![("sampling", input(asked)?)], None));
+                        }
+                    }
+                } else {
+                    let params: CreateMessageRequestParams = from_json(params)?;
+                    let answer = context.peer.create_message(params).await.map_err(|e| {
+                        McpError::internal_error(format!("sampling failed: {e}"), None)
+                    })?;
+                    serde_json::to_value(&answer).unwrap_or_default()
+                };
+                let said = answer["content"]["text"].as_str().unwrap_or_default();
+                Ok(text(format!("LLM response: {said}")))
+            }
+            "test_elicitation" => {
+                let message = arguments
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Please provide your information");
+                let schema = json!({
+                    "type": "object",
+                    "properties": {
+                        "username": {"type": "string", "description": "User's response"},
+                        "email": {"type": "string", "description": "User's email address"}
+                    },
+                    "required": ["username", "email"]
+                });
+                self.elicit(context, &responses, message, schema, "User response")
+                    .await
+            }
+            "test_elicitation_sep1034_defaults" => {
+                let schema = json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "default": "John Doe"},
+                        "age": {"type": "integer", "default": 30},
+                        "score": {"type": "number", "default": 95.5},
+                        "status": {
+                            "type": "string",
+                            "enum": ["active", "inactive", "pending"],
+                            "default": "active"
+                        },
+                        "verified": {"type": "boolean", "default": true}
+                    }
+                });
+                let message = "Please review the defaults (SEP-1034)";
+                self.elicit(
+                    context,
+                    &responses,
+                    message,
+                    schema,
+                    "Elicitation completed",
+                )
+                .await
+            }
+            "test_elicitation_sep1330_enums" => {
+                let schema = json!({
+                    "type": "object",
+                    "properties": {
+                        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                        "titledSingle": {"type": "string", "oneOf": [
+                            {"const": "value1", "title": "First Option"},
+                            {"const": "value2", "title": "Second Option"},
+                            {"const": "value3", "title": "Third Option"}
+                        ]},
+                        "legacyEnum": {
+                            "type": "string",
+                            "enum": ["opt1", "opt2", "opt3"],
+                            "enumNames": ["Option One", "Option Two", "Option Three"]
+                        },
+                        "untitledMulti": {
+                            "type": "array",
+                            "items": {"type": "string", "enum": ["option1", "option2", "option3"]}
+                        },
+                        "titledMulti": {"type": "array", "items": {"anyOf": [
+                            {"const": "value1", "title": "First Choice"},
+                            {"const": "value2", "title": "Second Choice"},
+                            {"const": "value3", "title": "Third Choice"}
+                        ]}}
+                    }
+                });
+                let message = "Please choose (SEP-1330 enums)";
+                self.elicit(
+                    context,
+                    &responses,
+                    message,
+                    schema,
+                    "Elicitation completed",
+                )
+                .await
+            }
+            "json_schema_2020_12_tool" => Ok(text(format!(
+                "json_schema_2020_12_tool called with {}",
+                Value::Object(arguments)
+            ))),
+            name => Err(McpError::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            )),
+        }
+    }
+
+    /// Elicits the form `schema` with `message` from the client and answers `<said>:
+    /// action=<action>, content=<content JSON>`; `isError: true` when the client did not
+    /// declare elicitation. A 2026-07-28 client (which cannot be sent requests) is asked by
+    /// MRTR, under the key `elicitation` of `responses`.
+    async fn elicit(
+        &self,
+        context: &RequestContext<RoleServer>,
+        responses: &std::collections::BTreeMap<String, Value>,
+        message: &str,
+        schema: Value,
+        said: &str,
+    ) -> Result<CallToolResponse, McpError> {
+        let declared = context.client_capabilities();
+        if declared.is_none_or(|c| c.elicitation.is_none()) {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                "this tool needs a client that declares the elicitation capability",
+            )])
+            .into());
+        }
+        let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+        let answer = if current_revision(context) {
+            match responses.get("elicitation") {
+                Some(answer) => answer.clone(),
+                None => {
+                    let asked = json!({"method": "elicitation/create", "params": params});
+                    return Ok(ask(vec![("elicitation", input(asked)?)], None));
+                }
+            }
+        } else {
+            let params: ElicitRequestParams = from_json(params)?;
+            let answer =
+                context.peer.create_elicitation(params).await.map_err(|e| {
+                    McpError::internal_error(format!("elicitation failed: {e}"), None)
+                })?;
+            serde_json::to_value(&answer).unwrap_or_default()
+        };
+        let action = answer["action"].as_str().unwrap_or_default();
+        let content = answer.get("content").cloned().unwrap_or(Value::Null);
+        Ok(text(format!("{said}: action={action}, content={content}")))
+    }
+
+    /// The everything server's prompt `name` with `arguments`; `None` for another name.
+    fn everything_prompt(
+        &self,
+        name: &str,
+        arguments: &JsonObject,
+    ) -> Option<Result<GetPromptResult, McpError>> {
+        let messages = match name {
+            "test_simple_prompt" => json!([{"role": "user", "content": {
+                "type": "text", "text": "This is a simple prompt for testing."
+            }}]),
+            "test_prompt_with_arguments" => {
+                let (arg1, arg2) = match (
+                    prompt_argument(arguments, "arg1"),
+                    prompt_argument(arguments, "arg2"),
+                ) {
+                    (Ok(arg1), Ok(arg2)) => (arg1, arg2),
+                    (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
+                };
+                json!([{"role": "user", "content": {
+                    "type": "text",
+                    "text": format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")
+                }}])
+            }
+            "test_prompt_with_embedded_resource" => {
+                let uri = match prompt_argument(arguments, "resourceUri") {
+                    Ok(uri) => uri,
+                    Err(e) => return Some(Err(e)),
+                };
+                json!([
+                    {"role": "user", "content": {"type": "resource", "resource": {
+                        "uri": uri,
+                        "mimeType": "text/plain",
+                        "text": "Embedded resource content for testing."
+                    }}},
+                    {"role": "user", "content": {
+                        "type": "text", "text": "Please process the embedded resource above."
+                    }}
+                ])
+            }
+            "test_prompt_with_image" => json!([
+                {"role": "user", "content": {
+                    "type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png"
+                }},
+                {"role": "user", "content": {"type": "text", "text": "Please analyze the image above."}}
+            ]),
+            _ => return None,
+        };
+        Some(from_json(json!({ "messages": messages })))
+    }
+
+    /// The contents of the everything server's resource `uri`; `-32002` for another URI.
+    fn everything_resource(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
+        let contents = match uri {
+            "test://static-text" => json!({
+                "uri": uri,
+                "mimeType": "text/plain",
+                "text": "This is the content of the static text resource."
+            }),
+            "test://static-binary" => json!({
+                "uri": uri, "mimeType": "image/png", "blob": RED_PIXEL_PNG
+            }),
+            "test://watched-resource" => json!({
+                "uri": uri,
+                "mimeType": "text/plain",
+                "text": "This is the content of the watched resource."
+            }),
+            _ => match template_id(uri) {
+                Some(id) => json!({
+                    "uri": uri,
+                    "mimeType": "application/json",
+                    "text": json!({
+                        "id": id, "templateTest": true, "data": format!("Data for ID: {id}")
+                    })
+                    .to_string()
+                }),
+                None => {
+                    return Err(McpError::new(
+                        ErrorCode::RESOURCE_NOT_FOUND,
+                        "Resource not found",
+                        Some(json!({ "uri": uri })),
+                    ))
+                }
+            },
+        };
+        from_json(json!({ "contents": [contents] }))
+    }
 }
 
 #[tokio::main]
@@ -713,6 +1410,8 @@ async fn main() {
     let server = Fixture {
         states: Arc::new(states),
         tasks: TaskManager::new(),
+        log_level: Mutex::new(None),
+        subscriptions: Mutex::new(BTreeSet::new()),
     };
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,

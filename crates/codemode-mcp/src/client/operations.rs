@@ -1,6 +1,8 @@
 //! The resource and prompt requests of a [`ServerClient`] (`resources/list`,
 //! `resources/templates/list`, `resources/read`, `prompts/list`, `prompts/get`), as the catalog's
-//! resource and prompt operations call them (docs/contract/mcp.md#s7-2).
+//! resource and prompt operations call them (docs/contract/mcp.md#s7-2), and
+//! `completion/complete`, which `serve` with code mode off passes on (docs/mcp.md, "The
+//! everything-server scenarios through `serve` with code mode off").
 
 use serde_json::{json, Map, Value};
 
@@ -108,6 +110,30 @@ impl ServerClient {
             params["arguments"] = Value::Object(arguments);
         }
         self.raw_request("prompts/get", name, params, call).await
+    }
+
+    /// `completion/complete` with `params` (`{ref, argument, context?}`, the reference in the
+    /// server's own names) for the prompt or URI `subject`: the raw `{completion: {values,
+    /// total?, hasMore?}}`.
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of the request (retried once on a rejected session).
+    pub async fn complete(&self, subject: &str, params: Value) -> Result<Value, ClientError> {
+        let timeout = self.options.call_timeout;
+        to_json(
+            self.request("completion/complete", Some(subject), |p| {
+                send_raw_tracked(
+                    p,
+                    "completion/complete",
+                    Some(params.clone()),
+                    timeout,
+                    None,
+                    None,
+                )
+            })
+            .await?,
+        )
+        .map(without_result_type)
     }
 
     /// `method` with `params` for the resource or prompt `name` (the `Mcp-Name` of the

@@ -15,6 +15,11 @@
 //!   (policy, hooks, approval, trajectory); a server the policy denies that entry is left out
 //!   of the list too. A downstream `input_required` is passed to a 2026-07-28 client with the
 //!   server's `requestState` sealed, as for tools (`direct.rs`).
+//! - **`completion/complete`** (code mode off; `completions` is declared then): a `ref/prompt`
+//!   goes to the prompt's server under its own name, a `ref/resource` to the server that owns
+//!   the URI or template, and the server's answer comes back as it is. Not through the host
+//!   pipeline: completing an argument runs no prompt and reads no resource; the policy still
+//!   decides which servers are asked (as for the lists).
 
 use std::sync::Arc;
 
@@ -22,8 +27,9 @@ use codemode_bridge::ToolCall;
 use codemode_facade::ToolPipeline;
 use codemode_telemetry::Trajectory;
 use rmcp::model::{
-    ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
-    Prompt, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, Prompt,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
     ResourceTemplate, ResultType,
 };
 use rmcp::service::RequestContext;
@@ -438,6 +444,69 @@ impl CodeModeServer {
                 Ok(ReadResourceResponse::Complete(result))
             }
         }
+    }
+
+    /// `completion/complete` with code mode off (docs/mcp.md, "The everything-server scenarios through `serve` with code mode off"): a
+    /// `ref/prompt` goes to the server of the served prompt name, under the prompt's own name;
+    /// a `ref/resource` to the server that owns the URI or template (as `resources/read` is
+    /// routed). Only servers whose prompts (resources) the policy lets the client reach are
+    /// asked; an unknown prompt is `-32602` `Unknown prompt`, an unowned URI `-32002`. Not a
+    /// call through the host pipeline: completing an argument runs nothing and reads nothing
+    /// but the server's suggestions. With code mode on, `-32601` (nothing is offered).
+    pub(super) async fn completion(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let Some(direct) = &self.direct else {
+            return Err(ErrorData::method_not_found::<CompleteRequestMethod>());
+        };
+        let mut params = json!({ "argument": &request.argument });
+        if let Some(completion_context) = &request.context {
+            params["context"] = json!(completion_context);
+        }
+        let (server, subject) = match &request.r#ref {
+            Reference::Prompt(prompt) => {
+                let servers: Vec<_> = self
+                    .content_servers(direct)
+                    .into_iter()
+                    .filter(|server| server.prompts_get.is_some())
+                    .collect();
+                let Some((server, own)) = direct.prompt_owner(&servers, &prompt.name) else {
+                    return Err(unknown_prompt(&prompt.name));
+                };
+                params["ref"] = json!({"type": "ref/prompt", "name": own});
+                (server, prompt.name.clone())
+            }
+            Reference::Resource(resource) => {
+                let Some(server) = self.resource_owner(direct, &resource.uri).await else {
+                    return Err(resource_not_found(&resource.uri));
+                };
+                params["ref"] = json!({"type": "ref/resource", "uri": &resource.uri});
+                (server, resource.uri.clone())
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "completion/complete: unknown reference type",
+                    None,
+                ))
+            }
+        };
+        let answer = tokio::select! {
+            answer = server.client.complete(&subject, params) => answer,
+            () = self.cancelled(&context) => {
+                return Err(ErrorData::internal_error("the request was cancelled", None));
+            }
+        };
+        let answer = answer.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut result = serde_json::from_value::<CompleteResult>(answer).map_err(|e| {
+            ErrorData::internal_error(
+                format!("{subject}: the answer is not an MCP completion: {e}"),
+                None,
+            )
+        })?;
+        result.result_type = is_current_revision(&context).then_some(ResultType::COMPLETE);
+        Ok(result)
     }
 }
 

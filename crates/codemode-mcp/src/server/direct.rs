@@ -50,6 +50,10 @@ use crate::hub::{DirectTool, McpHub};
 pub const DIRECT_INSTRUCTIONS: &str =
     "The tools of the configured MCP servers, each named <server>__<tool>.";
 
+/// How long a call with a `progressToken` waits after its result for the server's progress
+/// notifications still being handled (see [`CodeModeServer::direct_call`]).
+const PROGRESS_GRACE: Duration = Duration::from_millis(25);
+
 /// The `bridge_id` of a call made with code mode off: no guest program asked for it.
 const DIRECT_BRIDGE_ID: &str = "mcp:tools/call";
 
@@ -305,6 +309,14 @@ impl CodeModeServer {
             outcome = called => Some(outcome),
             () = self.cancelled(context) => None,
         };
+        if outcome.is_some() && progress.is_some() {
+            // The server's last progress notification was written before its result, but rmcp
+            // handles notifications in tasks of their own: give one still being routed, and the
+            // upstream notification it makes, the time to go out before the call's answer
+            // (docs/mcp.md, "The everything-server scenarios through `serve` with code mode off": `tools-call-with-progress` lost its third notification in 1 of 3 runs
+            // without this).
+            tokio::time::sleep(PROGRESS_GRACE).await;
+        }
         if let Some(forward) = &self.forward {
             forward.unwatch_call(&tool_call_id);
         }

@@ -6,10 +6,11 @@
 use std::future::Future;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
 };
 use rmcp::service::SubscriptionSendError;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -45,7 +46,12 @@ impl ServerHandler for CodeModeServer {
                 .enable_resources_list_changed(),
             None => capabilities,
         };
-        ServerConfig::new(capabilities.build())
+        let mut capabilities = capabilities.build();
+        if self.direct.is_some() {
+            // Code mode off: the servers' argument completions are passed on (`content.rs`).
+            capabilities.completions = Some(Default::default());
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
             .with_instructions(match self.direct {
                 Some(_) => DIRECT_INSTRUCTIONS,
@@ -259,6 +265,20 @@ impl ServerHandler for CodeModeServer {
         }
         self.attach_upstream(&self.session_for(&context), &context);
         self.prompt(request, context).await
+    }
+
+    /// `completion/complete`: with code mode off the prompt's or resource's server answers
+    /// (`content.rs`); with code mode on `-32601`.
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let _in_flight = self.drain.enter();
+        if self.drain.is_stopping() {
+            return Err(ErrorData::internal_error(SHUTTING_DOWN, None));
+        }
+        self.completion(request, context).await
     }
 
     /// `resources/list`: cacheable like `tools/list` (`content.rs`).
