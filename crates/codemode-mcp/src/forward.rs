@@ -101,6 +101,49 @@ struct ProgressRoutes {
     calls: HashMap<String, Sender<String>>,
     /// (server name, the progress token rmcp put on the downstream request) → nested tool-call id.
     requests: HashMap<(String, ProgressToken), String>,
+    /// Progress that came before its request was tracked: rmcp gives the request its progress
+    /// token as it sends it, and a fast server's first notification can be handled before the
+    /// sender registers the token ([`Forwarder::track`]). Kept at most [`EARLY_PROGRESS_TTL`],
+    /// at most [`EARLY_PROGRESS_MAX`] of them, and passed on when the token is tracked.
+    early: Vec<(std::time::Instant, String, ProgressNotificationParam)>,
+}
+
+/// How long progress for a token not tracked yet is kept for it.
+const EARLY_PROGRESS_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Most progress notifications kept for tokens not tracked yet (the oldest go first).
+const EARLY_PROGRESS_MAX: usize = 64;
+
+/// [`Forwarder::route_progress`] with the routes locked: the message goes to the call's
+/// watcher, or, when the token is not tracked yet, the notification is kept in `early`.
+fn route_locked(routes: &mut ProgressRoutes, server: &str, params: &ProgressNotificationParam) {
+    let key = (server.to_string(), params.progress_token.clone());
+    let Some(call) = routes.requests.get(&key) else {
+        // Perhaps its request is not tracked yet: kept for a moment (see `early`).
+        if routes.early.len() >= EARLY_PROGRESS_MAX {
+            routes.early.remove(0);
+        }
+        routes.early.push((
+            std::time::Instant::now(),
+            server.to_string(),
+            params.clone(),
+        ));
+        return;
+    };
+    let Some(sender) = routes.calls.get(call) else {
+        return;
+    };
+    let mut message = format!("{server}: {}", params.progress);
+    if let Some(total) = params.total {
+        message.push_str(&format!("/{total}"));
+    }
+    if let Some(text) = &params.message {
+        message.push(' ');
+        message.extend(text.chars().filter(|c| !c.is_control()).take(200));
+    }
+    // Progress is advisory: when the client reads slower than the server sends, the excess is
+    // dropped rather than queued without bound.
+    let _ = sender.try_send(message);
 }
 
 /// Removes a downstream request's progress route when the request ends (answered, timed out or
@@ -176,9 +219,25 @@ impl Forwarder {
         tool_call_id: &str,
     ) -> Tracked {
         let key = (server.to_string(), token);
-        self.routes()
-            .requests
-            .insert(key.clone(), tool_call_id.to_string());
+        {
+            let mut routes = self.routes();
+            routes
+                .requests
+                .insert(key.clone(), tool_call_id.to_string());
+            // Progress that came first goes out now, before any later (same lock: in order).
+            let now = std::time::Instant::now();
+            let early = std::mem::take(&mut routes.early);
+            for (at, early_server, params) in early {
+                if now.duration_since(at) > EARLY_PROGRESS_TTL {
+                    continue;
+                }
+                if early_server == key.0 && params.progress_token == key.1 {
+                    route_locked(&mut routes, server, &params);
+                } else {
+                    routes.early.push((at, early_server, params));
+                }
+            }
+        }
         Tracked {
             forward: self.clone(),
             key,
@@ -187,27 +246,9 @@ impl Forwarder {
 
     /// Passes a downstream progress notification of `server` on as a message
     /// (`<server>: <progress>[/<total>][ <message>]`) to the `exec`/`wait` watching its call;
-    /// dropped when none is.
+    /// dropped when none is; kept for a moment when its request is not tracked yet (`early`).
     fn route_progress(&self, server: &str, params: &ProgressNotificationParam) {
-        let routes = self.routes();
-        let Some(sender) = routes
-            .requests
-            .get(&(server.to_string(), params.progress_token.clone()))
-            .and_then(|call| routes.calls.get(call))
-        else {
-            return;
-        };
-        let mut message = format!("{server}: {}", params.progress);
-        if let Some(total) = params.total {
-            message.push_str(&format!("/{total}"));
-        }
-        if let Some(text) = &params.message {
-            message.push(' ');
-            message.extend(text.chars().filter(|c| !c.is_control()).take(200));
-        }
-        // Progress is advisory: when the client reads slower than the server sends, the excess
-        // is dropped rather than queued without bound.
-        let _ = sender.try_send(message);
+        route_locked(&mut self.routes(), server, params);
     }
 
     /// The client a request of `server` that needs `capability` goes to, or why none.

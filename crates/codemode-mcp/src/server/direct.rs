@@ -52,7 +52,7 @@ pub const DIRECT_INSTRUCTIONS: &str =
 
 /// How long a call with a `progressToken` waits after its result for the server's progress
 /// notifications still being handled (see [`CodeModeServer::direct_call`]).
-const PROGRESS_GRACE: Duration = Duration::from_millis(25);
+const PROGRESS_GRACE: Duration = Duration::from_millis(100);
 
 /// The `bridge_id` of a call made with code mode off: no guest program asked for it.
 const DIRECT_BRIDGE_ID: &str = "mcp:tools/call";
