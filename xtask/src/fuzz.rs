@@ -57,19 +57,15 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
         if !chosen.is_empty() && !chosen.contains(&target) {
             continue;
         }
-        // `--workspace`, not `-p <crate>`: features are then resolved as for `cargo test
-        // --workspace` (what `cargo xtask test` built), so nothing is compiled again; each fuzz
-        // binary runs only the test `--exact` names (the others start and run none).
+        // `--workspace --tests`: the targets `cargo xtask test` built, with the same features, so
+        // nothing is compiled again (`-p <crate>`, or `--test fuzz` alone, resolves other
+        // features and rebuilds most of the graph); every test binary starts and runs only the
+        // test `--exact` names.
         let mut cmd = cargo();
+        cmd.args(["test", "--workspace", "--tests"]);
         let test = match BIN_TARGETS.iter().find(|(t, _)| *t == target) {
-            Some((_, path)) => {
-                cmd.args(["test", "--workspace", "--bin", "codemode"]);
-                path.to_string()
-            }
-            None => {
-                cmd.args(["test", "--workspace", "--test", "fuzz"]);
-                format!("fuzz_{target}")
-            }
+            Some((_, path)) => path.to_string(),
+            None => format!("fuzz_{target}"),
         };
         if release {
             cmd.arg("--release");
