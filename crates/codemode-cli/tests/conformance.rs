@@ -369,7 +369,7 @@ const FIXTURE_2026: [&str; 24] = [
     "tasks-mrtr-composition",
 ];
 
-/// The tools of `codemode-mcp-fixture` (src/bin/codemode-mcp-fixture.rs in codemode-mcp): 8
+/// The tools of `codemode-mcp-fixture` (src/bin/codemode-mcp-fixture/ in codemode-mcp): 8
 /// MRTR tools, 7 task tools and the everything server's 13 (`test_simple_text`, …,
 /// `json_schema_2020_12_tool`).
 const FIXTURE_TOOLS: usize = 28;
