@@ -9,6 +9,8 @@
 //! - A run parked on A with a tool call in flight is owned by A: `wait`s on B and C wait for A
 //!   and answer with the run's result when A's call finishes; when A is killed they restore the
 //!   run after the owner lease expires, with the call lost inside the program.
+//! - A run parked as an MCP task on A is seen, answered and cancelled through B; when A dies,
+//!   B takes the task over and completes it.
 
 #[path = "../../codemode-snapshot/tests/support/redis_server.rs"]
 mod redis_server;
@@ -573,4 +575,156 @@ async fn an_approval_answered_after_its_instance_died_is_used_where_the_run_is_r
     output.extend(result["output"].as_array().unwrap().iter().cloned());
     result["output"] = Value::Array(output);
     assert_eq!(result, approved_result(), "{first}");
+}
+
+/// One stateless 2026-07-28 request of a client that declares the tasks extension and form
+/// elicitation (as the SDKs' Tasks clients do); the JSON-RPC response.
+async fn task_request(url: &str, method: &str, params: Value) -> Value {
+    let capabilities = json!({
+        "elicitation": {"form": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    });
+    let reply = post_2026(url, 1, method, params, capabilities, None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    jsonrpc_response(&reply.text, 1).expect("a JSON-RPC response")
+}
+
+/// `exec` of `code` through `url` as a Tasks client: the id of the task it created.
+async fn exec_task(url: &str, code: &str) -> String {
+    let created = task_request(
+        url,
+        "tools/call",
+        json!({"name": "exec", "arguments": {"code": code}}),
+    )
+    .await;
+    created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_string()
+}
+
+/// Polls `tasks/get` of `task` through `url` until its status is `status` (at most `secs`);
+/// the last `tasks/get` result.
+async fn poll_until(url: &str, task: &str, status: &str, secs: u64) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let got = task_request(url, "tasks/get", json!({"taskId": task})).await;
+        let result = got["result"].clone();
+        if result["status"] == status {
+            return result;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still not {status}: {got}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// The one approval a task asks for in its `input_required` state `got`.
+fn asked_approval(got: &Value) -> String {
+    let requests = got["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{got}");
+    let approval = requests.keys().next().unwrap().clone();
+    assert!(approval.starts_with("approval_"), "{approval}");
+    assert_eq!(requests[&approval]["method"], "elicitation/create", "{got}");
+    approval
+}
+
+/// Answers `approval` of `task` through `url` with an approval.
+async fn approve_task(url: &str, task: &str, approval: &str) {
+    let approve = json!({"action": "accept", "content": {"approve": true}});
+    let updated = task_request(
+        url,
+        "tasks/update",
+        json!({"taskId": task, "inputResponses": {approval: approve}}),
+    )
+    .await;
+    assert_eq!(
+        updated["result"],
+        json!({"resultType": "complete"}),
+        "{updated}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_parked_on_one_instance_is_seen_answered_and_cancelled_through_another() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = slow_tool(dir.path(), 0);
+    let state = redis.url(9);
+    let a = serve_approving(&state, &tools, dir.path());
+    let b = serve_approving(&state, &tools, dir.path());
+    // The task is A's; B answers tasks/get from its record in Redis.
+    let task = exec_task(&a.url, APPROVED).await;
+    let asked = poll_until(&b.url, &task, "input_required", 10).await;
+    assert_eq!(asked["taskId"], task.as_str());
+    assert_eq!(asked["pollIntervalMs"], 1000);
+    let approval = asked_approval(&asked);
+    // Answered through B: relayed to A, which holds the approval and completes the run.
+    approve_task(&b.url, &task, &approval).await;
+    let done = poll_until(&b.url, &task, "completed", 20).await;
+    assert_eq!(
+        done["result"]["structuredContent"],
+        approved_result(),
+        "{done}"
+    );
+    assert!(done.get("pollIntervalMs").is_none(), "{done}");
+    let on_a = task_request(&a.url, "tasks/get", json!({"taskId": task})).await;
+    assert_eq!(on_a["result"]["result"], done["result"], "{on_a}");
+    // An id nobody created is unknown everywhere.
+    let unknown = task_request(&b.url, "tasks/get", json!({"taskId": "cm_nobody"})).await;
+    assert_eq!(
+        unknown["error"]["message"], "Unknown task: cm_nobody",
+        "{unknown}"
+    );
+
+    // A task on A with a call that takes a minute, cancelled through B: A aborts the run.
+    let long = slow_tool(dir.path(), 60_000);
+    let c = serve_tools(&state, &long, "500");
+    let slow = exec_task(&c.url, SLOW).await;
+    poll_until(&b.url, &slow, "working", 10).await;
+    let cancelled = task_request(&b.url, "tasks/cancel", json!({"taskId": slow})).await;
+    assert_eq!(
+        cancelled["result"],
+        json!({"resultType": "complete"}),
+        "{cancelled}"
+    );
+    let on_c = poll_until(&c.url, &slow, "cancelled", 10).await;
+    assert_eq!(on_c["taskId"], slow.as_str());
+    poll_until(&b.url, &slow, "cancelled", 10).await;
+    // The run is gone with its task: a wait anywhere finds nothing.
+    let wait = result(&b.url, None, "wait", json!({"runId": slow})).await;
+    assert_eq!(
+        wait["error"], "code mode run is unavailable or expired.",
+        "{wait}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_instance_died_is_taken_over_and_completed_by_another() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = slow_tool(dir.path(), 0);
+    let state = redis.url(10);
+    let a = serve_approving(&state, &tools, dir.path());
+    let b = serve_approving(&state, &tools, dir.path());
+    let task = exec_task(&a.url, APPROVED).await;
+    let asked = poll_until(&b.url, &task, "input_required", 10).await;
+    let approval = asked_approval(&asked);
+    drop(a); // SIGKILL: its driver lease lapses in 5 s, its wait's claim when that wait's lease ends
+    approve_task(&b.url, &task, &approval).await;
+    // B takes the task over once A's lease lapsed, resumes the run from Redis (the approval,
+    // asked again under its id, finds the relayed answer) and completes it with the whole
+    // output: what A's exec wrote, then what B's resumption wrote.
+    let done = poll_until(&b.url, &task, "completed", 60).await;
+    assert_eq!(
+        done["result"]["structuredContent"],
+        approved_result(),
+        "{done}"
+    );
 }

@@ -1,9 +1,11 @@
 //! [`CodeMode`], the per-process front: `exec`, `wait` and the store of parked runs
 //! (docs/contract/lifecycle.md#s5-2, docs/contract/lifecycle.md#s5-3); the durable run store's
-//! side is in [`durable`], approval answers relayed between processes in [`relay`].
+//! side is in [`durable`], approval answers relayed between processes in [`relay`], MCP task
+//! records shared between processes in [`task_records`].
 
 mod durable;
 mod relay;
+mod task_records;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +28,7 @@ use crate::prepare;
 use crate::result::{CodeModeResult, ErrorCode};
 use crate::run::{self, Run};
 use durable::Durable;
+pub use task_records::SharedTasks;
 
 /// The per-process code-mode front: runtime plus the live table of parked runs
 /// (`codemode-snapshot`), and optionally a durable run store every parked run is also written

@@ -38,7 +38,7 @@ pub mod result;
 mod run;
 pub mod surface;
 
-pub use code_mode::CodeMode;
+pub use code_mode::{CodeMode, SharedTasks};
 pub use env::RunEnv;
 pub use failure::too_many_suspended;
 pub use limits::LimitExceeded;

@@ -156,11 +156,70 @@ async fn conformance(store: &dyn RunStore) {
     assert!(store.list().await.unwrap().is_empty());
 }
 
+/// Task records (docs/snapshot-store.md, "Task records"): replaced by each write and announced
+/// as a change of their key, never replaced by an unended one once ended, gone when expired.
+async fn task_records(store: &dyn RunStore) {
+    let later = now_ms() + 60_000;
+    assert_eq!(store.get_task("task_cm_t").await.unwrap(), None);
+    let mut changes = store.changes("task_cm_t").await.unwrap();
+    assert!(store
+        .put_task("task_cm_t", b"working".to_vec(), later, false)
+        .await
+        .unwrap());
+    tokio::time::timeout(Duration::from_secs(5), changes.next())
+        .await
+        .expect("a write is a change of the task key");
+    assert!(store
+        .put_task("task_cm_t", b"input".to_vec(), later, false)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.get_task("task_cm_t").await.unwrap().as_deref(),
+        Some(&b"input"[..])
+    );
+    assert!(store
+        .put_task("task_cm_t", b"cancelled".to_vec(), later, true)
+        .await
+        .unwrap());
+    assert!(!store
+        .put_task("task_cm_t", b"working again".to_vec(), later, false)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.get_task("task_cm_t").await.unwrap().as_deref(),
+        Some(&b"cancelled"[..])
+    );
+    assert!(store
+        .put_task("task_cm_t", b"completed".to_vec(), later, true)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.get_task("task_cm_t").await.unwrap().as_deref(),
+        Some(&b"completed"[..])
+    );
+    store
+        .put_task("task_cm_short", b"x".to_vec(), now_ms() + 100, false)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(store.get_task("task_cm_short").await.unwrap(), None);
+    assert_eq!(
+        refused(
+            store
+                .put_task("no/such key", b"x".to_vec(), later, false)
+                .await
+        ),
+        "code mode run is unavailable or expired."
+    );
+    assert_eq!(store.get_task("no/such key").await.unwrap(), None);
+}
+
 #[tokio::test]
 async fn memory_backend_follows_the_rules() {
     let store = MemoryRunStore::new();
     assert!(!store.is_durable());
     conformance(&store).await;
+    task_records(&store).await;
 }
 
 #[tokio::test]
@@ -173,6 +232,7 @@ async fn dir_backend_follows_the_rules_and_survives_reopening() {
     let mode = std::fs::metadata(&path).unwrap().mode() & 0o777;
     assert_eq!(mode, 0o700, "created private");
     conformance(store.as_ref()).await;
+    task_records(store.as_ref()).await;
 
     let owner = session("s1");
     let parked = run("cm_kept", &owner, 60_000, b"survives");
@@ -297,6 +357,7 @@ async fn redis_backend_follows_the_rules_across_connections() {
     assert!(store.is_durable());
     assert_eq!(store.describe(), server.url(2));
     conformance(store.as_ref()).await;
+    task_records(store.as_ref()).await;
 
     // A second connection stands for another process: it sees the record and the lease.
     let other: Arc<dyn RunStore> = Arc::new(RedisRunStore::connect(&server.url(2)).await.unwrap());

@@ -17,7 +17,7 @@ use super::results::call_result;
 use super::session::{session_owner, Session};
 use super::CodeModeServer;
 use crate::http_auth::Principal;
-use crate::tasks::Parked;
+use crate::tasks::{Caller, Driver, Parked};
 
 /// True when the request of `context` is on protocol 2026-07-28 or later (its own `_meta`
 /// version, else the session's) and its client declared elicitation: it gets approvals by MRTR
@@ -127,7 +127,7 @@ impl CodeModeServer {
     /// For a Tasks client's `exec` whose run parked (`result` is `waiting`): the run becomes a
     /// task the server drives (`crate::tasks`), and the `CreateTaskResult` to answer. `None`
     /// when the run did not park (the result is answered as it is).
-    pub(super) fn park_as_task(
+    pub(super) async fn park_as_task(
         &self,
         session: &Session,
         result: &Value,
@@ -136,20 +136,43 @@ impl CodeModeServer {
             return None;
         }
         let run_id = result.get("runId").and_then(Value::as_str)?.to_string();
-        let env = self.run_env(session, true)?;
-        Some(self.tasks.create(Parked {
+        let driver = self.task_driver(session)?;
+        Some(
+            self.tasks
+                .create(Parked {
+                    driver,
+                    run_id,
+                    owner: session_owner(session),
+                    scope: session.scope.clone(),
+                    first: result.clone(),
+                })
+                .await,
+        )
+    }
+
+    /// What drives a task of `session` (`crate::tasks::Driver`): the front, the session's
+    /// environment with its MRTR approvals, and the task's result as an `exec` answer.
+    fn task_driver(&self, session: &Session) -> Option<Driver> {
+        Some(Driver {
             code_mode: self.code_mode.clone(),
-            env,
-            run_id,
-            owner: session_owner(session),
-            first: result.clone(),
+            env: self.run_env(session, true)?,
             answer: Box::new(|result: Value| {
                 match serde_json::to_value(call_result(result, &[])) {
                     Ok(Value::Object(object)) => object,
                     _ => JsonObject::new(),
                 }
             }),
-        }))
+        })
+    }
+
+    /// Who asks about a task in a `tasks/*` request of `session` (`crate::tasks::Caller`),
+    /// able to take over a task whose driving process died.
+    pub(super) fn task_caller(&self, session: &Session) -> Caller {
+        Caller {
+            owner: session_owner(session),
+            scope: session.scope.clone(),
+            driver: self.task_driver(session),
+        }
     }
 
     /// Resolves when the call of `context` must stop: the client cancelled it (or its session

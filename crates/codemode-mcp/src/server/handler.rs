@@ -191,7 +191,9 @@ impl ServerHandler for CodeModeServer {
                 )
                 .await;
         }
-        self.tasks.get(&request.task_id, &session_owner(&session))
+        self.tasks
+            .get(&request.task_id, self.task_caller(&session))
+            .await
     }
 
     async fn update_task(
@@ -213,11 +215,13 @@ impl ServerHandler for CodeModeServer {
                 )
                 .await;
         }
-        self.tasks.update(
-            &request.task_id,
-            &session_owner(&session),
-            &request.input_responses,
-        )
+        self.tasks
+            .update(
+                &request.task_id,
+                self.task_caller(&session),
+                &request.input_responses,
+            )
+            .await
     }
 
     async fn cancel_task(
@@ -239,7 +243,8 @@ impl ServerHandler for CodeModeServer {
                 .await;
         }
         self.tasks
-            .cancel(&request.task_id, &session_owner(&session))
+            .cancel(&request.task_id, self.task_caller(&session))
+            .await
     }
 
     /// `prompts/list`: cacheable like `tools/list` (`content.rs` for what it holds).
@@ -479,7 +484,7 @@ impl CodeModeServer {
             None if name == "exec" && uses_tasks(&context) => {
                 // Approvals of a task are answered by `tasks/update`: the MRTR broker.
                 let (result, unavailable) = self.exec(&session, input, &context, true).await;
-                if let Some(created) = self.park_as_task(&session, &result) {
+                if let Some(created) = self.park_as_task(&session, &result).await {
                     return Ok(created.into());
                 }
                 (result, unavailable)

@@ -149,6 +149,7 @@ impl CodeModeServer {
     /// A server over the shared front `code_mode` that takes each call's environment from
     /// `source`.
     pub fn new(code_mode: Arc<CodeMode>, source: Arc<dyn EnvSource>) -> Self {
+        let tasks = RunTasks::new(code_mode.shared_tasks());
         CodeModeServer {
             session: Session::start(code_mode.clone()),
             code_mode,
@@ -159,7 +160,7 @@ impl CodeModeServer {
             forward: None,
             drain: Drain::new(),
             states: Arc::new(RequestStates::per_process()),
-            tasks: RunTasks::new(),
+            tasks,
             direct: None,
         }
     }

@@ -6,7 +6,8 @@
 //! claim released, an owner lease dropped). Every backend fans its changes out to its
 //! subscribers through one `Notifier` (a `tokio` broadcast channel); `redis://` feeds it from
 //! Redis pub/sub, so changes made by other processes arrive too. `InProcess` keeps the owner
-//! leases of the single-process backends (`memory`, `dir:`).
+//! leases, relayed approval answers and task records of the single-process backends (`memory`,
+//! `dir:`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -79,7 +80,18 @@ pub(crate) struct InProcess {
     owners: Mutex<HashMap<String, u64>>,
     /// Relayed approval answers: approval id → (sealed answer, expiry ms).
     answers: Mutex<HashMap<String, (Vec<u8>, u64)>>,
+    /// Task records by task key.
+    tasks: Mutex<HashMap<String, TaskRecord>>,
     notifier: Notifier,
+}
+
+/// One task record of [`InProcess`]: sealed, until when (ms since the epoch), and whether the
+/// task ended.
+#[derive(Debug)]
+struct TaskRecord {
+    sealed: Vec<u8>,
+    until_ms: u64,
+    ended: bool,
 }
 
 impl InProcess {
@@ -162,6 +174,53 @@ impl InProcess {
         Box::pin(async move { Ok(taken) })
     }
 
+    /// [`super::RunStore::put_task`]: keeps `record` until `expires_at_ms` unless the stored
+    /// one ended and this one has not, and tells `task_key`'s subscribers.
+    pub(crate) fn put_task(
+        &self,
+        task_key: &str,
+        record: Vec<u8>,
+        expires_at_ms: u64,
+        ended: bool,
+    ) -> StoreFuture<'static, bool> {
+        if !valid_run_id(task_key) {
+            return Box::pin(async { Err(StoreError::Unavailable.into()) });
+        }
+        let now = now_ms();
+        let written = {
+            let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+            tasks.retain(|_, t| t.until_ms > now);
+            if !ended && tasks.get(task_key).is_some_and(|t| t.ended) {
+                false
+            } else {
+                let task = TaskRecord {
+                    sealed: record,
+                    until_ms: expires_at_ms,
+                    ended,
+                };
+                tasks.insert(task_key.to_string(), task);
+                true
+            }
+        };
+        if written {
+            self.notifier.send(task_key);
+        }
+        Box::pin(async move { Ok(written) })
+    }
+
+    /// [`super::RunStore::get_task`].
+    pub(crate) fn get_task(&self, task_key: &str) -> StoreFuture<'static, Option<Vec<u8>>> {
+        let now = now_ms();
+        let found = self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(task_key)
+            .filter(|t| t.until_ms > now)
+            .map(|t| t.sealed.clone());
+        Box::pin(async move { Ok(found) })
+    }
+
     /// `run_id`'s record was removed: its owner lease ends, and that is a change.
     pub(crate) fn removed(&self, run_id: &str) {
         self.lock().remove(run_id);
@@ -206,6 +265,23 @@ macro_rules! in_process_ownership {
             approval_id: &'a str,
         ) -> super::StoreFuture<'a, Option<Vec<u8>>> {
             self.$local.take_answer(approval_id)
+        }
+
+        fn put_task<'a>(
+            &'a self,
+            task_key: &'a str,
+            record: Vec<u8>,
+            expires_at_ms: u64,
+            ended: bool,
+        ) -> super::StoreFuture<'a, bool> {
+            self.$local.put_task(task_key, record, expires_at_ms, ended)
+        }
+
+        fn get_task<'a>(
+            &'a self,
+            task_key: &'a str,
+        ) -> super::StoreFuture<'a, Option<Vec<u8>>> {
+            self.$local.get_task(task_key)
         }
     };
     (@lease $local:ident, $method:ident, $op:ident) => {

@@ -16,7 +16,9 @@
 //! leases** (the process running a parked run's tool calls holds one while they are in flight:
 //! [`RunStore::take_owner_lease`]; a `wait` in another process then gets
 //! [`RunStoreError::OwnedElsewhere`] from [`RunStore::claim`]) and **change notifications**
-//! ([`RunStore::changes`]); docs/snapshot-store.md, "Owner leases and changes".
+//! ([`RunStore::changes`]); docs/snapshot-store.md, "Owner leases and changes". It also keeps
+//! relayed approval answers ([`RunStore::put_answer`]) and MCP task records
+//! ([`RunStore::put_task`]), opaque sealed bytes both.
 
 pub mod changes;
 pub mod dir;
@@ -158,6 +160,25 @@ pub trait RunStore: Send + Sync + fmt::Debug {
     /// Takes (reads and removes, in one step) the unexpired answer to `approval_id`; `None`
     /// when there is none. Of two processes taking at once, one gets it.
     fn take_answer<'a>(&'a self, approval_id: &'a str) -> StoreFuture<'a, Option<Vec<u8>>>;
+
+    /// Keeps `record` (an MCP task's shared view, sealed by the caller) under `task_key` until
+    /// `expires_at_ms`, replacing the one before, and notifies `task_key`'s subscribers
+    /// ([`RunStore::changes`]; docs/snapshot-store.md, "Task records"). `ended` says the task
+    /// reached a terminal status: a record that has not ended never replaces one that has
+    /// (answered `false`, nothing written), so a `tasks/cancel` that landed in another process
+    /// is not undone by the driving process's next write. `true` when written. An invalid key
+    /// is [`StoreError::Unavailable`].
+    fn put_task<'a>(
+        &'a self,
+        task_key: &'a str,
+        record: Vec<u8>,
+        expires_at_ms: u64,
+        ended: bool,
+    ) -> StoreFuture<'a, bool>;
+
+    /// The unexpired task record under `task_key` ([`RunStore::put_task`]); `None` when there
+    /// is none.
+    fn get_task<'a>(&'a self, task_key: &'a str) -> StoreFuture<'a, Option<Vec<u8>>>;
 }
 
 /// Opens the backend `url` names. `memory` always opens; `dir:` checks (and creates, mode 0700)

@@ -16,9 +16,14 @@
 //! - `codemode:answer:<approvalId>`: a relayed approval answer (sealed by the caller), expiring
 //!   with it (`PXAT`), taken once (docs/snapshot-store.md, "Approval answers").
 //!
+//! - `codemode:task:<taskKey>`: an MCP task's record (sealed by the caller): a hash with
+//!   `record` and `ended` (`1` once the task reached a terminal status, after which only an
+//!   ended record replaces it), expiring with it (`PEXPIREAT`; docs/snapshot-store.md, "Task
+//!   records").
+//!
 //! Every change of a run (written, removed, claim released, owner lease dropped) is published
 //! on the channel `codemode:changes` with the run id as the message (a relayed approval answer
-//! with its approval id); [`RedisRunStore`] reads it
+//! with its approval id, a task record with its task key); [`RedisRunStore`] reads it
 //! on one pub/sub connection per store and fans it out to its subscribers.
 //!
 //! Parking, claiming, removing and the owner lease are Lua scripts, so each check and its writes
@@ -131,6 +136,22 @@ local answer = redis.call('GET', KEYS[1])
 if answer then redis.call('DEL', KEYS[1]) end
 return answer
 ";
+
+/// KEYS: task record. ARGV: sealed record, expiry ms, `1` when ended, task key. Writes the
+/// record unless the stored one ended and this one has not; publishes the task key. Returns 1
+/// when written.
+const PUT_TASK: &str = r"
+if ARGV[3] ~= '1' and redis.call('HGET', KEYS[1], 'ended') == '1' then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'record', ARGV[1], 'ended', ARGV[3])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+redis.call('PUBLISH', 'codemode:changes', ARGV[4])
+return 1
+";
+
+fn task_key(task_key: &str) -> String {
+    format!("codemode:task:{task_key}")
+}
 
 fn answer_key(approval_id: &str) -> String {
     format!("codemode:answer:{approval_id}")
@@ -573,6 +594,44 @@ impl RunStore for RedisRunStore {
             Script::new(TAKE_ANSWER)
                 .key(answer_key(approval_id))
                 .invoke_async(&mut connection)
+                .await
+                .map_err(|e| self.fail(&e))
+        })
+    }
+
+    fn put_task<'a>(
+        &'a self,
+        task: &'a str,
+        record: Vec<u8>,
+        expires_at_ms: u64,
+        ended: bool,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            if !valid_run_id(task) {
+                return Err(StoreError::Unavailable.into());
+            }
+            let mut connection = self.connection.clone();
+            let written: i64 = Script::new(PUT_TASK)
+                .key(task_key(task))
+                .arg(record)
+                .arg(expires_at_ms.max(1))
+                .arg(if ended { "1" } else { "0" })
+                .arg(task)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|e| self.fail(&e))?;
+            Ok(written == 1)
+        })
+    }
+
+    fn get_task<'a>(&'a self, task: &'a str) -> StoreFuture<'a, Option<Vec<u8>>> {
+        Box::pin(async move {
+            if !valid_run_id(task) {
+                return Ok(None);
+            }
+            let mut connection = self.connection.clone();
+            connection
+                .hget(task_key(task), "record")
                 .await
                 .map_err(|e| self.fail(&e))
         })
