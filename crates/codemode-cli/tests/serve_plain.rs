@@ -181,6 +181,22 @@ async fn serve_with_code_mode_on_lists_exec_and_wait() {
         .unwrap();
     let names = settled_names(&client).await;
     assert_eq!(names, ["exec", "wait"]);
+    // Logging and resource subscriptions are code mode off's (the model reaches the servers
+    // through the catalog): neither is declared, and a request for one is refused.
+    let capabilities = client.peer_info().unwrap().capabilities.clone();
+    assert!(capabilities.logging.is_none(), "{capabilities:?}");
+    assert_eq!(capabilities.resources.as_ref().unwrap().subscribe, None);
+    #[allow(deprecated)]
+    let refused = client
+        .subscribe(rmcp::model::SubscribeRequestParams::new("demo://x"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused
+            .contains("resources/subscribe is offered by codemode serve only with code mode off"),
+        "{refused}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -281,5 +297,121 @@ async fn a_legacy_clients_prompt_whose_server_asks_for_input_is_answered_by_elic
         json!([{"role": "user", "content": {"type": "text", "text": "Context: from the user"}}])
     );
     assert_eq!(asked.asked(), ["What context should the prompt use?"]);
+    client.cancel().await.unwrap();
+}
+
+/// What a client of `serve` hears besides answers: log messages and resource updates.
+#[derive(Clone, Default)]
+struct Heard {
+    logs: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    updated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Heard {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.logs
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(params).unwrap());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
+    }
+}
+
+impl Heard {
+    /// Waits (at most 10 s) until `done` holds of what was heard.
+    async fn until(&self, what: &str, done: impl Fn(&Heard) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done(self) {
+            assert!(std::time::Instant::now() < deadline, "never heard {what}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Code mode off passes logging and resource subscriptions on (docs/mcp.md, "Logging and
+/// resource subscriptions"), against the real server-everything: after `logging/setLevel` the
+/// log message its `toggle-simulated-logging` sends reaches the client under the server's name;
+/// after `resources/subscribe` the updates its `toggle-subscriber-updates` starts reach it, and
+/// stop after `resources/unsubscribe`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // logging and resources/subscribe: the 2025-11-25 revision's
+async fn serve_with_code_mode_off_passes_logging_and_resource_updates_on() {
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams, SubscribeRequestParams};
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"tools": {"codeMode": {"enabled": false}}});
+    let heard = Heard::default();
+    let client = heard
+        .clone()
+        .serve(TokioChildProcess::new(serve_plain(dir.path(), config)).unwrap())
+        .await
+        .unwrap();
+    settled_names(&client).await;
+    let capabilities = client.peer_info().unwrap().capabilities.clone();
+    assert!(capabilities.logging.is_some(), "{capabilities:?}");
+    assert_eq!(
+        capabilities.resources.as_ref().unwrap().subscribe,
+        Some(true)
+    );
+
+    client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+        .await
+        .unwrap();
+    call_tool(&client, "everything__toggle-simulated-logging", json!({}))
+        .await
+        .unwrap();
+    heard
+        .until("a log message", |h| !h.logs.lock().unwrap().is_empty())
+        .await;
+    let log = heard.logs.lock().unwrap()[0].clone();
+    assert_eq!(log["logger"], "everything", "{log}");
+    // server-everything's eight simulated messages, one of them at random (over stdio it has
+    // no session id to append).
+    let simulated = [
+        "Debug-level message",
+        "Info-level message",
+        "Notice-level message",
+        "Warning-level message",
+        "Error-level message",
+        "Critical-level message",
+        "Alert level-message",
+        "Emergency-level message",
+    ];
+    assert!(simulated.contains(&log["data"].as_str().unwrap()), "{log}");
+
+    let resources = client.list_all_resources().await.unwrap();
+    let uri = resources[0].uri.clone();
+    client
+        .subscribe(SubscribeRequestParams::new(uri.clone()))
+        .await
+        .unwrap();
+    call_tool(&client, "everything__toggle-subscriber-updates", json!({}))
+        .await
+        .unwrap();
+    heard
+        .until("a resource update", |h| {
+            !h.updated.lock().unwrap().is_empty()
+        })
+        .await;
+    assert_eq!(heard.updated.lock().unwrap()[0], uri);
+    client
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri.clone()))
+        .await
+        .unwrap();
+    let before = heard.updated.lock().unwrap().len();
+    // server-everything sends an update every 5 s to a subscriber; none comes after unsubscribe.
+    tokio::time::sleep(std::time::Duration::from_millis(5_500)).await;
+    assert_eq!(heard.updated.lock().unwrap().len(), before);
     client.cancel().await.unwrap();
 }

@@ -159,6 +159,9 @@ pub struct ServerClient {
     /// Runs for every `notifications/prompts/list_changed` and
     /// `notifications/resources/list_changed` ([`ServerClient::with_on_content_changed`]).
     on_content_changed: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Over a 2026-07-28 connection: the `subscriptions/listen` stream of each subscribed
+    /// resource URI (`operations.rs`), ended by aborting its reader.
+    resource_listens: std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
 }
 
 impl ServerClient {
@@ -187,6 +190,7 @@ impl ServerClient {
             closing: tokio_util::sync::CancellationToken::new(),
             forward: None,
             on_content_changed: None,
+            resource_listens: std::sync::Mutex::default(),
         }
     }
 

@@ -14,6 +14,8 @@
 // 2025-11-25 revision this client speaks, and servers still send it.
 #![allow(deprecated)]
 
+mod notices;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -64,6 +66,8 @@ pub struct Forwarder {
     /// Downstream server name → MCP session id → its `tools/call`s to that server in flight.
     in_flight: Mutex<HashMap<String, HashMap<String, usize>>>,
     progress: Mutex<ProgressRoutes>,
+    /// Log levels and resource subscriptions of the clients (`notices.rs`).
+    notices: notices::Notices,
 }
 
 /// Counts one `tools/call` of a session to a downstream server as in flight until dropped.
@@ -85,6 +89,7 @@ impl Drop for InFlight {
                 *n -= 1;
                 if *n == 0 {
                     sessions.remove(&self.session);
+                    self.forward.ended(&self.server, &self.session);
                 }
             }
             if sessions.is_empty() {
@@ -171,6 +176,40 @@ impl Forwarder {
         let mut upstreams = self.upstreams.write().unwrap_or_else(|e| e.into_inner());
         upstreams.retain(|_, p| !p.is_transport_closed());
         upstreams.insert(session.to_string(), peer);
+        self.keep_log_levels(|id| upstreams.contains_key(id));
+    }
+
+    /// The client of MCP session `session`'s latest request, if known.
+    fn upstream_of(&self, session: &str) -> Option<Peer<RoleServer>> {
+        self.upstreams
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .cloned()
+    }
+
+    /// Whether any MCP session has a request to `server` in flight.
+    fn has_calls(&self, server: &str) -> bool {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(server)
+            .is_some_and(|sessions| !sessions.is_empty())
+    }
+
+    /// The one MCP session with a request to `server` in flight, or why there is none
+    /// ([`NO_CALLER`], [`AMBIGUOUS_CALLER`]).
+    fn caller_session(&self, server: &str) -> Result<String, String> {
+        let calls = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let sessions: Vec<&String> = calls
+            .get(server)
+            .map(|s| s.keys().collect())
+            .unwrap_or_default();
+        match sessions.as_slice() {
+            [] => Err(NO_CALLER.to_string()),
+            [one] => Ok((*one).clone()),
+            _ => Err(AMBIGUOUS_CALLER.to_string()),
+        }
     }
 
     /// Counts a `tools/call` of a run of MCP session `session` to `server` as in flight while the
@@ -253,24 +292,8 @@ impl Forwarder {
 
     /// The client a request of `server` that needs `capability` goes to, or why none.
     fn upstream_with(&self, server: &str, capability: &str) -> Result<Peer<RoleServer>, String> {
-        let session = {
-            let calls = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            let sessions: Vec<&String> = calls
-                .get(server)
-                .map(|s| s.keys().collect())
-                .unwrap_or_default();
-            match sessions.as_slice() {
-                [] => return Err(NO_CALLER.to_string()),
-                [one] => (*one).clone(),
-                _ => return Err(AMBIGUOUS_CALLER.to_string()),
-            }
-        };
-        let peer = self
-            .upstreams
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&session)
-            .cloned();
+        let session = self.caller_session(server)?;
+        let peer = self.upstream_of(&session);
         let declared = |peer: &Peer<RoleServer>| {
             peer.peer_info().is_some_and(|info| match capability {
                 "elicitation" => info.capabilities.elicitation.is_some(),
@@ -363,7 +386,23 @@ impl ClientHandler for Handler {
         // and an operator's log is no place for a secret either: redacted like the trajectory.
         let data = log_data(&params.data);
         tracing::debug!(server = %self.server, level = ?params.level, %data, "MCP server log message");
-        std::future::ready(())
+        // With code mode off, also to the client whose request it came during, if that client
+        // asked for log messages (`notices.rs`).
+        async move {
+            if let Some(forward) = &self.forward {
+                forward.route_log(&self.server, params).await;
+            }
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(forward) = &self.forward {
+            forward.route_resource_updated(&self.server, params).await;
+        }
     }
 
     async fn create_elicitation(

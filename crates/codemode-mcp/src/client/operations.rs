@@ -1,9 +1,11 @@
 //! The resource and prompt requests of a [`ServerClient`] (`resources/list`,
 //! `resources/templates/list`, `resources/read`, `prompts/list`, `prompts/get`), as the catalog's
 //! resource and prompt operations call them (docs/contract/mcp.md#s7-2), and
-//! `completion/complete`, which `serve` with code mode off passes on (docs/mcp.md, "The
+//! `completion/complete`, `logging/setLevel`, `resources/subscribe` and
+//! `resources/unsubscribe`, which `serve` with code mode off passes on (docs/mcp.md, "The
 //! everything-server scenarios through `serve` with code mode off").
 
+use rmcp::model::{ServerNotification, SubscriptionFilter};
 use serde_json::{json, Map, Value};
 
 use super::rounds::{without_result_type, Next};
@@ -134,6 +136,101 @@ impl ServerClient {
             .await?,
         )
         .map(without_result_type)
+    }
+
+    /// `logging/setLevel` with `level` (`"debug"` … `"emergency"`): the server sends log
+    /// messages of that level and above (`serve` with code mode off passes its clients' levels
+    /// on: docs/mcp.md, "Logging and resource subscriptions").
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of the request (a server without the `logging`
+    /// capability answers `-32601`).
+    pub async fn set_log_level(&self, level: &str) -> Result<(), ClientError> {
+        self.plain("logging/setLevel", None, json!({ "level": level }))
+            .await
+    }
+
+    /// Subscribes to updates of `uri`: `resources/subscribe` over a legacy connection; over a
+    /// 2026-07-28 one (which has no such method) a `subscriptions/listen` stream with the URI in
+    /// its `resourceSubscriptions`. Either way the server's `notifications/resources/updated`
+    /// go to the forwarder (`serve` with code mode off; `forward.rs`). A reconnection loses the
+    /// subscription.
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of the request (the listen is acknowledged first).
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        let peer = self.live_peer().await?;
+        if !crate::lifecycle::is_stateless(&peer) {
+            return self
+                .plain("resources/subscribe", Some(uri), json!({ "uri": uri }))
+                .await;
+        }
+        let filter = SubscriptionFilter::builder()
+            .resource_subscription(uri)
+            .build();
+        let mut subscription = self
+            .request("subscriptions/listen", Some(uri), |p| {
+                let filter = filter.clone();
+                async move { p.listen(filter).await }
+            })
+            .await?;
+        let forward = self.forward.clone();
+        let server = self.name.clone();
+        let reader = tokio::spawn(async move {
+            while let Ok(Some(notification)) = subscription.next().await {
+                if let (ServerNotification::ResourceUpdatedNotification(updated), Some(forward)) =
+                    (notification, &forward)
+                {
+                    forward
+                        .route_resource_updated(&server, updated.params)
+                        .await;
+                }
+            }
+        });
+        let previous = self
+            .resource_listens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(uri.to_string(), reader.abort_handle());
+        if let Some(previous) = previous {
+            previous.abort();
+        }
+        Ok(())
+    }
+
+    /// Ends the subscription to `uri` ([`ServerClient::subscribe_resource`]): closes its
+    /// `subscriptions/listen` stream, or sends `resources/unsubscribe` over a legacy connection.
+    ///
+    /// # Errors
+    /// A [`ClientError`] of connecting or of the request.
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        let listening = self
+            .resource_listens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(uri);
+        if let Some(reader) = listening {
+            // Dropping the subscription with its reader cancels the stream.
+            reader.abort();
+            return Ok(());
+        }
+        self.plain("resources/unsubscribe", Some(uri), json!({ "uri": uri }))
+            .await
+    }
+
+    /// One request whose result is empty (`{}`).
+    async fn plain(
+        &self,
+        method: &'static str,
+        subject: Option<&str>,
+        params: Value,
+    ) -> Result<(), ClientError> {
+        let timeout = self.options.call_timeout;
+        self.request(method, subject, |p| {
+            send_raw_tracked(p, method, Some(params.clone()), timeout, None, None)
+        })
+        .await?;
+        Ok(())
     }
 
     /// `method` with `params` for the resource or prompt `name` (the `Mcp-Name` of the

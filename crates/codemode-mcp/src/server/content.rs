@@ -55,7 +55,7 @@ fn unknown_prompt(name: &str) -> ErrorData {
 }
 
 /// `-32002` `Resource not found` with the URI in `data` (the MCP spec's error).
-fn resource_not_found(uri: &str) -> ErrorData {
+pub(super) fn resource_not_found(uri: &str) -> ErrorData {
     ErrorData::new(
         ErrorCode::RESOURCE_NOT_FOUND,
         "Resource not found",
@@ -219,7 +219,11 @@ impl CodeModeServer {
     }
 
     /// The server that owns `uri` (see the module documentation), if any.
-    async fn resource_owner(&self, direct: &DirectTools, uri: &str) -> Option<DirectServer> {
+    pub(super) async fn resource_owner(
+        &self,
+        direct: &DirectTools,
+        uri: &str,
+    ) -> Option<DirectServer> {
         let servers: Vec<_> = self
             .content_servers(direct)
             .into_iter()

@@ -47,6 +47,14 @@ impl ServerHandler for CodeModeServer {
             None => capabilities,
         };
         let mut capabilities = capabilities.build();
+        if let (Some(_), Some(_)) = (&self.direct, &self.forward) {
+            // Code mode off: log levels and resource subscriptions are passed on
+            // (`notices.rs`).
+            capabilities.logging = Some(Default::default());
+            if let Some(resources) = capabilities.resources.as_mut() {
+                resources.subscribe = Some(true);
+            }
+        }
         if self.direct.is_some() {
             // Code mode off: the servers' argument completions are passed on (`content.rs`).
             capabilities.completions = Some(Default::default());
@@ -247,6 +255,34 @@ impl ServerHandler for CodeModeServer {
             .await
     }
 
+    /// `logging/setLevel` (code mode off; `notices.rs`).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.set_log_level(request, context).await
+    }
+
+    /// `resources/subscribe` (code mode off; `notices.rs`).
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_resource(request, context).await
+    }
+
+    /// `resources/unsubscribe` (code mode off; `notices.rs`).
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unsubscribe_resource(request, context).await
+    }
+
     /// `prompts/list`: cacheable like `tools/list` (`content.rs` for what it holds).
     async fn list_prompts(
         &self,
@@ -384,7 +420,7 @@ impl CodeModeServer {
     /// approvals (by elicitation) and for what the downstream servers ask of their client
     /// (elicitation, sampling, roots: `crate::forward`), before a `tools/call`, `prompts/get`
     /// or `resources/read` that may need them.
-    fn attach_upstream(&self, session: &Session, context: &RequestContext<RoleServer>) {
+    pub(super) fn attach_upstream(&self, session: &Session, context: &RequestContext<RoleServer>) {
         session.peer.set(context.peer.clone());
         if let Some(forward) = &self.forward {
             let id = session.scope.session_id.as_deref().unwrap_or_default();

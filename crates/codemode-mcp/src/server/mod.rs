@@ -52,6 +52,7 @@ mod direct_tasks;
 mod env;
 mod handler;
 mod http;
+mod notices;
 mod progress;
 mod results;
 mod session;

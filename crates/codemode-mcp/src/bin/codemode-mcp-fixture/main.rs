@@ -93,6 +93,7 @@
 // suite's 2025-11-25 scenarios need them.
 #![allow(deprecated)]
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InputRequest, InputRequests,
@@ -111,7 +112,7 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceTemplate, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
@@ -845,6 +846,37 @@ impl ServerHandler for Fixture {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(request.uri);
+        Ok(())
+    }
+
+    /// A 2026-07-28 client subscribes to resources with `subscriptions/listen` (the revision has
+    /// no `resources/subscribe`): its `resourceSubscriptions` are accepted.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let uris = requested.resource_subscriptions.clone().unwrap_or_default();
+        Some(
+            SubscriptionFilter::builder()
+                .resource_subscriptions(uris)
+                .build(),
+        )
+    }
+
+    /// Tracks a listen's resources as `resources/subscribe` does, until the client ends it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let uris = context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        let subscriptions = || self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+        subscriptions().extend(uris.iter().cloned());
+        context.cancelled().await;
+        let mut subscribed = subscriptions();
+        for uri in &uris {
+            subscribed.remove(uri);
+        }
         Ok(())
     }
 
