@@ -307,6 +307,7 @@ struct Heard {
     updated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+#[allow(deprecated)] // logging: the 2025-11-25 revision's
 impl rmcp::ClientHandler for Heard {
     async fn on_logging_message(
         &self,

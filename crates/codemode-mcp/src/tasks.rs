@@ -110,6 +110,21 @@ struct State {
     detached: bool,
 }
 
+impl State {
+    /// A task's state with `payload`, last changed at `updated_at`, no output yet.
+    fn new(payload: TaskPayload, updated_at: String) -> State {
+        State {
+            payload,
+            updated_at,
+            expires: None,
+            output: Vec::new(),
+            version: 0,
+            asked_here: HashSet::new(),
+            detached: false,
+        }
+    }
+}
+
 impl Entry {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -375,15 +390,7 @@ impl RunTasks {
             ttl_ms,
             abort: AbortHandle::new(),
             approvals,
-            state: Mutex::new(State {
-                payload: TaskPayload::Working,
-                updated_at: created_at,
-                expires: None,
-                output: Vec::new(),
-                version: 0,
-                asked_here: HashSet::new(),
-                detached: false,
-            }),
+            state: Mutex::new(State::new(TaskPayload::Working, created_at)),
             dirty: Notify::new(),
         };
         entry.set(payload_of_waiting(&entry.approvals, &first));
@@ -478,15 +485,10 @@ impl Entry {
             ttl_ms: task.ttl_ms.unwrap_or(0),
             abort: AbortHandle::new(),
             approvals: approvals_of(driver),
-            state: Mutex::new(State {
-                payload: record.task.payload.clone(),
-                updated_at: task.last_updated_at.clone(),
-                expires: None,
-                output: Vec::new(),
-                version: 0,
-                asked_here: HashSet::new(),
-                detached: false,
-            }),
+            state: Mutex::new(State::new(
+                record.task.payload.clone(),
+                task.last_updated_at.clone(),
+            )),
             dirty: Notify::new(),
         }
     }
