@@ -394,7 +394,7 @@ async fn serve_answers_at_once_and_names_unavailable_servers() {
     let content = first["content"].as_array().unwrap();
     assert_eq!(content.len(), 2, "{first}");
     let note = content[1]["text"].as_str().unwrap();
-    let prefix = "MCP servers unavailable in this run (their MCP.<server> namespace is missing): \"dead\": MCP server \"dead\" failed to connect: ";
+    let prefix = "MCP servers unavailable in this run (calling MCP.<server> throws the reason): \"dead\": MCP server \"dead\" failed to connect: ";
     assert!(note.starts_with(prefix), "{note}");
     assert!(note.contains("; \"hung\": still connecting ("), "{note}");
     assert!(note.contains("; \"slow\": still connecting ("), "{note}");

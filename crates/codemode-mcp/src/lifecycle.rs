@@ -3,10 +3,14 @@
 //! [`ClientLifecycleMode::Auto`]), and, for a server that speaks 2026-07-28, the
 //! `subscriptions/listen` stream that replaces its unsolicited `notifications/*/list_changed`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+use rmcp::model::{
+    JsonRpcMessage, ProtocolVersion, RequestId, ServerNotification, SubscriptionFilter,
+};
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, Peer};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
 use rmcp::RoleClient;
 
 /// The lifecycle of every downstream connection: probe with `server/discover` offering
@@ -21,6 +25,89 @@ pub(crate) fn auto() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+/// A transport that drops a late answer to the `server/discover` probe once the `initialize`
+/// fallback has gone out. rmcp sends `initialize` when the probe is unanswered after 10 s; a
+/// server that was only slow to start (an `npx -y` download on a cold npm cache) then answers
+/// the probe (a legacy server's `-32601`) before `initialize`, and rmcp, waiting for the
+/// `initialize` answer, would take the probe's as an uncorrelated error and abort the
+/// connection (docs/mcp.md, "Protocol revisions").
+pub(crate) struct ProbeGuard<T> {
+    inner: T,
+    probes: Arc<Mutex<Probes>>,
+}
+
+/// The ids of the probes sent, and whether the fallback went out.
+#[derive(Default)]
+struct Probes {
+    ids: Vec<RequestId>,
+    fell_back: bool,
+}
+
+impl<T> ProbeGuard<T> {
+    pub(crate) fn new(inner: T) -> Self {
+        ProbeGuard {
+            inner,
+            probes: Arc::default(),
+        }
+    }
+}
+
+/// Whether `message` answers one of `probes` after the fallback went out.
+fn late_probe_answer(probes: &Mutex<Probes>, message: &RxJsonRpcMessage<RoleClient>) -> bool {
+    let id = match message {
+        JsonRpcMessage::Response(response) => Some(&response.id),
+        JsonRpcMessage::Error(error) => error.id.as_ref(),
+        _ => None,
+    };
+    let probes = probes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    probes.fell_back && id.is_some_and(|id| probes.ids.contains(id))
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for ProbeGuard<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &item {
+            let mut probes = self
+                .probes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match request.request.method() {
+                "server/discover" => probes.ids.push(request.id.clone()),
+                "initialize" => probes.fell_back = true,
+                _ => {}
+            }
+        }
+        self.inner.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let probes = self.probes.clone();
+        let inner = &mut self.inner;
+        async move {
+            loop {
+                let message = inner.receive().await?;
+                if late_probe_answer(&probes, &message) {
+                    tracing::debug!("dropped a late answer to server/discover after initialize");
+                    continue;
+                }
+                return Some(message);
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
 

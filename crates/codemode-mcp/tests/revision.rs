@@ -73,6 +73,23 @@ async fn a_legacy_server_gets_initialize_over_stdio() {
     a_legacy_server_gets_initialize(stdio(&["--legacy-only"])).await;
 }
 
+/// A legacy server that starts reading its input only after rmcp gave up waiting for the
+/// `server/discover` probe (10 s; an `npx -y` download on a cold npm cache) answers the probe's
+/// `-32601` just before `initialize`: the late answer is dropped and the connection is made
+/// (before, rmcp aborted it: "uncorrelated error response: expected id 1, error response
+/// carried 0").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_server_slower_than_the_discovery_probe_still_connects() {
+    let server = common::testserver();
+    let script = format!("/bin/sleep 11; exec {} --legacy-only", server.display());
+    let config = common::stdio_config("/bin/sh", vec!["-c".into(), script], None);
+    let hub = connect(&config).await;
+    assert_initialized_with_2025_11_25(&client_info(&hub).await);
+    let echoed = call(&hub, "echo", json!({"text": "late"})).await.unwrap();
+    assert_eq!(text(&echoed), "late");
+    hub.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_server_gets_initialize_over_http() {
     let server = HttpServer::start(&["--legacy-only"]);

@@ -74,8 +74,10 @@ impl ServerClient {
                     self.last_problem.clone(),
                 ));
                 child = Some(process);
+                let transport =
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(reader, pipes.stdin);
                 handler
-                    .serve_with_lifecycle((reader, pipes.stdin), mode)
+                    .serve_with_lifecycle(lifecycle::ProbeGuard::new(transport), mode)
                     .await
                     .map_err(fail)?
             }
@@ -104,13 +106,17 @@ impl ServerClient {
                 let broken = Arc::new(broken_tx);
                 // OAuth (auth.rs) unless the config sends its own Authorization header.
                 if let Some(oauth) = crate::auth::client_for(&self.name, url, headers).await {
-                    let inner = StreamableHttpClientTransport::with_client(oauth, config);
+                    let inner = lifecycle::ProbeGuard::new(
+                        StreamableHttpClientTransport::with_client(oauth, config),
+                    );
                     handler
                         .serve_with_lifecycle(Watched { inner, broken }, mode)
                         .await
                         .map_err(fail)?
                 } else {
-                    let inner = StreamableHttpClientTransport::from_config(config);
+                    let inner = lifecycle::ProbeGuard::new(
+                        StreamableHttpClientTransport::from_config(config),
+                    );
                     handler
                         .serve_with_lifecycle(Watched { inner, broken }, mode)
                         .await

@@ -11,7 +11,7 @@ use rmcp::model::{
 use serde_json::Value;
 
 /// The model-visible note of an `exec` result when configured MCP servers are unavailable:
-/// `MCP servers unavailable in this run (their MCP.<server> namespace is missing): "a": <reason>; "b": <reason>.`
+/// `MCP servers unavailable in this run (calling MCP.<server> throws the reason): "a": <reason>; "b": <reason>.`
 /// `None` when every server is reachable.
 pub fn unavailable_note(unavailable: &[crate::hub::Unavailable]) -> Option<String> {
     if unavailable.is_empty() {
@@ -22,7 +22,7 @@ pub fn unavailable_note(unavailable: &[crate::hub::Unavailable]) -> Option<Strin
         .map(|u| format!("{:?}: {}", u.server, u.reason))
         .collect();
     Some(format!(
-        "MCP servers unavailable in this run (their MCP.<server> namespace is missing): {}.",
+        "MCP servers unavailable in this run (calling MCP.<server> throws the reason): {}.",
         list.join("; ")
     ))
 }
