@@ -102,7 +102,7 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
     let behaviour = match behaviours.as_slice() {
         [] => {
             return Err(format!(
-                "{who}: needs one of \"result\", \"error\" or \"echo\""
+                "{who}: needs one of \"result\", \"resultByAction\", \"error\" or \"echo\""
             ))
         }
         ["result"] => Behaviour::Result(taken["result"].clone()),
@@ -130,7 +130,7 @@ fn parse_tool(index: usize, item: Value) -> Result<(ToolSpec, StaticTool), Strin
         },
         several => {
             return Err(format!(
-                "{who}: has {}; give exactly one of \"result\", \"error\" or \"echo\"",
+                "{who}: has {}; give exactly one of \"result\", \"resultByAction\", \"error\" or \"echo\"",
                 several
                     .iter()
                     .map(|k| format!("{k:?}"))
@@ -308,11 +308,11 @@ mod tests {
         assert_eq!(err("[3]"), "tool #0: expected an object, got a number");
         assert_eq!(
             err(r#"[{"name": "a"}]"#),
-            r#"tool #0 ("a"): needs one of "result", "error" or "echo""#
+            r#"tool #0 ("a"): needs one of "result", "resultByAction", "error" or "echo""#
         );
         assert_eq!(
             err(r#"[{"name": "a", "result": 1, "echo": true}]"#),
-            r#"tool #0 ("a"): has "result" and "echo"; give exactly one of "result", "error" or "echo""#
+            r#"tool #0 ("a"): has "result" and "echo"; give exactly one of "result", "resultByAction", "error" or "echo""#
         );
         assert_eq!(
             err(r#"[{"name": "a", "error": 3}]"#),
@@ -379,7 +379,7 @@ mod tests {
         );
         assert_eq!(
             err(r#"[{"name": "a", "result": 1, "resultByAction": {}}]"#),
-            r#"tool #0 ("a"): has "result" and "resultByAction"; give exactly one of "result", "error" or "echo""#
+            r#"tool #0 ("a"): has "result" and "resultByAction"; give exactly one of "result", "resultByAction", "error" or "echo""#
         );
     }
 

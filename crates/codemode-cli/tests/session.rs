@@ -202,7 +202,7 @@ fn bad_tools_file_stops_the_session_before_reading() {
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
         format!(
-            "codemode: --tools {}: tool #0 (\"a\"): needs one of \"result\", \"error\" or \"echo\"\n",
+            "codemode: --tools {}: tool #0 (\"a\"): needs one of \"result\", \"resultByAction\", \"error\" or \"echo\"\n",
             tools.display()
         )
     );

@@ -216,11 +216,11 @@ fn bad_tools_files_are_usage_errors() {
         ),
         (
             r#"[{"name": "a", "description": "x"}]"#,
-            "tool #0 (\"a\"): needs one of \"result\", \"error\" or \"echo\"\n",
+            "tool #0 (\"a\"): needs one of \"result\", \"resultByAction\", \"error\" or \"echo\"\n",
         ),
         (
             r#"[{"name": "a", "result": 1}, {"name": "b", "result": 1, "error": "no"}]"#,
-            "tool #1 (\"b\"): has \"result\" and \"error\"; give exactly one of \"result\", \"error\" or \"echo\"\n",
+            "tool #1 (\"b\"): has \"result\" and \"error\"; give exactly one of \"result\", \"resultByAction\", \"error\" or \"echo\"\n",
         ),
         (
             r#"[{"name": "a", "result": 1, "delayMs": -5}]"#,

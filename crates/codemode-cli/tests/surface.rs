@@ -248,7 +248,7 @@ fn catalog_reads_the_file_exec_runs() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("codemode: --tools {bare}: tool #0 (\"a\"): needs one of \"result\", \"error\" or \"echo\"\n")
+        format!("codemode: --tools {bare}: tool #0 (\"a\"): needs one of \"result\", \"resultByAction\", \"error\" or \"echo\"\n")
     );
     // A typo is named the same way by both commands.
     let typo = write(
