@@ -14,6 +14,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 
+use std::sync::Arc;
+
+use crate::forward::Forwarder;
+use crate::hub::DirectServer;
+
 use super::content::resource_not_found;
 use super::CodeModeServer;
 
@@ -63,6 +68,28 @@ impl CodeModeServer {
         Ok(())
     }
 
+    /// What a `method` (`resources/subscribe` or `/unsubscribe`) of `uri` acts on: the server
+    /// that owns the URI, the forwarder, and the caller's MCP session id (its client noted as
+    /// the session's upstream). Errors: `-32601` with code mode on, `-32002` for a URI no
+    /// allowed server owns.
+    async fn subscription_target(
+        &self,
+        method: &str,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(DirectServer, Arc<Forwarder>, String), ErrorData> {
+        let (Some(direct), Some(forward)) = (&self.direct, &self.forward) else {
+            return Err(not_offered(method));
+        };
+        let Some(server) = self.resource_owner(direct, uri).await else {
+            return Err(resource_not_found(uri));
+        };
+        let session = self.session_for(context);
+        self.attach_upstream(&session, context);
+        let id = session.scope.session_id.clone().unwrap_or_default();
+        Ok((server, forward.clone(), id))
+    }
+
     /// `resources/subscribe`: subscribes at the server that owns the URI (routed as
     /// `resources/read`) when this is its first subscriber. Errors: `-32002` `Resource not
     /// found` for a URI no allowed server owns; the server's own error when it refuses.
@@ -71,19 +98,13 @@ impl CodeModeServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (Some(direct), Some(forward)) = (&self.direct, &self.forward) else {
-            return Err(not_offered("resources/subscribe"));
-        };
-        let Some(server) = self.resource_owner(direct, &request.uri).await else {
-            return Err(resource_not_found(&request.uri));
-        };
-        let session = self.session_for(&context);
-        self.attach_upstream(&session, &context);
-        let id = session.scope.session_id.as_deref().unwrap_or_default();
+        let (server, forward, id) = self
+            .subscription_target("resources/subscribe", &request.uri, &context)
+            .await?;
         let name = server.client.name();
-        if forward.subscribe(name, &request.uri, id, context.peer.clone()) {
+        if forward.subscribe(name, &request.uri, &id, context.peer.clone()) {
             if let Err(e) = server.client.subscribe_resource(&request.uri).await {
-                forward.unsubscribe(name, &request.uri, id);
+                forward.unsubscribe(name, &request.uri, &id);
                 return Err(ErrorData::internal_error(e.to_string(), None));
             }
         }
@@ -97,16 +118,11 @@ impl CodeModeServer {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (Some(direct), Some(forward)) = (&self.direct, &self.forward) else {
-            return Err(not_offered("resources/unsubscribe"));
-        };
-        let Some(server) = self.resource_owner(direct, &request.uri).await else {
-            return Err(resource_not_found(&request.uri));
-        };
-        let session = self.session_for(&context);
-        let id = session.scope.session_id.as_deref().unwrap_or_default();
+        let (server, forward, id) = self
+            .subscription_target("resources/unsubscribe", &request.uri, &context)
+            .await?;
         let name = server.client.name();
-        if forward.unsubscribe(name, &request.uri, id) {
+        if forward.unsubscribe(name, &request.uri, &id) {
             if let Err(e) = server.client.unsubscribe_resource(&request.uri).await {
                 tracing::debug!(server = %name, error = %e, "resources/unsubscribe not passed on");
             }
