@@ -27,7 +27,7 @@ use crate::error::{RuntimeError, VmError};
 use crate::imports::{self, HostState, WallClock};
 use crate::limits::{VmLimits, MAX_WASM_STACK};
 use crate::snapshot::{Image, Snapshot};
-use crate::vm::{self, RawGuestSource, Vm, VmTemplate};
+use crate::vm::{self, RawGuestSource, Vm, VmTemplate, WarmVms};
 
 /// The guest module (`codemode_guest.wasm`) embedded at build time.
 pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/codemode_guest.wasm"));
@@ -41,7 +41,8 @@ const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// The wizer step's version, part of the pre-initialised module's cache key with the
 /// wasmtime-wizer version and the `cm_init` input: bump it when [`preinitialise`] changes what
 /// it runs.
-const PREINIT_STEP: &str = "wasmtime-wizer 48.0.8, _initialize + cm_init, step 1";
+const PREINIT_STEP: &str =
+    "wasmtime-wizer 48.0.8, _initialize + cm_init, dead stack zeroed, step 2";
 
 /// How a [`Runtime`] makes a fresh VM (measured in `benches/runtime.rs`, docs/benchmarks.md).
 /// All three give the same guest state; snapshots and restores always use the pre-initialised
@@ -76,8 +77,10 @@ pub struct RuntimeOptions {
     /// Directory of the compiled-module cache; `None` compiles in memory every time.
     /// Default: `$CODEMODE_CACHE_DIR`, `$XDG_CACHE_HOME/codemode` or `~/.cache/codemode`.
     pub cache_dir: Option<PathBuf>,
-    /// Pool slots: the most VMs alive at once in this process (default 128). Instantiating past
-    /// it fails with [`RuntimeError::Instantiate`] (and [`VmError::Unavailable`] on restore).
+    /// Pool slots: the most VMs alive at once in this process (default 128), idle warm VMs
+    /// included ([`RuntimeOptions::warm_vms`]; a full pool hands out a warm one instead).
+    /// Instantiating past it fails with [`RuntimeError::Instantiate`] (and
+    /// [`VmError::Unavailable`] on restore).
     pub max_live_vms: u32,
     /// The guest's wall clock (`Date.now()`); default the system clock.
     pub wall_clock: Option<WallClock>,
@@ -85,6 +88,10 @@ pub struct RuntimeOptions {
     pub deterministic_random: Option<Vec<u8>>,
     /// How fresh VMs are made (default [`FreshVm::PreInit`]).
     pub fresh_vm: FreshVm,
+    /// Idle VMs kept between runs and reset in place instead of instantiated again (default
+    /// 16; 0 turns reuse off). Each holds a pool slot (counted in [`RuntimeOptions::max_live_vms`])
+    /// and the pages its runs wrote, about 0.3 MiB (docs/architecture.md, "Warm VMs").
+    pub warm_vms: u32,
 }
 
 impl Default for RuntimeOptions {
@@ -95,6 +102,7 @@ impl Default for RuntimeOptions {
             wall_clock: None,
             deterministic_random: None,
             fresh_vm: FreshVm::PreInit,
+            warm_vms: 16,
         }
     }
 }
@@ -230,6 +238,7 @@ impl Runtime {
             image: Arc::new(Image::default()),
             wall_clock: options.wall_clock,
             deterministic_random: options.deterministic_random,
+            warm: Arc::new(WarmVms::new(options.warm_vms as usize)),
         };
         let image = vm::take_image(&template).map_err(stop_ticker)?;
         template.image = Arc::new(image);
@@ -262,12 +271,31 @@ impl Runtime {
         self.template.image.sha256
     }
 
+    /// How many times a VM was reused warm (reset in place) instead of instantiated since this
+    /// runtime was made ([`RuntimeOptions::warm_vms`]).
+    pub fn warm_reuses(&self) -> u64 {
+        self.template.warm.reused()
+    }
+
+    /// What this runtime makes VMs from (unit tests of the VM module).
+    #[cfg(test)]
+    pub(crate) fn template(&self) -> &VmTemplate {
+        &self.template
+    }
+
+    /// Idle warm VMs held now (at most [`RuntimeOptions::warm_vms`]).
+    pub fn warm_idle(&self) -> usize {
+        self.template.warm.idle()
+    }
+
     /// Bytes of linear memory in the post-initialisation image.
     pub fn image_bytes(&self) -> usize {
         self.template.image.data.len()
     }
 
-    /// A fresh VM, made as [`RuntimeOptions::fresh_vm`] says, ready for [`Vm::start`].
+    /// A fresh VM, made as [`RuntimeOptions::fresh_vm`] says, ready for [`Vm::start`]. With
+    /// [`FreshVm::PreInit`] it is an idle warm VM reset to the post-initialisation state when
+    /// there is one (docs/architecture.md, "Warm VMs"), else a new instance.
     pub fn fresh_vm(self: &Arc<Self>, limits: &VmLimits) -> Result<Vm, RuntimeError> {
         self.fresh_vm_with(limits, self.fresh_vm)
     }
@@ -355,8 +383,12 @@ fn preinitialise(
         image: Arc::new(Image::default()),
         wall_clock: None,
         deterministic_random: None,
+        warm: Arc::new(WarmVms::new(0)),
     };
     let mut vm = Vm::from_init(&template, &VmLimits::default()).map_err(wasmtime::Error::new)?;
+    // The shadow stack is dead between calls; zeroed, it adds no data below the stack top, so
+    // a warm VM's stack resets to zeros (docs/architecture.md, "Warm VMs").
+    vm.clear_dead_stack();
     let (store, instance) = vm.store_and_instance();
     let wasm = ready(wizer.snapshot(&cx, &mut InitialisedGuest { store, instance }))??;
     tracing::debug!(

@@ -4,7 +4,9 @@
 //!   (epoch interruption, pooling allocator with copy-on-write memory init, raised
 //!   `max_wasm_stack`), the compiled guest (cached on disk, keyed by the guest's SHA-256 and the
 //!   wasmtime version), an `InstancePre`, the epoch ticker, and the post-initialisation image every
-//!   fresh VM starts from.
+//!   fresh VM starts from. A VM dropped clean goes back to the runtime's warm set and is reset in
+//!   place for the next run instead of instantiated again (docs/architecture.md, "Warm VMs";
+//!   [`RuntimeOptions::warm_vms`], [`Runtime::warm_reuses`]).
 //! - [`Vm`]: one guest instance. [`Vm::start`] evaluates a cell, [`Vm::deliver`] settles one
 //!   bridge request; both return a [`codemode_bridge::GuestReport`]. Each call runs under a
 //!   [`LegBudget`]: QuickJS's interrupt handler stops the guest at the soft deadline and a wasmtime

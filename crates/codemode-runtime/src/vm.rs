@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES};
 use crate::snapshot::Image;
 
 mod state;
+mod warm;
+
+pub(crate) use warm::WarmVms;
 
 /// Bytes of guest stdout/stderr kept for diagnostics (the guest never writes there on purpose).
 const STDIO_CAPTURE_BYTES: usize = 16 * 1024;
@@ -47,6 +51,8 @@ pub(crate) struct VmTemplate {
     pub(crate) image: Arc<Image>,
     pub(crate) wall_clock: Option<WallClock>,
     pub(crate) deterministic_random: Option<Vec<u8>>,
+    /// VMs of [`VmTemplate::pre`] kept between runs (docs/architecture.md, "Warm VMs").
+    pub(crate) warm: Arc<WarmVms>,
 }
 
 /// Where a [`VmTemplate`] gets the raw guest (not pre-initialised) from. The engine module
@@ -58,6 +64,7 @@ pub(crate) trait RawGuestSource: Send + Sync {
     fn get(&self, engine: &Engine) -> Result<InstancePre<HostState>, RuntimeError>;
 }
 
+#[derive(Clone)]
 struct Exports {
     instance: Instance,
     memory: Memory,
@@ -83,8 +90,12 @@ pub struct Vm {
     image: Arc<Image>,
     /// Bytes of linear memory right after instantiation (beyond them a fresh instance is zero).
     initial_bytes: usize,
-    store: Store<HostState>,
+    /// Taken out only by `Drop`, which hands it to [`Vm::warm`] or drops it.
+    store: ManuallyDrop<Store<HostState>>,
     exports: Exports,
+    /// Where this VM goes when dropped clean: `Some` for an instance of the pre-initialised
+    /// guest, `None` for the raw guest's (docs/architecture.md, "Warm VMs").
+    warm: Option<Arc<WarmVms>>,
     /// Initial `__stack_pointer`: the top of the shadow stack. Everything below it is dead
     /// between calls, so snapshots start here.
     base: u32,
@@ -111,16 +122,25 @@ impl std::fmt::Debug for Vm {
 }
 
 impl Vm {
+    /// A VM of the pre-initialised guest in exactly its post-initialisation state: a warm one
+    /// reset (docs/architecture.md, "Warm VMs") when there is one, else a new instance.
     fn instantiate(template: &VmTemplate, limits: &VmLimits) -> Result<Vm, RuntimeError> {
-        Vm::instantiate_from(template, &template.pre, limits)
+        if let Some(vm) = template.warm.take(template, limits) {
+            return Ok(vm);
+        }
+        match Vm::instantiate_from(template, &template.pre, limits) {
+            Ok(mut vm) => {
+                vm.warm = Some(template.warm.clone());
+                Ok(vm)
+            }
+            // A VM dropped meanwhile may hold the last pool slot, warm.
+            Err(e) => template.warm.take(template, limits).ok_or(e),
+        }
     }
 
-    /// A fresh instance of `pre` (the template's pre-initialised guest, or the raw one).
-    fn instantiate_from(
-        template: &VmTemplate,
-        pre: &InstancePre<HostState>,
-        limits: &VmLimits,
-    ) -> Result<Vm, RuntimeError> {
+    /// The per-store host state of a new run: a fresh WASI context (clock, random source,
+    /// captured stdout and stderr), the memory backstop of `limits`, no deadline, no context.
+    fn host_state(template: &VmTemplate, limits: &VmLimits) -> HostState {
         let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
         let mut builder = WasiCtxBuilder::new();
         builder
@@ -133,7 +153,7 @@ impl Vm {
             builder.secure_random(wasmtime_wasi::Deterministic::new(bytes.clone()));
             builder.insecure_random(wasmtime_wasi::Deterministic::new(bytes.clone()));
         }
-        let state = HostState {
+        HostState {
             wasi: builder.build_p1(),
             limits: StoreLimitsBuilder::new()
                 .memory_size(limits.linear_memory_cap())
@@ -145,8 +165,16 @@ impl Vm {
             stderr,
             native_stack_entry: 0,
             context: None,
-        };
-        let mut store = Store::new(&template.engine, state);
+        }
+    }
+
+    /// A fresh instance of `pre` (the template's pre-initialised guest, or the raw one).
+    fn instantiate_from(
+        template: &VmTemplate,
+        pre: &InstancePre<HostState>,
+        limits: &VmLimits,
+    ) -> Result<Vm, RuntimeError> {
+        let mut store = Store::new(&template.engine, Vm::host_state(template, limits));
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|ctx| {
             if ctx.data().deadline.hard_expired() {
@@ -190,8 +218,9 @@ impl Vm {
             guest_sha256: template.guest_sha256,
             image: template.image.clone(),
             initial_bytes,
-            store,
+            store: ManuallyDrop::new(store),
             exports,
+            warm: None,
             base,
             pending: Vec::new(),
             counters: BTreeMap::new(),
@@ -231,7 +260,7 @@ impl Vm {
         let budget = LegBudget::new(Duration::from_secs(10), AbortHandle::new());
         vm.arm(&budget);
         initialize
-            .call(&mut vm.store, ())
+            .call(&mut *vm.store, ())
             .map_err(|e| RuntimeError::instantiate("_initialize", e))?;
         let input = init_input(limits)
             .map_err(|e| RuntimeError::instantiate("encoding the cm_init input", e))?;
@@ -248,10 +277,24 @@ impl Vm {
         Ok(())
     }
 
+    /// Zeroes linear memory below the stack top (the shadow stack, dead between calls), before
+    /// the pre-initialisation snapshot.
+    pub(crate) fn clear_dead_stack(&mut self) {
+        let base = self.base as usize;
+        if let Some(stack) = self
+            .exports
+            .memory
+            .data_mut(&mut *self.store)
+            .get_mut(..base)
+        {
+            stack.fill(0);
+        }
+    }
+
     /// The store and instance, for reading globals and memory by export name (the wizer
     /// snapshot of a pre-initialisation).
     pub(crate) fn store_and_instance(&mut self) -> (&mut Store<HostState>, Instance) {
-        (&mut self.store, self.exports.instance)
+        (&mut *self.store, self.exports.instance)
     }
 
     /// A fresh VM of the pre-initialised guest: an instantiation, whose linear memory is the
@@ -513,23 +556,23 @@ impl Vm {
         if self
             .exports
             .stack_pointer
-            .set(&mut self.store, Val::I32(self.base as i32))
+            .set(&mut *self.store, Val::I32(self.base as i32))
             .is_err()
         {
             return;
         }
         let take = self.exports.take_output.clone();
-        match take.call(&mut self.store, ()) {
+        match take.call(&mut *self.store, ()) {
             Ok(status) if status >= 0 => {}
             _ => return,
         }
         let (Ok(ptr), Ok(len)) = (
-            self.exports.report_ptr.call(&mut self.store, ()),
-            self.exports.report_len.call(&mut self.store, ()),
+            self.exports.report_ptr.call(&mut *self.store, ()),
+            self.exports.report_len.call(&mut *self.store, ()),
         ) else {
             return;
         };
-        let data = self.exports.memory.data(&self.store);
+        let data = self.exports.memory.data(&*self.store);
         let Some(bytes) = (ptr as usize)
             .checked_add(len as usize)
             .and_then(|end| data.get(ptr as usize..end))
@@ -566,14 +609,14 @@ impl Vm {
             let ptr = self
                 .exports
                 .alloc
-                .call(&mut self.store, len)
+                .call(&mut *self.store, len)
                 .map_err(|e| self.trap_error(e))?;
             if ptr == 0 {
                 return Err(VmError::Protocol(ProtocolViolation::InputAllocation));
             }
             self.exports
                 .memory
-                .write(&mut self.store, ptr as usize, input)
+                .write(&mut *self.store, ptr as usize, input)
                 .map_err(|e| {
                     VmError::Protocol(ProtocolViolation::BadBuffer {
                         reason: e.to_string(),
@@ -582,20 +625,20 @@ impl Vm {
             ptr
         };
         self.store.data_mut().native_stack_entry = native_stack_position();
-        let status = func.call(&mut self.store, (ptr, len));
+        let status = func.call(&mut *self.store, (ptr, len));
         self.store.data_mut().native_stack_entry = 0;
         let status = status.map_err(|e| self.trap_error(e))?;
         let rptr = self
             .exports
             .report_ptr
-            .call(&mut self.store, ())
+            .call(&mut *self.store, ())
             .map_err(|e| self.trap_error(e))? as usize;
         let rlen = self
             .exports
             .report_len
-            .call(&mut self.store, ())
+            .call(&mut *self.store, ())
             .map_err(|e| self.trap_error(e))? as usize;
-        let data = self.exports.memory.data(&self.store);
+        let data = self.exports.memory.data(&*self.store);
         let report = rptr
             .checked_add(rlen)
             .and_then(|end| data.get(rptr..end))

@@ -58,26 +58,28 @@ impl Vm {
         fill: impl FnOnce(&mut [u8]) -> Result<(), VmError>,
     ) -> Result<(), VmError> {
         let memory = self.exports.memory;
-        let current = memory.size(&self.store);
+        let current = memory.size(&*self.store);
         if pages < current {
             return Err(VmError::Protocol(ProtocolViolation::SmallerThanFresh));
         }
         if pages > current {
-            memory.grow(&mut self.store, pages - current).map_err(|e| {
-                VmError::Unavailable(VmUnavailable::GrowMemory {
-                    source: Arc::new(e),
-                })
-            })?;
+            memory
+                .grow(&mut *self.store, pages - current)
+                .map_err(|e| {
+                    VmError::Unavailable(VmUnavailable::GrowMemory {
+                        source: Arc::new(e),
+                    })
+                })?;
         }
         let base = self.base as usize;
-        let data = memory.data_mut(&mut self.store);
+        let data = memory.data_mut(&mut *self.store);
         let region = data
             .get_mut(base..)
             .ok_or(VmError::Protocol(ProtocolViolation::SmallerThanStack))?;
         fill(region)?;
         self.exports
             .stack_pointer
-            .set(&mut self.store, wasmtime::Val::I32(stack_pointer as i32))
+            .set(&mut *self.store, wasmtime::Val::I32(stack_pointer as i32))
             .map_err(|e| {
                 VmError::Unavailable(VmUnavailable::StackPointer {
                     source: Arc::new(e),
@@ -92,15 +94,15 @@ impl Vm {
         let sp = self
             .exports
             .stack_pointer
-            .get(&mut self.store)
+            .get(&mut *self.store)
             .i32()
             .ok_or(VmError::Protocol(ProtocolViolation::StackPointerType))? as u32;
         if sp != self.base {
             return Err(VmError::Protocol(ProtocolViolation::StackNotEmpty));
         }
         let memory = self.exports.memory;
-        let pages = memory.size(&self.store);
-        let data = memory.data(&self.store);
+        let pages = memory.size(&*self.store);
+        let data = memory.data(&*self.store);
         Ok(MemoryAtRest {
             pages,
             stack_pointer: sp,
@@ -184,7 +186,7 @@ impl Vm {
     /// from the stack top at zstd's worst-case expansion, the longest page list, the header and
     /// the pending table. Lets callers skip compressing when the bound is already under a limit.
     pub fn snapshot_bound(&self) -> u64 {
-        let memory = self.exports.memory.data_size(&self.store);
+        let memory = self.exports.memory.data_size(&*self.store);
         let raw = memory.saturating_sub(self.base as usize);
         let table: usize = self
             .pending
