@@ -1015,13 +1015,19 @@
   // catalog (`installLazy`), else the whole context {tools: [compact catalog entries],
   // apiFiles: [{path, description, bytes, content}], mcp} (`installEager`).
   // `lines` is the number of lines of the user's code (error texts cite them, D13).
+  //
+  // The lazy install's objects (for a catalog with and one without an MCP namespace), `console`
+  // and `nodes` do not depend on the run, so they are made once, below, when the prelude itself
+  // runs: at pre-initialisation, so they are part of the image every run starts from, and each
+  // run still gets objects no other run has touched (docs/benchmarks.md, "Guest CPU").
   function setup(contextJson, seed, lines) {
     seedRandom(seed);
     userLines = typeof lines === "number" ? lines : 0;
     const context = parse(contextJson);
-    const api = makeToolsApi();
     const lazy = context !== null && typeof context === "object" && context.lazy === true;
-    const globals = lazy ? installLazy(api, context.mcp === true) : installEager(api, context);
+    const globals = lazy
+      ? LAZY_GLOBALS[context.mcp === true ? 1 : 0]
+      : installEager(makeToolsApi(), context);
     const mcp = globals.mcp;
     define("ALL_TOOLS", globals.allTools);
     define("tools", globals.tools);
@@ -1029,8 +1035,8 @@
     define("json", json);
     define("yield_control", yieldControl);
     define("API", globals.api);
-    define("console", makeConsole());
-    define("nodes", makeNodes());
+    define("console", CONSOLE);
+    define("nodes", NODES);
     const namespaces = create(null);
     if (mcp !== undefined) {
       namespaces.MCP = mcp;
@@ -1038,6 +1044,11 @@
     }
     define("namespaces", freeze(namespaces));
   }
+
+  // Made once, when the prelude runs (see `setup`).
+  const LAZY_GLOBALS = [installLazy(makeToolsApi(), false), installLazy(makeToolsApi(), true)];
+  const CONSOLE = makeConsole();
+  const NODES = makeNodes();
 
   return freeze({
     setup,
