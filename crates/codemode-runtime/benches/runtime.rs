@@ -1,6 +1,6 @@
 //! Runtime benchmarks (docs/benchmarks.md): fresh VM from the pre-initialised module vs copying
-//! the image vs from scratch, a trivial cell each way, an allocation-heavy cell, and snapshot +
-//! restore of a suspended VM.
+//! the image vs from scratch, a trivial cell each way, a warm VM against a new instance, an
+//! allocation-heavy cell, and snapshot + restore of a suspended VM.
 
 // `criterion_group!` generates undocumented public functions.
 #![allow(missing_docs)]
@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use codemode_bridge::Delivery;
-use codemode_runtime::{AbortHandle, FreshVm, LegBudget, Runtime, VmLimits};
+use codemode_runtime::{AbortHandle, FreshVm, LegBudget, Runtime, RuntimeOptions, VmLimits};
 use criterion::Criterion;
 use serde_json::json;
 
@@ -47,6 +47,24 @@ fn benches(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| {
                 let mut vm = rt.fresh_vm_with(&limits, how).unwrap();
+                vm.start("return 1 + 2", ctx, &limits, &budget()).unwrap()
+            })
+        });
+    }
+    group.finish();
+
+    // `return 1 + 2` in a warm VM reset in place against a new instance per run (reuse off):
+    // docs/architecture.md, "Warm VMs".
+    let cold = Runtime::new(RuntimeOptions {
+        warm_vms: 0,
+        ..RuntimeOptions::default()
+    })
+    .expect("runtime");
+    let mut group = c.benchmark_group("warm");
+    for (name, rt) in [("reused", &rt), ("new_instance", &cold)] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut vm = rt.fresh_vm(&limits).unwrap();
                 vm.start("return 1 + 2", ctx, &limits, &budget()).unwrap()
             })
         });

@@ -4,8 +4,9 @@
 //!
 //! A new instance gets its linear memory copy-on-write from the module, so every page a run
 //! writes costs a page fault, and returning the slot costs an `madvise` of everything touched.
-//! A warm VM keeps its pages: the next run's reset compares the image region page by page and
-//! copies back only the pages that differ, zeroes the top of the shadow stack and releases the
+//! A warm VM keeps its pages: the next run's reset reads `/proc/self/pagemap` for the image
+//! region, compares the pages the kernel holds as private copies (written at some time) with the
+//! image and copies back only the ones that differ, zeroes the top of the shadow stack and releases the
 //! rest of the stack with `madvise(MADV_DONTNEED)` (which reads back as zeros: the
 //! pre-initialised module has no data below the stack top, crate::engine). The host state (WASI
 //! context and its random source, clock, captured stdio, memory backstop, deadline, run
@@ -17,9 +18,11 @@
 //! violation or an overflow discard it), its memory not grown past the image (linear memory
 //! cannot shrink) and its shadow stack empty.
 
+use std::fs::File;
 use std::mem::ManuallyDrop;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use wasmtime::Store;
 
@@ -131,11 +134,16 @@ impl Idle {
         if !release_stack(stack) {
             return None;
         }
-        for (page, original) in region
+        // Pages the kernel still maps as they were instantiated cannot differ; without the page
+        // map every page is compared.
+        let written = written_pages(region);
+        for (i, (page, original)) in region
             .chunks_mut(RESET_PAGE_BYTES)
             .zip(self.image.data.chunks(RESET_PAGE_BYTES))
+            .enumerate()
         {
-            if page != original {
+            let maybe = written.as_ref().is_none_or(|w| w.get(i).is_none_or(|&e| e));
+            if maybe && page != original {
                 page.copy_from_slice(original);
             }
         }
@@ -156,6 +164,45 @@ impl Idle {
             max_delivery_bytes: limits.max_delivery_bytes(),
         })
     }
+}
+
+/// `/proc/self/pagemap`, opened on first use; `None` where it cannot be read.
+static PAGEMAP: OnceLock<Option<File>> = OnceLock::new();
+
+/// Page-map entry bits (Linux, Documentation/admin-guide/mm/pagemap.rst): the page is present,
+/// swapped out, or a file page (page cache or shared memory, so not a private copy).
+const PM_PRESENT: u64 = 1 << 63;
+const PM_SWAP: u64 = 1 << 62;
+const PM_FILE: u64 = 1 << 61;
+
+/// For each [`RESET_PAGE_BYTES`] page of `region`, whether it may have been written since it was
+/// mapped: a private (anonymous) page in memory or a swapped-out one. A page that is not in
+/// memory reads as what it was mapped with (the module's data, copy-on-write, or zeros), and a
+/// present file page is the module's own, unwritten: a write to a private mapping always makes
+/// an anonymous copy. A page the kernel maps to the shared zero page counts as written (it is
+/// compared, never skipped wrongly). `None` when the page map cannot be read or the host page
+/// size is not [`RESET_PAGE_BYTES`]: then every page is compared.
+fn written_pages(region: &[u8]) -> Option<Vec<bool>> {
+    let start = region.as_ptr() as usize;
+    if !start.is_multiple_of(RESET_PAGE_BYTES) || rustix::param::page_size() != RESET_PAGE_BYTES {
+        return None;
+    }
+    let file = PAGEMAP
+        .get_or_init(|| File::open("/proc/self/pagemap").ok())
+        .as_ref()?;
+    let pages = region.len().div_ceil(RESET_PAGE_BYTES);
+    let mut entries = vec![0u8; pages * 8];
+    file.read_exact_at(&mut entries, (start / RESET_PAGE_BYTES * 8) as u64)
+        .ok()?;
+    Some(
+        entries
+            .chunks_exact(8)
+            .map(|e| {
+                let e = u64::from_le_bytes(e.try_into().unwrap_or([0xff; 8]));
+                (e & PM_PRESENT != 0 && e & PM_FILE == 0) || e & PM_SWAP != 0
+            })
+            .collect(),
+    )
 }
 
 /// Sets the shadow stack (linear memory below the stack top) to zeros, its content in a new
@@ -280,6 +327,35 @@ mod tests {
             .filter(|(a, b)| a != b)
             .count();
         assert_eq!(differing, 0);
+    }
+
+    /// The page map tells a written page from an untouched one: of four fresh anonymous pages,
+    /// the written one is flagged, the never-touched ones are not, and one only read (the
+    /// shared zero page) is flagged too, so it is compared rather than skipped.
+    #[test]
+    fn the_page_map_flags_written_pages_only() {
+        let len = 4 * RESET_PAGE_BYTES;
+        // SAFETY: a new private anonymous mapping, unmapped below; nothing else refers to it.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        // SAFETY: the mapping is `len` bytes, readable and writable, and only used here.
+        let region = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) };
+        region[RESET_PAGE_BYTES + 7] = 1;
+        let read = std::hint::black_box(region[3 * RESET_PAGE_BYTES]);
+        assert_eq!(read, 0);
+        let written = written_pages(region).expect("the page map is readable here");
+        assert_eq!(written, [false, true, false, true]);
+        // SAFETY: unmaps the mapping made above, no longer borrowed.
+        assert_eq!(unsafe { libc::munmap(ptr, len) }, 0);
     }
 
     #[test]
