@@ -18,11 +18,9 @@
 //! violation or an overflow discard it), its memory not grown past the image (linear memory
 //! cannot shrink) and its shadow stack empty.
 
-use std::fs::File;
 use std::mem::ManuallyDrop;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::Store;
 
@@ -166,13 +164,13 @@ impl Idle {
     }
 }
 
-/// `/proc/self/pagemap`, opened on first use; `None` where it cannot be read.
-static PAGEMAP: OnceLock<Option<File>> = OnceLock::new();
-
 /// Page-map entry bits (Linux, Documentation/admin-guide/mm/pagemap.rst): the page is present,
 /// swapped out, or a file page (page cache or shared memory, so not a private copy).
+#[cfg(target_os = "linux")]
 const PM_PRESENT: u64 = 1 << 63;
+#[cfg(target_os = "linux")]
 const PM_SWAP: u64 = 1 << 62;
+#[cfg(target_os = "linux")]
 const PM_FILE: u64 = 1 << 61;
 
 /// For each [`RESET_PAGE_BYTES`] page of `region`, whether it may have been written since it was
@@ -180,49 +178,78 @@ const PM_FILE: u64 = 1 << 61;
 /// memory reads as what it was mapped with (the module's data, copy-on-write, or zeros), and a
 /// present file page is the module's own, unwritten: a write to a private mapping always makes
 /// an anonymous copy. A page the kernel maps to the shared zero page counts as written (it is
-/// compared, never skipped wrongly). `None` when the page map cannot be read or the host page
-/// size is not [`RESET_PAGE_BYTES`]: then every page is compared.
+/// compared, never skipped wrongly).
+///
+/// The page just below `region` must have been written by the caller (the hot stack, zeroed by
+/// [`release_stack`]): its entry is read with the region's and must show a private copy, so a
+/// page map that answers but does not tell the truth (an emulated `/proc`) turns the check off
+/// instead of skipping pages. `None` (compare every page) then, and when the page map cannot be
+/// read, the host page size is not [`RESET_PAGE_BYTES`], or the host is not Linux.
+#[cfg(target_os = "linux")]
 fn written_pages(region: &[u8]) -> Option<Vec<bool>> {
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
+    use std::sync::OnceLock;
+
+    /// `/proc/self/pagemap`, opened on first use; `None` where it cannot be opened.
+    static PAGEMAP: OnceLock<Option<File>> = OnceLock::new();
+
     let start = region.as_ptr() as usize;
-    if !start.is_multiple_of(RESET_PAGE_BYTES) || rustix::param::page_size() != RESET_PAGE_BYTES {
+    if !start.is_multiple_of(RESET_PAGE_BYTES)
+        || start < RESET_PAGE_BYTES
+        || rustix::param::page_size() != RESET_PAGE_BYTES
+    {
         return None;
     }
     let file = PAGEMAP
         .get_or_init(|| File::open("/proc/self/pagemap").ok())
         .as_ref()?;
-    let pages = region.len().div_ceil(RESET_PAGE_BYTES);
+    // The written page below the region, then the region's pages.
+    let pages = 1 + region.len().div_ceil(RESET_PAGE_BYTES);
     let mut entries = vec![0u8; pages * 8];
-    file.read_exact_at(&mut entries, (start / RESET_PAGE_BYTES * 8) as u64)
-        .ok()?;
-    Some(
-        entries
-            .chunks_exact(8)
-            .map(|e| {
-                let e = u64::from_le_bytes(e.try_into().unwrap_or([0xff; 8]));
-                (e & PM_PRESENT != 0 && e & PM_FILE == 0) || e & PM_SWAP != 0
-            })
-            .collect(),
-    )
+    let first = (start / RESET_PAGE_BYTES - 1) * 8;
+    file.read_exact_at(&mut entries, first as u64).ok()?;
+    // Entries are in the host's byte order.
+    let mut written = entries.chunks_exact(8).map(|e| {
+        let e = u64::from_ne_bytes(e.try_into().unwrap_or([0; 8]));
+        (e & PM_PRESENT != 0 && e & PM_FILE == 0) || e & PM_SWAP != 0
+    });
+    if written.next() != Some(true) {
+        return None;
+    }
+    Some(written.collect())
+}
+
+/// Without Linux's page map every page is compared.
+#[cfg(not(target_os = "linux"))]
+fn written_pages(_region: &[u8]) -> Option<Vec<bool>> {
+    None
 }
 
 /// Sets the shadow stack (linear memory below the stack top) to zeros, its content in a new
-/// instance: the top [`HOT_STACK_BYTES`] by writing, the rest by `madvise(MADV_DONTNEED)` over
-/// whole host pages, which drops the pages so they read back as zeros (the stack lies in the
-/// anonymous part of the pool slot; the pre-initialised module has no data there). `false`
-/// when the kernel refuses (the VM is then not reused).
+/// instance: the top [`HOT_STACK_BYTES`] by writing, the rest by [`release_cold_stack`]. `false`
+/// when that fails (the VM is then not reused).
 fn release_stack(stack: &mut [u8]) -> bool {
     let hot_from = stack.len().saturating_sub(HOT_STACK_BYTES);
     let (cold, hot) = stack.split_at_mut(hot_from);
     hot.fill(0);
+    release_cold_stack(cold)
+}
+
+/// Zeroes `cold`: `madvise(MADV_DONTNEED)` over its whole host pages, which on Linux drops them so
+/// they read back as zeros (the stack lies in the anonymous part of the pool slot; the
+/// pre-initialised module has no data there), and writes the rest. `false` when the kernel
+/// refuses.
+#[cfg(target_os = "linux")]
+fn release_cold_stack(cold: &mut [u8]) -> bool {
     let start = cold.as_mut_ptr();
-    // Whole pages from the (page-aligned) start of memory; a partial last page is written.
+    if !(start as usize).is_multiple_of(RESET_PAGE_BYTES) {
+        cold.fill(0);
+        return true;
+    }
     let whole = cold.len() / RESET_PAGE_BYTES * RESET_PAGE_BYTES;
     cold[whole..].fill(0);
     if whole == 0 {
-        return true;
-    }
-    if !(start as usize).is_multiple_of(RESET_PAGE_BYTES) {
-        cold.fill(0);
         return true;
     }
     // SAFETY: `start .. start + whole` lies inside `cold`, memory this function borrows
@@ -231,6 +258,13 @@ fn release_stack(stack: &mut [u8]) -> bool {
     // which is what the borrow is for.
     let rc = unsafe { libc::madvise(start.cast(), whole, libc::MADV_DONTNEED) };
     rc == 0
+}
+
+/// Elsewhere `MADV_DONTNEED` is only advice that may keep the contents: the stack is written.
+#[cfg(not(target_os = "linux"))]
+fn release_cold_stack(cold: &mut [u8]) -> bool {
+    cold.fill(0);
+    true
 }
 
 impl Drop for Vm {
@@ -318,6 +352,12 @@ mod tests {
         assert_eq!(template.warm.idle(), 1);
         let mut reused = Vm::instantiate(template, &limits).unwrap();
         assert_eq!((template.warm.reused(), template.warm.idle()), (1, 0));
+        #[cfg(target_os = "linux")]
+        {
+            // The reset above went by the page map (the path this test is for).
+            let data = reused.exports.memory.data(&*reused.store);
+            assert!(written_pages(&data[reused.base as usize..]).is_some());
+        }
         let (memory, sp) = whole_memory(&mut reused);
         assert_eq!(sp, expected_sp);
         assert_eq!(memory.len(), expected.len());
@@ -329,12 +369,15 @@ mod tests {
         assert_eq!(differing, 0);
     }
 
-    /// The page map tells a written page from an untouched one: of four fresh anonymous pages,
-    /// the written one is flagged, the never-touched ones are not, and one only read (the
-    /// shared zero page) is flagged too, so it is compared rather than skipped.
+    /// The page map tells a written page from an untouched one: of four fresh anonymous pages
+    /// (after a written one standing for the hot stack), the written one is flagged, the
+    /// never-touched ones are not, and one only read (the shared zero page) is flagged too, so
+    /// it is compared rather than skipped. Without the written page below, the map is not
+    /// trusted.
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_page_map_flags_written_pages_only() {
-        let len = 4 * RESET_PAGE_BYTES;
+        let len = 5 * RESET_PAGE_BYTES;
         // SAFETY: a new private anonymous mapping, unmapped below; nothing else refers to it.
         let ptr = unsafe {
             libc::mmap(
@@ -348,7 +391,14 @@ mod tests {
         };
         assert_ne!(ptr, libc::MAP_FAILED);
         // SAFETY: the mapping is `len` bytes, readable and writable, and only used here.
-        let region = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) };
+        let mapping = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) };
+        let (below, region) = mapping.split_at_mut(RESET_PAGE_BYTES);
+        assert_eq!(
+            written_pages(region),
+            None,
+            "the page below is not written yet"
+        );
+        below.fill(0);
         region[RESET_PAGE_BYTES + 7] = 1;
         let read = std::hint::black_box(region[3 * RESET_PAGE_BYTES]);
         assert_eq!(read, 0);
