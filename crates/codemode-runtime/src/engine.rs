@@ -277,15 +277,15 @@ impl Runtime {
         self.template.warm.reused()
     }
 
+    /// Idle warm VMs held now (at most [`RuntimeOptions::warm_vms`]).
+    pub fn warm_idle(&self) -> usize {
+        self.template.warm.idle()
+    }
+
     /// What this runtime makes VMs from (unit tests of the VM module).
     #[cfg(test)]
     pub(crate) fn template(&self) -> &VmTemplate {
         &self.template
-    }
-
-    /// Idle warm VMs held now (at most [`RuntimeOptions::warm_vms`]).
-    pub fn warm_idle(&self) -> usize {
-        self.template.warm.idle()
     }
 
     /// Bytes of linear memory in the post-initialisation image.
