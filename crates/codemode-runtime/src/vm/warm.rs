@@ -292,7 +292,7 @@ impl Drop for Vm {
 mod tests {
     use super::*;
     use crate::budget::{AbortHandle, LegBudget};
-    use crate::{Runtime, RuntimeOptions};
+    use crate::engine::{Runtime, RuntimeOptions};
 
     /// Linear memory of `vm` from address 0 and its `__stack_pointer`.
     fn whole_memory(vm: &mut Vm) -> (Vec<u8>, i32) {
