@@ -1,7 +1,7 @@
 //! `cargo xtask interop [--bin PATH] [CHECK…]`: `codemode serve` driven by real MCP clients from
 //! npm and PyPI, offline (docs/mcp.md, "Interop"). The clients are installed, pinned
-//! ([`PACKAGES`]), into `target/interop` with npm's cache in `target/interop/npm-cache`, so a
-//! second run installs nothing; the Python SDK is `setup`'s venv (`python.rs`). The network is
+//! ([`PACKAGES`]), into `target/interop` with a stamp file listing them, so a second run
+//! installs nothing; the Python SDK is `setup`'s venv (`python.rs`). The network is
 //! used only by those installs: every check talks to `codemode serve` on stdio or on a loopback
 //! port, and the one agent turn talks to a local stand-in for the Messages API
 //! (`xtask/interop/messages_stub.py`).
@@ -76,7 +76,9 @@ pub(crate) fn dir(root: &Path) -> PathBuf {
 }
 
 /// Installs [`PACKAGES`] into [`dir`] unless its stamp file lists exactly them and every binary
-/// of [`BINS`] exists. npm's cache lives under it too (`npm-cache`), so CI caches one folder.
+/// of [`BINS`] exists. npm's cache lives under it (`npm-cache`) only during the install and is
+/// removed after it: the stamp, not the cache, is what makes a rerun install nothing, and the
+/// cache would hold a second copy of every package (some 340 MB of a CI machine's disk).
 fn setup(root: &Path) -> Result<(), String> {
     let dir = dir(root);
     let bin = dir.join("node_modules").join(".bin");
@@ -96,7 +98,9 @@ fn setup(root: &Path) -> Result<(), String> {
             bin.join(missing).display()
         ));
     }
-    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))
+    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    let cache = dir.join("npm-cache");
+    std::fs::remove_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))
 }
 
 /// What every check shares: the binary, the scratch folder, the configs and one `serve --http`
