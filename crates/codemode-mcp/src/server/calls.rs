@@ -274,12 +274,15 @@ impl CodeModeServer {
             return (disabled_result(), Vec::new());
         };
         let unavailable = self.source.unavailable();
-        let (env, _progress) = with_progress(env, context, self.forward.clone());
+        let (env, progress) = with_progress(env, context, self.forward.clone());
         let code_mode = &self.code_mode;
         let value = abortable(self.cancelled(context), |abort| async move {
             code_mode.exec(&env, &input, &abort).await.to_json()
         })
         .await;
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
         (value, unavailable)
     }
 
@@ -293,11 +296,15 @@ impl CodeModeServer {
         let Some(env) = self.run_env(session, mrtr) else {
             return disabled_result();
         };
-        let (env, _progress) = with_progress(env, context, self.forward.clone());
+        let (env, progress) = with_progress(env, context, self.forward.clone());
         let code_mode = &self.code_mode;
-        abortable(self.cancelled(context), |abort| async move {
+        let value = abortable(self.cancelled(context), |abort| async move {
             code_mode.wait_with(&env, &input, &abort).await.to_json()
         })
-        .await
+        .await;
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        value
     }
 }

@@ -283,8 +283,8 @@ impl CodeModeServer {
             .with_approver(session.approvals(direct.approval_ttl));
         // Downstream progress for this call reaches the client when it asked for progress.
         let progress = progress_channel(context);
-        if let (Some((messages, _)), Some(forward)) = (&progress, &self.forward) {
-            forward.watch_call(&call.tool_call_id, messages.clone());
+        if let (Some(progress), Some(forward)) = (&progress, &self.forward) {
+            forward.watch_call(&call.tool_call_id, progress.messages().clone());
         }
         if trajectory.is_enabled() {
             trajectory.record(EventKind::NestedToolCall(NestedToolCallEvent {
@@ -320,7 +320,10 @@ impl CodeModeServer {
         if let Some(forward) = &self.forward {
             forward.unwatch_call(&tool_call_id);
         }
-        drop(progress);
+        if let Some(progress) = progress {
+            // What reached the channel goes out before the answer.
+            progress.finish().await;
+        }
         let Some(outcome) = outcome else {
             return Err(if self.drain.is_stopping() {
                 ErrorData::internal_error(SHUTTING_DOWN, None)

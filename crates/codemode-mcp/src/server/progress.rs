@@ -56,54 +56,92 @@ impl codemode_telemetry::TrajectorySink for ProgressSink {
     }
 }
 
+/// How long answering a request waits for its progress notifications still queued to go out
+/// (ms scale: a few writes). Bounded, so a client that stops reading cannot hold the answer.
+const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The notifications of one request: the channel a run's progress messages go into, and the
+/// task that writes them to the client. [`ProgressStream::finish`] lets the queued ones out
+/// before the request is answered; dropped without it (the request was cancelled), the queued
+/// ones still go out but nothing waits for them.
+pub(super) struct ProgressStream {
+    messages: tokio::sync::mpsc::Sender<String>,
+    answered: tokio_util::sync::DropGuard,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressStream {
+    /// The channel's sender: each message sent becomes one `notifications/progress`.
+    pub(super) fn messages(&self) -> &tokio::sync::mpsc::Sender<String> {
+        &self.messages
+    }
+
+    /// Stops the stream after every message already queued has been written to the client
+    /// (in order, as the run made them), waiting at most [`PROGRESS_FLUSH`]; then the request's
+    /// answer can follow them. Messages sent after this call are not written.
+    pub(super) async fn finish(self) {
+        let ProgressStream {
+            messages,
+            answered,
+            task,
+        } = self;
+        drop(messages);
+        drop(answered);
+        let _ = tokio::time::timeout(PROGRESS_FLUSH, task).await;
+    }
+}
+
 /// With a `progressToken` on the request, `env` reports the run's nested calls started and
 /// finished to the client as `notifications/progress` (`progress` counts them, `message` is
-/// `started <tool>` / `finished <tool>`); the timeouts stay as they are. Returns the env and a
-/// guard: notifications stop when it is dropped (the request is answered), even if a parked
-/// run keeps the trajectory.
+/// `started <tool>` / `finished <tool>`); the timeouts stay as they are. Returns the env and
+/// the request's [`ProgressStream`]: notifications stop when it is finished (the request is
+/// answered) or dropped, even if a parked run keeps the trajectory.
 pub(super) fn with_progress(
     env: RunEnv,
     context: &RequestContext<RoleServer>,
     forward: Option<Arc<crate::forward::Forwarder>>,
-) -> (RunEnv, Option<tokio_util::sync::DropGuard>) {
-    let Some((messages, answered)) = progress_channel(context) else {
+) -> (RunEnv, Option<ProgressStream>) {
+    let Some(stream) = progress_channel(context) else {
         return (env, None);
     };
     let scope = env.trajectory.scope().clone();
     let sink = ProgressSink {
         inner: env.trajectory.clone(),
-        messages,
+        messages: stream.messages().clone(),
         forward,
     };
     (
         env.with_trajectory(Trajectory::new(Arc::new(sink), scope)),
-        Some(answered),
+        Some(stream),
     )
 }
 
-/// With a `progressToken` on the request: a channel whose messages go to the client as
-/// `notifications/progress` for that token, in order (`progress` counts them from 1, `message`
-/// is the text; at most [`PROGRESS_QUEUE`] wait, the excess is dropped), and a guard that stops
-/// them when dropped (the request is answered). `None` without a token.
-pub(super) fn progress_channel(
-    context: &RequestContext<RoleServer>,
-) -> Option<(
-    tokio::sync::mpsc::Sender<String>,
-    tokio_util::sync::DropGuard,
-)> {
+/// With a `progressToken` on the request: the request's [`ProgressStream`], whose messages go
+/// to the client as `notifications/progress` for that token, in order (`progress` counts them
+/// from 1, `message` is the text; at most [`PROGRESS_QUEUE`] wait, the excess is dropped).
+/// `None` without a token.
+pub(super) fn progress_channel(context: &RequestContext<RoleServer>) -> Option<ProgressStream> {
     let token = context.meta.get_progress_token()?;
     let (messages, mut received) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
     let peer = context.peer.clone();
     let answered = tokio_util::sync::CancellationToken::new();
     let stop = answered.clone();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut progress = 0u32;
+        let mut stopping = false;
         loop {
-            // Messages already sent by the run go out before the stop is seen.
-            let message = tokio::select! {
-                biased;
-                message = received.recv() => message,
-                () = stop.cancelled() => None,
+            let message = if stopping {
+                // Answered: what is queued now still goes out, nothing after it.
+                received.try_recv().ok()
+            } else {
+                tokio::select! {
+                    biased;
+                    message = received.recv() => message,
+                    () = stop.cancelled() => {
+                        stopping = true;
+                        continue;
+                    }
+                }
             };
             let Some(message) = message else { return };
             progress += 1;
@@ -115,5 +153,9 @@ pub(super) fn progress_channel(
             }
         }
     });
-    Some((messages, answered.drop_guard()))
+    Some(ProgressStream {
+        messages,
+        answered: answered.drop_guard(),
+        task,
+    })
 }
