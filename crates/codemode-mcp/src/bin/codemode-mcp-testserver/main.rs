@@ -60,7 +60,8 @@
 //! - `--flood-list-changed`: once initialized, sends `notifications/tools/list_changed` every
 //!   10 ms forever.
 //! - `--exit-after-init`: exits with status 4 as soon as the client's
-//!   `notifications/initialized` arrives (a dead child right after the handshake).
+//!   `notifications/initialized` arrives, or its first `tools/list` if that is handled first
+//!   (a dead child right after the handshake).
 //! - `--cancel-log PATH`: every `notifications/cancelled` appends the line
 //!   `cancelled <requestId> <tool> <reason>` to `PATH` (`<tool>` is the name of the
 //!   `tools/call` it cancels, `-` if unknown; `<reason>` is `-` when none was given).
@@ -466,6 +467,12 @@ impl ServerHandler for TestServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        // rmcp handles `notifications/initialized` on a task of its own, so under load the
+        // client's first `tools/list` can be handled before `on_initialized` exits: exit here
+        // too, so the child never answers a request after the handshake.
+        if self.flags.exit_after_init {
+            std::process::exit(4);
+        }
         if self.flags.list_changed_on_list {
             let _ = context.peer.notify_tool_list_changed().await;
         }
