@@ -544,13 +544,18 @@ impl Run {
         if self.restart_safe && self.pending.iter().any(|p| !self.replay_safe(p)) {
             return Parking::Failed(self.fail(ErrorCode::InvalidInput, RESTART_SAFE_SIDE_EFFECTS));
         }
-        let snapshot = match (self.snapshot.take(), self.vm.as_mut()) {
+        // Only a snapshot taken here, of the VM as it stops, may keep that VM alive.
+        let mut captured_here = false;
+        let mut snapshot = match (self.snapshot.take(), self.vm.as_mut()) {
             (Some(s), _) => s,
             (None, Some(vm)) => match vm.snapshot_bounded(
                 u64::MAX,
                 self.deadline.unwrap_or_else(Instant::now) + SNAPSHOT_GRACE,
             ) {
-                Ok(Some(s)) => s,
+                Ok(Some(s)) => {
+                    captured_here = true;
+                    s
+                }
                 Ok(None) => {
                     return Parking::Failed(
                         self.fail(ErrorCode::InternalError, "code mode snapshot is missing"),
@@ -577,6 +582,11 @@ impl Run {
         }
         if let Some(result) = self.output_limit_failure(None) {
             return Parking::Failed(result);
+        }
+        // The runtime may keep the VM alive, so a `wait` here continues it instead of
+        // restoring the snapshot (docs/architecture.md, "Parked VMs kept alive").
+        if let (true, Some(vm)) = (captured_here, self.vm.take()) {
+            vm.keep_parked(&mut snapshot, &limits(&self.env));
         }
         self.snapshot = Some(snapshot);
         self.vm = None;

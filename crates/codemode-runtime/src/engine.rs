@@ -92,6 +92,12 @@ pub struct RuntimeOptions {
     /// 16; 0 turns reuse off). Each holds a pool slot (counted in [`RuntimeOptions::max_live_vms`])
     /// and the pages its runs wrote, about 0.3 MiB (docs/architecture.md, "Warm VMs").
     pub warm_vms: u32,
+    /// VMs of parked runs kept alive after their snapshot, so that a `wait` in this process
+    /// continues the VM instead of restoring the snapshot (default 8; 0 turns it off; the
+    /// oldest go first, and a full pool drops them before refusing a VM). Each holds a pool
+    /// slot and the pages its run wrote, at most the image's 576 KiB: only VMs whose memory has
+    /// not grown are kept (docs/architecture.md, "Parked VMs kept alive").
+    pub parked_vms: u32,
 }
 
 impl Default for RuntimeOptions {
@@ -103,6 +109,7 @@ impl Default for RuntimeOptions {
             deterministic_random: None,
             fresh_vm: FreshVm::PreInit,
             warm_vms: 16,
+            parked_vms: 8,
         }
     }
 }
@@ -238,7 +245,10 @@ impl Runtime {
             image: Arc::new(Image::default()),
             wall_clock: options.wall_clock,
             deterministic_random: options.deterministic_random,
-            warm: Arc::new(WarmVms::new(options.warm_vms as usize)),
+            warm: Arc::new(WarmVms::new(
+                options.warm_vms as usize,
+                options.parked_vms as usize,
+            )),
         };
         let image = vm::take_image(&template).map_err(stop_ticker)?;
         template.image = Arc::new(image);
@@ -280,6 +290,17 @@ impl Runtime {
     /// Idle warm VMs held now (at most [`RuntimeOptions::warm_vms`]).
     pub fn warm_idle(&self) -> usize {
         self.template.warm.idle()
+    }
+
+    /// How many restores continued a parked run's VM kept alive instead of restoring its
+    /// snapshot since this runtime was made ([`RuntimeOptions::parked_vms`]).
+    pub fn parked_resumes(&self) -> u64 {
+        self.template.warm.parked.resumed()
+    }
+
+    /// Parked runs' VMs kept alive now (at most [`RuntimeOptions::parked_vms`]).
+    pub fn parked_kept(&self) -> usize {
+        self.template.warm.parked.kept()
     }
 
     /// What this runtime makes VMs from (unit tests of the VM module).
@@ -383,7 +404,7 @@ fn preinitialise(
         image: Arc::new(Image::default()),
         wall_clock: None,
         deterministic_random: None,
-        warm: Arc::new(WarmVms::new(0)),
+        warm: Arc::new(WarmVms::new(0, 0)),
     };
     let mut vm = Vm::from_init(&template, &VmLimits::default()).map_err(wasmtime::Error::new)?;
     // The shadow stack is dead between calls; zeroed, it adds no data below the stack top, so

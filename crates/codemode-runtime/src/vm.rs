@@ -28,6 +28,7 @@ use crate::imports::{native_stack_position, Clock, HostState, WallClock};
 use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES};
 use crate::snapshot::Image;
 
+mod parked;
 mod state;
 mod warm;
 
@@ -133,8 +134,20 @@ impl Vm {
                 vm.warm = Some(template.warm.clone());
                 Ok(vm)
             }
-            // A VM dropped meanwhile may hold the last pool slot, warm.
-            Err(e) => template.warm.take(template, limits).ok_or(e),
+            Err(e) => {
+                // A VM dropped meanwhile may hold the last pool slot, warm.
+                if let Some(vm) = template.warm.take(template, limits) {
+                    return Ok(vm);
+                }
+                // Parked runs' VMs kept alive give their slots back, oldest first.
+                while template.warm.parked.evict_oldest() {
+                    if let Ok(mut vm) = Vm::instantiate_from(template, &template.pre, limits) {
+                        vm.warm = Some(template.warm.clone());
+                        return Ok(vm);
+                    }
+                }
+                Err(e)
+            }
         }
     }
 

@@ -32,6 +32,10 @@ impl Vm {
         limits: &VmLimits,
     ) -> Result<Vm, VmError> {
         snapshot.check_origin(&template.guest_sha256, &template.image)?;
+        // The VM the run parked from, when this runtime still keeps it (vm/parked.rs).
+        if let Some(vm) = template.warm.parked.take(template, snapshot, limits) {
+            return Ok(vm);
+        }
         // A fresh VM of the pre-initialised guest: its memory is the image (copy-on-write), so
         // a dirty-page snapshot writes only the pages the run changed (docs/guest-abi.md,
         // "Snapshots").

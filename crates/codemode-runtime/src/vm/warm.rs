@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::Store;
 
+use super::parked::ParkedVms;
 use super::{Exports, Vm, VmTemplate};
 use crate::imports::HostState;
 use crate::limits::VmLimits;
@@ -45,6 +46,8 @@ pub(crate) struct WarmVms {
     idle: Mutex<Vec<Idle>>,
     max_idle: usize,
     reused: AtomicU64,
+    /// Parked runs' VMs kept alive (`vm/parked.rs`).
+    pub(crate) parked: Arc<ParkedVms>,
 }
 
 /// A warm VM between runs: what outlives a [`Vm`].
@@ -57,12 +60,14 @@ struct Idle {
 }
 
 impl WarmVms {
-    /// An empty set keeping at most `max_idle` idle VMs (0: none; every VM is dropped).
-    pub(crate) fn new(max_idle: usize) -> WarmVms {
+    /// An empty set keeping at most `max_idle` idle VMs (0: none; every VM is dropped) and at
+    /// most `max_parked` parked runs' VMs.
+    pub(crate) fn new(max_idle: usize, max_parked: usize) -> WarmVms {
         WarmVms {
             idle: Mutex::new(Vec::new()),
             max_idle,
             reused: AtomicU64::new(0),
+            parked: Arc::new(ParkedVms::new(max_parked)),
         }
     }
 
