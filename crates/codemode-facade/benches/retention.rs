@@ -12,22 +12,16 @@ use codemode_facade::{CodeMode, CodeModeResult, RunEnv};
 use codemode_runtime::{AbortHandle, Runtime};
 use serde_json::json;
 
+#[path = "support/rss.rs"]
+mod rss;
+use rss::rss_mib;
+
 struct Echo;
 
 impl ToolExecutor for Echo {
     fn execute(&self, call: ToolCall) -> ToolFuture {
         Box::pin(async move { Ok(json!({"content": [], "details": call.input})) })
     }
-}
-
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
 }
 
 fn main() {

@@ -54,6 +54,16 @@ impl CodeMode {
         }
     }
 
+    /// The same front holding at most `max_runs` parked runs (plus reservations) instead of the
+    /// spec's [`MAX_SUSPENDED_RUNS`] (64): for a host process that parks many agents' runs at
+    /// once. An idle parked run holds about 24 KB of the process's memory (docs/benchmarks.md,
+    /// "Parked runs: memory and restore"); one holding live data, its snapshot's size. Call
+    /// before the first `exec`: runs already parked are dropped with the old table.
+    pub fn with_suspended_cap(mut self, max_runs: usize) -> Self {
+        self.runs = SnapshotStore::new(max_runs);
+        self
+    }
+
     /// A front over `runtime` whose parked runs are also written to `store`, sealed with `keys`
     /// (docs/snapshot-store.md). A store that is not durable (`memory`) changes nothing.
     ///
