@@ -111,6 +111,8 @@ struct ProgressRoutes {
     /// sender registers the token ([`Forwarder::track`]). Kept at most [`EARLY_PROGRESS_TTL`],
     /// at most [`EARLY_PROGRESS_MAX`] of them, and passed on when the token is tracked.
     early: Vec<(std::time::Instant, String, ProgressNotificationParam)>,
+    /// Nested tool-call id → the last progress routed to its watcher: `(progress, total)`.
+    last: HashMap<String, (f64, Option<f64>)>,
 }
 
 /// How long progress for a token not tracked yet is kept for it.
@@ -138,6 +140,9 @@ fn route_locked(routes: &mut ProgressRoutes, server: &str, params: &ProgressNoti
     let Some(sender) = routes.calls.get(call) else {
         return;
     };
+    routes
+        .last
+        .insert(call.clone(), (params.progress, params.total));
     let mut message = format!("{server}: {}", params.progress);
     if let Some(total) = params.total {
         message.push_str(&format!("/{total}"));
@@ -240,13 +245,24 @@ impl Forwarder {
     /// expired): such watches are dropped here, so the table holds only live watchers.
     pub fn watch_call(&self, tool_call_id: &str, messages: Sender<String>) {
         let mut routes = self.routes();
-        routes.calls.retain(|_, sender| !sender.is_closed());
-        routes.calls.insert(tool_call_id.to_string(), messages);
+        let ProgressRoutes { calls, last, .. } = &mut *routes;
+        calls.retain(|_, sender| !sender.is_closed());
+        last.retain(|id, _| calls.contains_key(id));
+        calls.insert(tool_call_id.to_string(), messages);
     }
 
     /// Ends [`Forwarder::watch_call`] for `tool_call_id` (the nested call finished).
     pub fn unwatch_call(&self, tool_call_id: &str) {
-        self.routes().calls.remove(tool_call_id);
+        let mut routes = self.routes();
+        routes.calls.remove(tool_call_id);
+        routes.last.remove(tool_call_id);
+    }
+
+    /// The last progress a downstream server reported for the watched nested call
+    /// `tool_call_id`, as `(progress, total)`; `None` when it reported none (or the call is
+    /// not watched).
+    pub fn last_progress(&self, tool_call_id: &str) -> Option<(f64, Option<f64>)> {
+        self.routes().last.get(tool_call_id).copied()
     }
 
     /// While the returned guard lives, progress that `server` sends with `token` belongs to the
@@ -530,6 +546,27 @@ mod tests {
         // The queue holds one message; the other two were dropped, not queued.
         assert_eq!(received.try_recv().as_deref(), Ok("docs: 1"));
         assert!(received.try_recv().is_err());
+    }
+
+    #[test]
+    fn the_last_progress_of_a_watched_call_is_known_until_it_is_unwatched() {
+        let forward = Forwarder::new();
+        let (sender, _received) = tokio::sync::mpsc::channel(8);
+        forward.watch_call("call-1", sender);
+        assert_eq!(forward.last_progress("call-1"), None);
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(3));
+        let _tracked = forward.track("docs", token.clone(), "call-1");
+        let mut param = ProgressNotificationParam::new(token.clone(), 50.0);
+        param.total = Some(100.0);
+        forward.route_progress("docs", &param);
+        assert_eq!(forward.last_progress("call-1"), Some((50.0, Some(100.0))));
+        forward.route_progress("docs", &ProgressNotificationParam::new(token, 60.0));
+        assert_eq!(forward.last_progress("call-1"), Some((60.0, None)));
+        // Progress of a call nobody watches is not recorded.
+        assert_eq!(forward.last_progress("call-2"), None);
+        forward.unwatch_call("call-1");
+        assert_eq!(forward.last_progress("call-1"), None);
+        assert!(forward.routes().last.is_empty());
     }
 
     #[test]

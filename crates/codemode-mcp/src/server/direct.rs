@@ -22,7 +22,7 @@
 //! tool called without Tasks) is answered to the client as that JSON-RPC error.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use codemode_bridge::ToolCall;
@@ -50,9 +50,28 @@ use crate::hub::{DirectTool, McpHub};
 pub const DIRECT_INSTRUCTIONS: &str =
     "The tools of the configured MCP servers, each named <server>__<tool>.";
 
-/// How long a call with a `progressToken` waits after its result for the server's progress
-/// notifications still being handled (see [`CodeModeServer::direct_call`]).
+/// How long a call with a `progressToken` waits at most after its result for the server's
+/// progress notifications still being handled, when its last one fell short of its total (see
+/// [`progress_grace`]).
 const PROGRESS_GRACE: Duration = Duration::from_millis(100);
+
+/// After the result of the nested call `tool_call_id`: rmcp handles each notification on a task
+/// of its own, so the server's last progress, written before its result, may still be on its
+/// way. Waits (polling every 2 ms, at most [`PROGRESS_GRACE`]) while the last progress routed
+/// for the call is short of its total, or has none; not at all when the server reported no
+/// progress for the call, or its last reached the total. So only calls that report progress
+/// pay, and those that complete it pay nothing.
+async fn progress_grace(forward: &crate::forward::Forwarder, tool_call_id: &str) {
+    let until = Instant::now() + PROGRESS_GRACE;
+    loop {
+        match forward.last_progress(tool_call_id) {
+            None => return,
+            Some((progress, Some(total))) if progress >= total => return,
+            Some(_) if Instant::now() >= until => return,
+            Some(_) => tokio::time::sleep(Duration::from_millis(2)).await,
+        }
+    }
+}
 
 /// The `bridge_id` of a call made with code mode off: no guest program asked for it.
 const DIRECT_BRIDGE_ID: &str = "mcp:tools/call";
@@ -70,7 +89,14 @@ pub struct DirectTools {
     /// Which server (safe name) last listed a resource URI: where `resources/read` goes
     /// (`content.rs`).
     uri_routes: Arc<Mutex<HashMap<String, String>>>,
+    /// The allowed tools as of one [`McpHub::generation`] (`direct_allowed`): every listing
+    /// change bumps the generation, so each `tools/call` does not rebuild and clone every
+    /// server's tools to find one.
+    allowed: Arc<Mutex<Option<AllowedAt>>>,
 }
+
+/// The allowed tools (`direct_allowed`) and the [`McpHub::generation`] they were made at.
+type AllowedAt = (u64, Arc<Vec<DirectTool>>);
 
 impl DirectTools {
     /// The tools of `hub`, with approvals outstanding at most `approval_ttl`, each named
@@ -82,6 +108,7 @@ impl DirectTools {
             bare: false,
             relayed: RelayedTasks::new(),
             uri_routes: Arc::default(),
+            allowed: Arc::default(),
         }
     }
 
@@ -168,8 +195,24 @@ impl CodeModeServer {
         self
     }
 
-    /// The downstream tools the host's policy allows, the first of each exposed name.
-    fn direct_allowed(&self, direct: &DirectTools) -> Vec<DirectTool> {
+    /// The downstream tools the host's policy allows, the first of each exposed name; made
+    /// once per [`McpHub::generation`] (read before the listings, so a change while it is made
+    /// makes the next call build it again).
+    fn direct_allowed(&self, direct: &DirectTools) -> Arc<Vec<DirectTool>> {
+        let generation = direct.hub.generation();
+        let cached = |slot: &Option<AllowedAt>| {
+            slot.as_ref()
+                .filter(|(seen, _)| *seen == generation)
+                .map(|(_, tools)| tools.clone())
+        };
+        if let Some(tools) = cached(
+            &direct
+                .allowed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        ) {
+            return tools;
+        }
         let tools = match &self.host {
             Some(host) => direct
                 .hub
@@ -177,10 +220,17 @@ impl CodeModeServer {
             None => direct.hub.direct_tools(|_, _| true),
         };
         let mut seen = std::collections::HashSet::new();
+        let tools: Arc<Vec<DirectTool>> = Arc::new(
+            tools
+                .into_iter()
+                .filter(|tool| seen.insert(direct.exposed(tool).to_string()))
+                .collect(),
+        );
+        *direct
+            .allowed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((generation, tools.clone()));
         tools
-            .into_iter()
-            .filter(|tool| seen.insert(direct.exposed(tool).to_string()))
-            .collect()
     }
 
     /// `tools/list` with code mode off: the allowed downstream tools, servers in name order.
@@ -233,8 +283,9 @@ impl CodeModeServer {
         let name = request.name.as_ref();
         let Some(tool) = self
             .direct_allowed(direct)
-            .into_iter()
+            .iter()
             .find(|tool| direct.exposed(tool) == name)
+            .cloned()
         else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
@@ -309,13 +360,13 @@ impl CodeModeServer {
             outcome = called => Some(outcome),
             () = self.cancelled(context) => None,
         };
-        if outcome.is_some() && progress.is_some() {
+        if let (Some(_), Some(_), Some(forward)) = (&outcome, &progress, &self.forward) {
             // The server's last progress notification was written before its result, but rmcp
-            // handles notifications in tasks of their own: give one still being routed, and the
-            // upstream notification it makes, the time to go out before the call's answer
-            // (docs/mcp.md, "The everything-server scenarios through `serve` with code mode off": `tools-call-with-progress` lost its third notification in 1 of 3 runs
-            // without this).
-            tokio::time::sleep(PROGRESS_GRACE).await;
+            // handles notifications in tasks of their own: give one still being routed the time
+            // to go out before the call's answer (docs/mcp.md, "The everything-server scenarios
+            // through `serve` with code mode off": `tools-call-with-progress` lost its third
+            // notification in 1 of 3 runs without this).
+            progress_grace(forward, &tool_call_id).await;
         }
         if let Some(forward) = &self.forward {
             forward.unwatch_call(&tool_call_id);
