@@ -166,7 +166,8 @@ impl BrokerInner {
 /// Each request is recorded until it is answered, either by [`answer`](Self::answer) (a
 /// session's `approve` request) or by the optional delegate approver (a terminal prompt, an MCP
 /// elicitation), whichever comes first; one still outstanding after the broker's TTL (use the
-/// config's `snapshotTtlSeconds`) is denied with reason `approval expired`. A request whose call
+/// config's `snapshotTtlSeconds`; less a tenth of it, at most 50 ms, so that it expires before
+/// the nested call's own timeout of the same length) is denied with reason `approval expired`. A request whose call
 /// is dropped (timed out, run dropped) leaves the registry. Cheap to clone; clones share state.
 #[derive(Clone)]
 pub struct ApprovalBroker {
@@ -356,7 +357,7 @@ impl Approver for ApprovalBroker {
             approval_id,
         };
         let delegate = self.inner.delegate.as_ref().map(|d| d.request(request));
-        let ttl = self.inner.ttl;
+        let ttl = expiry(self.inner.ttl);
         Box::pin(async move {
             let _registration = registration;
             let by_id = async move {
@@ -377,6 +378,15 @@ impl Approver for ApprovalBroker {
                 .unwrap_or_else(|_| ApprovalDecision::deny_because(APPROVAL_EXPIRED))
         })
     }
+}
+
+/// How long an approval waits for an answer under a broker TTL of `ttl`: a little less than
+/// `ttl` (a tenth of it, at most 50 ms). A nested call's own timeout is the same TTL
+/// (`snapshotTtlSeconds`) and started first, so with equal deadlines which one fired first
+/// depended on the timer's millisecond ticks; expiring the approval first makes a call whose
+/// approval nobody answered fail with `approval expired`, the message that says why.
+fn expiry(ttl: Duration) -> Duration {
+    ttl - (ttl / 10).min(Duration::from_millis(50))
 }
 
 pub(crate) fn new_approval_id() -> String {
@@ -416,5 +426,24 @@ pub(crate) async fn approve(
     match denial_reason(&ask(approver, request).await) {
         None => Ok(()),
         Some(reason) => Err(reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_approval_expires_a_tenth_of_its_ttl_early_at_most_50_ms() {
+        assert_eq!(expiry(Duration::from_secs(1)), Duration::from_millis(950));
+        assert_eq!(
+            expiry(Duration::from_secs(3600)),
+            Duration::from_millis(3_599_950)
+        );
+        assert_eq!(
+            expiry(Duration::from_millis(100)),
+            Duration::from_millis(90)
+        );
+        assert_eq!(expiry(Duration::ZERO), Duration::ZERO);
     }
 }
