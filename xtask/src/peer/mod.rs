@@ -135,7 +135,10 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
     print!("{}", render_table(&rows));
     println!(
         "\nWhat bounds each missed goal (profiles of a release build, and what was tried): \
-         docs/benchmarks.md, \"What bounds the missed goals\"."
+         docs/benchmarks.md, \"What bounds the missed goals\". Memory of idle parked runs \
+         (100 / 1,000 / 10,000): `cargo bench -p codemode-facade --bench parked`; p50/p99 under \
+         1, 4 and 16 sessions: `python3 xtask/bench/concurrency.py`; through `serve --http`: \
+         `cargo bench -p codemode-cli --bench serve_http`."
     );
     Ok(())
 }
@@ -336,6 +339,20 @@ impl Session {
         expect_completed(&last, program.value)?;
         Ok(ms)
     }
+
+    /// Parks [`YIELD`] with an untimed `exec`, then times its `wait` alone; wall ms.
+    fn sample_wait(&mut self) -> Result<f64, String> {
+        let first = self.request("exec", json!({"code": YIELD.code}))?;
+        let run_id = match (&first.status[..], &first.run_id) {
+            ("waiting", Some(id)) => id.clone(),
+            _ => return Err(format!("codemode: expected waiting, got {first:?}")),
+        };
+        let t0 = Instant::now();
+        let last = self.request("wait", json!({"runId": run_id}))?;
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        expect_completed(&last, YIELD.value)?;
+        Ok(ms)
+    }
 }
 
 /// The OpenClaw driver (`driver.mjs serve`) over a pipe.
@@ -457,6 +474,11 @@ fn measure(root: &Path, peer: &Peer, bin: &Path, options: &Options) -> Result<Ve
         })?;
         rows.push(Row::time(label, node, quickjs, codemode, goal));
     }
+    // Restore (codemode only: OpenClaw keeps a waiting run in memory and has nothing to
+    // restore): the `wait` alone, of a run its `exec` parked just before (issue 26 item 3).
+    let label = "`wait` resuming a run parked just before";
+    let [_, _, codemode] = b.alternate(label, [false, false, true], |_| session.sample_wait())?;
+    rows.push(Row::time(label, None, None, codemode, Goal::AtMostMs(0.2)));
     drop(session);
 
     // Catalog size: the trivial exec at 10 and 1,000 tools (both), 10,000 (codemode only).
