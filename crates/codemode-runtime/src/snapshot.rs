@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::sync::Arc;
 use std::time::Instant;
 
 use codemode_bridge::{BridgeMethod, BridgeRequest};
@@ -14,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ProtocolViolation, SnapshotError, VmError};
+
+pub(crate) use live::{LiveVm, LiveVmKey};
 
 /// Version of the byte format written by [`Snapshot::to_bytes`] for a default
 /// ([`SnapshotFormat::DirtyPages`]) snapshot; bumped on any layout change. 3: dirty pages.
@@ -91,48 +92,6 @@ pub struct Snapshot {
     /// The VM this snapshot was captured from, when the runtime keeps it alive for a quick
     /// resume ([`crate::Vm::keep_parked`]); not part of the snapshot's value.
     pub(crate) live: LiveVm,
-}
-
-/// The live VM a snapshot was captured from, kept by its runtime under a key so that
-/// restoring the snapshot in this process continues that VM in place (docs/architecture.md,
-/// "Parked VMs kept alive"). Cloned with the snapshot; when the last clone goes, the guard
-/// tells the runtime to drop the VM. Never serialised, and equal snapshots may differ in it.
-#[derive(Clone, Default)]
-pub(crate) struct LiveVm(pub(crate) Option<Arc<LiveVmKey>>);
-
-/// The key a kept VM is held under, and what to do when no snapshot refers to it any more.
-pub(crate) struct LiveVmKey {
-    pub(crate) key: u64,
-    pub(crate) forget: Box<dyn Fn(u64) + Send + Sync>,
-}
-
-impl Drop for LiveVmKey {
-    fn drop(&mut self) {
-        (self.forget)(self.key);
-    }
-}
-
-impl LiveVm {
-    /// The key of the kept VM, if there is one.
-    pub(crate) fn key(&self) -> Option<u64> {
-        self.0.as_ref().map(|k| k.key)
-    }
-}
-
-impl PartialEq for LiveVm {
-    /// Always equal: which VM a snapshot came from is not part of its value.
-    fn eq(&self, _other: &LiveVm) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for LiveVm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.key() {
-            Some(key) => write!(f, "LiveVm({key})"),
-            None => f.write_str("LiveVm(none)"),
-        }
-    }
 }
 
 /// The memory part of a [`Snapshot`], by format.
@@ -800,6 +759,8 @@ pub(crate) fn stored_bound(region_bytes: usize, table_bytes: usize) -> u64 {
     let runs = slots.div_ceil(2) * RUN_BYTES;
     (zstd::zstd_safe::compress_bound(region_bytes) + runs + table_bytes + HEADER_BYTES + 256) as u64
 }
+
+mod live;
 
 #[cfg(test)]
 mod tests;
