@@ -21,7 +21,7 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-#[allow(dead_code)] // `cargo xtask guest` and tests/prebuilt_guest.rs use the rest
+#[allow(dead_code)] // `cargo xtask guest` and tests/integration/prebuilt_guest.rs use the rest
 #[path = "guest/build_guest.rs"]
 mod build_guest;
 

@@ -4,7 +4,7 @@
 //! installs, pinned), under the npm alias [`SUITE_2026_ALIAS`] (two versions of one package
 //! cannot share a `node_modules` under one name), and
 //! Node 22 from npm's `node` package ([`NODE`], pinned) next to it when the system `node` is older
-//! than 22 (the suite needs Node ≥ 22). `crates/codemode-cli/tests/conformance.rs` runs it from
+//! than 22 (the suite needs Node ≥ 22). `crates/codemode-cli/tests/integration/conformance.rs` runs it from
 //! there: `target/conformance/node_modules/.bin/node` when that exists, else the system `node`.
 //! A stamp file records what was installed, so a second run does nothing.
 

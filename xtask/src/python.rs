@@ -1,5 +1,5 @@
 //! The Python MCP SDK the interoperability tests drive as a real MCP client (`codemode-mcp`'s
-//! `tests/server.rs` stateless-HTTP and `tests/elicitation.rs` tests): a virtual environment in
+//! `tests/server.rs` stateless-HTTP and `tests/integration/elicitation.rs` tests): a virtual environment in
 //! `target/python-mcp` with the pinned [`MCP_SDK`] from PyPI. `cargo xtask test` exports its
 //! interpreter as `CODEMODE_PYTHON_MCP`; the tests skip (with a message) only when that variable is
 //! unset and no venv exists, which CI never sees because `setup` makes it.

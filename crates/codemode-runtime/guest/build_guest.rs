@@ -1,5 +1,5 @@
 //! Where the embedded wasm guest comes from, shared by `codemode-runtime`'s `build.rs`, its test
-//! `tests/prebuilt_guest.rs` and `cargo xtask guest` (each includes this file with `#[path]`;
+//! `tests/integration/prebuilt_guest.rs` and `cargo xtask guest` (each includes this file with `#[path]`;
 //! it uses only std and sha2, the build script's one dependency).
 //!
 //! Three sources, chosen by [`choose`]: the file `CODEMODE_GUEST_WASM` names; a fresh,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The client under test of the MCP conformance suite's client scenarios
-# (crates/codemode-cli/tests/conformance.rs): the suite runs `client.sh URL` with
+# (crates/codemode-cli/tests/integration/conformance.rs): the suite runs `client.sh URL` with
 # MCP_CONFORMANCE_SCENARIO set, and this runs `codemode exec --mcp-config` with one HTTP server
 # named "conformance" at URL and a program that does what the scenario expects of a client.
 # CODEMODE_BIN is the codemode binary. For OAuth, codemode prints the authorization URL on

@@ -1,4 +1,4 @@
-"""An MCP client on the Python `mcp` SDK for tests/elicitation.rs.
+"""An MCP client on the Python `mcp` SDK for tests/integration/elicitation.rs.
 
 It speaks MCP over its own stdin/stdout (the Rust test serves code mode on the other end),
 declares elicitation by giving an elicitation callback, runs one `exec` whose program calls

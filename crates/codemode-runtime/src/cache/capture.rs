@@ -1,4 +1,4 @@
-//! Test support shared by the cache's unit tests (`refusals.rs`) and `tests/cache.rs` (which
+//! Test support shared by the cache's unit tests (`refusals.rs`) and `tests/integration/cache.rs` (which
 //! includes this file by path): a `tracing` layer that records what the cache logged.
 
 use std::sync::{Arc, Mutex};

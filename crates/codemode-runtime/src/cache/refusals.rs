@@ -1,8 +1,8 @@
-//! The cache's refusal rules on a tiny module (moved here from `tests/cache.rs`, where each case
+//! The cache's refusal rules on a tiny module (moved here from `tests/integration/cache.rs`, where each case
 //! compiled the whole guest twice: 467 s of CI time). [`load_or_build`] is the function
 //! [`crate::Runtime::new`] calls; what it refuses and how it recovers does not depend on the
 //! module it stores, so an empty wasm module (compiled in microseconds) proves the same rules.
-//! `tests/cache.rs` still runs the real guest through the runtime: a miss, a hit, and a
+//! `tests/integration/cache.rs` still runs the real guest through the runtime: a miss, a hit, and a
 //! tampered file refused and replaced.
 //!
 //! Each test points [`load_or_build`] at its own cache directory and records the cache's log

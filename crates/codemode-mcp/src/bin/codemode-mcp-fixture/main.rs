@@ -1,7 +1,7 @@
 //! `codemode-mcp-fixture`: the server the official MCP conformance suite's fixture scenarios
 //! (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, protocol 2026-07-28) are written
 //! against, built from the scenarios' own "Server Implementation Requirements", so
-//! `tests/conformance.rs` (codemode-cli) can run them against `codemode serve` with code mode off
+//! `tests/integration/conformance.rs` (codemode-cli) can run them against `codemode serve` with code mode off
 //! aggregating it (docs/mcp.md, "The fixture scenarios through `serve` with code mode off").
 //! Speaks MCP over stdio.
 //!

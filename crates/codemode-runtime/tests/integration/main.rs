@@ -1,0 +1,20 @@
+//! The integration tests of `codemode-runtime` in one test binary: each file here is a module, as
+//! each was its own binary before. Every test binary links wasmtime, swc and rmcp (some 100 MB
+//! in a debug build), so one binary instead of one per file saves gigabytes of CI disk and a
+//! link per file (docs/ci.md, "Disk"). Files that change process-wide state (environment
+//! variables, peak RSS, open descriptors) or whose test names a tool runs with `--exact` stay
+//! binaries of their own beside this folder.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cache;
+mod deadlines;
+mod parked;
+mod prebuilt_guest;
+mod preinit;
+mod run_context;
+mod runtime;
+mod snapshot_pages;
+mod warm;
+mod worker;
