@@ -1,8 +1,10 @@
 //! Host side of bridge requests: `search`, `describe`, `call`, `callValue` against the run's
 //! catalog and the host's [`ToolExecutor`] (docs/contract/catalog.md#s3-3 to #s3-5).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use codemode_bridge::{BridgeMethod, BridgeRequest, Delivery, RunScope, ToolCall};
@@ -25,6 +27,15 @@ pub(crate) struct Counters {
     pub(crate) bridge: AtomicBridgeCounters,
     /// Nested tool calls started, for `tool_search_code:<parent>:<name>:<seq>` ids.
     pub(crate) nested: AtomicU64,
+}
+
+/// What [`Dispatcher::dispatch`] did with a request.
+pub(crate) enum Dispatched {
+    /// It settled during the dispatch, without waiting for anything.
+    Settled(Delivery),
+    /// It waits for something (I/O, a timer, an approval): a task on the async runtime sends
+    /// its settlement to the run's channel.
+    Running(JoinHandle<()>),
 }
 
 /// What a dispatched request needs from its run.
@@ -51,15 +62,18 @@ pub(crate) struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// Starts `request` on the async runtime; its settlement is sent to `tx` as a [`Delivery`]
-    /// when it completes.
+    /// Starts `request`. Work that settles without waiting (a search, a describe, a tool whose
+    /// executor answers at once) settles here, on the caller's thread: [`Dispatched::Settled`].
+    /// Anything else becomes a task on the async runtime that sends its settlement to `tx` as a
+    /// [`Delivery`] when it completes: [`Dispatched::Running`] (docs/architecture.md, "Calls
+    /// that settle at once").
     /// Counters move at dispatch time, so they are exact even for calls still running.
     pub(crate) fn dispatch(
         &self,
         request: &BridgeRequest,
         run_id: Option<String>,
         tx: UnboundedSender<Delivery>,
-    ) -> JoinHandle<()> {
+    ) -> Dispatched {
         let this = self.clone();
         let request = request.clone();
         match request.method {
@@ -71,12 +85,23 @@ impl Dispatcher {
             }
             _ => {}
         }
-        tokio::spawn(async move {
+        let settled = this.settled.clone();
+        let mut work = Box::pin(async move {
             let id = request.id.clone();
             let outcome = this.run(request, run_id).await;
-            let _ = tx.send(Delivery { id, outcome });
-            this.settled.notify_one();
-        })
+            Delivery { id, outcome }
+        });
+        // One poll first: a future that registered a waker and returned `Pending` is polled
+        // again by its task below, which registers the task's own waker in its place.
+        if let Poll::Ready(delivery) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            settled.notify_one();
+            return Dispatched::Settled(delivery);
+        }
+        Dispatched::Running(tokio::spawn(async move {
+            let delivery = work.await;
+            let _ = tx.send(delivery);
+            settled.notify_one();
+        }))
     }
 
     /// Answers one request. Takes the request by value so a call's `input` moves into the

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
-use crate::dispatch::{Counters, Dispatcher};
+use crate::dispatch::{Counters, Dispatched, Dispatcher};
 use crate::env::RunEnv;
 use crate::failure::{map_vm_error, telemetry};
 use crate::limits::LimitExceeded;
@@ -452,10 +452,15 @@ impl Run {
                 });
                 continue;
             }
-            let handle = self
+            match self
                 .dispatcher
-                .dispatch(request, self.run_id.clone(), self.tx.clone());
-            self.tasks.insert(request.id.clone(), handle);
+                .dispatch(request, self.run_id.clone(), self.tx.clone())
+            {
+                Dispatched::Settled(delivery) => self.arrived.push(delivery),
+                Dispatched::Running(handle) => {
+                    self.tasks.insert(request.id.clone(), handle);
+                }
+            }
         }
     }
 

@@ -19,4 +19,5 @@ mod intrinsics;
 mod lazy_catalog;
 mod offline_mcp;
 mod run_store;
+mod settle_at_once;
 mod surface;
