@@ -63,7 +63,8 @@ pub(crate) struct Dispatcher {
 
 impl Dispatcher {
     /// Starts `request`. Work that settles without waiting (a search, a describe, a tool whose
-    /// executor answers at once) settles here, on the caller's thread: [`Dispatched::Settled`].
+    /// executor answers at once) settles here, on the caller's thread: [`Dispatched::Settled`]
+    /// (not when the pipeline may ask a person, [`ToolPipeline::may_ask`]).
     /// Anything else becomes a task on the async runtime that sends its settlement to `tx` as a
     /// [`Delivery`] when it completes: [`Dispatched::Running`] (docs/architecture.md, "Calls
     /// that settle at once").
@@ -91,11 +92,15 @@ impl Dispatcher {
             let outcome = this.run(request, run_id).await;
             Delivery { id, outcome }
         });
-        // One poll first: a future that registered a waker and returned `Pending` is polled
-        // again by its task below, which registers the task's own waker in its place.
-        if let Poll::Ready(delivery) = work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            settled.notify_one();
-            return Dispatched::Settled(delivery);
+        // One poll first, unless the call may ask a person (`ToolPipeline::may_ask`): a future
+        // that registered a waker and returned `Pending` is polled again by its task below,
+        // which registers the task's own waker in its place.
+        if !self.pipeline.may_ask() {
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Poll::Ready(delivery) = work.as_mut().poll(&mut cx) {
+                settled.notify_one();
+                return Dispatched::Settled(delivery);
+            }
         }
         Dispatched::Running(tokio::spawn(async move {
             let delivery = work.await;

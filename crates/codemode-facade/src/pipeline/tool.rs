@@ -113,6 +113,14 @@ impl ToolPipeline {
         self.approver.as_ref()
     }
 
+    /// True when a call through this pipeline may ask a person: an approval rule is set, or a
+    /// hook runs (its verdict may ask). The dispatch settles calls in their first poll only
+    /// when this is false (`dispatch.rs`), so an approval is registered, and listed in a
+    /// `waiting` result, at the same point of a run as when every call was a task.
+    pub(crate) fn may_ask(&self) -> bool {
+        !self.hooks.is_empty() || !self.policy.approvals.require.is_empty()
+    }
+
     /// Runs `call` through every step (see the type's docs) and says how it ended:
     /// `Ok(result)` (the whole tool result, after the after-hooks), or a [`CallError`] whose
     /// `Display` is the message the guest sees and whose [`status`](CallError::status) is the
