@@ -104,8 +104,12 @@ impl Drop for InFlight {
 struct ProgressRoutes {
     /// Nested tool-call id → the progress messages of the `exec`/`wait` that runs it.
     calls: HashMap<String, Sender<String>>,
-    /// (server name, the progress token rmcp put on the downstream request) → nested tool-call id.
-    requests: HashMap<(String, ProgressToken), String>,
+    /// (server name, the progress token rmcp put on the downstream request) → the nested
+    /// tool-call id, and whether the request was answered. An answered request's route stays
+    /// while its call is watched: rmcp handles each notification on a task of its own, so the
+    /// server's last progress, written before its result, can be routed after the result came
+    /// (`server/direct.rs`, `progress_grace`). [`Forwarder::unwatch_call`] removes it.
+    requests: HashMap<(String, ProgressToken), (String, bool)>,
     /// Progress that came before its request was tracked: rmcp gives the request its progress
     /// token as it sends it, and a fast server's first notification can be handled before the
     /// sender registers the token ([`Forwarder::track`]). Kept at most [`EARLY_PROGRESS_TTL`],
@@ -125,7 +129,7 @@ const EARLY_PROGRESS_MAX: usize = 64;
 /// watcher, or, when the token is not tracked yet, the notification is kept in `early`.
 fn route_locked(routes: &mut ProgressRoutes, server: &str, params: &ProgressNotificationParam) {
     let key = (server.to_string(), params.progress_token.clone());
-    let Some(call) = routes.requests.get(&key) else {
+    let Some((call, _)) = routes.requests.get(&key) else {
         // Perhaps its request is not tracked yet: kept for a moment (see `early`).
         if routes.early.len() >= EARLY_PROGRESS_MAX {
             routes.early.remove(0);
@@ -156,8 +160,9 @@ fn route_locked(routes: &mut ProgressRoutes, server: &str, params: &ProgressNoti
     let _ = sender.try_send(message);
 }
 
-/// Removes a downstream request's progress route when the request ends (answered, timed out or
-/// dropped).
+/// Ends a downstream request's progress route when the request ends (answered, timed out or
+/// dropped): at once when its nested call is not watched, else when the call is unwatched (see
+/// `ProgressRoutes::requests`).
 pub(crate) struct Tracked {
     forward: Arc<Forwarder>,
     key: (String, ProgressToken),
@@ -165,7 +170,17 @@ pub(crate) struct Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        self.forward.routes().requests.remove(&self.key);
+        let mut routes = self.forward.routes();
+        let ProgressRoutes {
+            calls, requests, ..
+        } = &mut *routes;
+        match requests.get_mut(&self.key) {
+            Some((call, answered)) if calls.contains_key(call.as_str()) => *answered = true,
+            Some(_) => {
+                requests.remove(&self.key);
+            }
+            None => {}
+        }
     }
 }
 
@@ -245,17 +260,27 @@ impl Forwarder {
     /// expired): such watches are dropped here, so the table holds only live watchers.
     pub fn watch_call(&self, tool_call_id: &str, messages: Sender<String>) {
         let mut routes = self.routes();
-        let ProgressRoutes { calls, last, .. } = &mut *routes;
+        let ProgressRoutes {
+            calls,
+            last,
+            requests,
+            ..
+        } = &mut *routes;
         calls.retain(|_, sender| !sender.is_closed());
         last.retain(|id, _| calls.contains_key(id));
+        requests.retain(|_, (call, answered)| !*answered || calls.contains_key(call.as_str()));
         calls.insert(tool_call_id.to_string(), messages);
     }
 
-    /// Ends [`Forwarder::watch_call`] for `tool_call_id` (the nested call finished).
+    /// Ends [`Forwarder::watch_call`] for `tool_call_id` (the nested call finished), with the
+    /// routes of its answered downstream requests.
     pub fn unwatch_call(&self, tool_call_id: &str) {
         let mut routes = self.routes();
         routes.calls.remove(tool_call_id);
         routes.last.remove(tool_call_id);
+        routes
+            .requests
+            .retain(|_, (call, answered)| !*answered || call != tool_call_id);
     }
 
     /// The last progress a downstream server reported for the watched nested call
@@ -278,7 +303,7 @@ impl Forwarder {
             let mut routes = self.routes();
             routes
                 .requests
-                .insert(key.clone(), tool_call_id.to_string());
+                .insert(key.clone(), (tool_call_id.to_string(), false));
             // Progress that came first goes out now, before any later (same lock: in order).
             let now = std::time::Instant::now();
             let early = std::mem::take(&mut routes.early);
@@ -567,6 +592,36 @@ mod tests {
         forward.unwatch_call("call-1");
         assert_eq!(forward.last_progress("call-1"), None);
         assert!(forward.routes().last.is_empty());
+    }
+
+    #[test]
+    fn progress_after_the_answer_reaches_a_call_still_watched() {
+        let forward = Forwarder::new();
+        let (sender, mut received) = tokio::sync::mpsc::channel(8);
+        forward.watch_call("call-1", sender);
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(5));
+        let tracked = forward.track("docs", token.clone(), "call-1");
+        // The answer came (the request ended) before rmcp handled the last notification.
+        drop(tracked);
+        let mut param = ProgressNotificationParam::new(token.clone(), 100.0);
+        param.total = Some(100.0);
+        forward.route_progress("docs", &param);
+        assert_eq!(received.try_recv().as_deref(), Ok("docs: 100/100"));
+        assert_eq!(forward.last_progress("call-1"), Some((100.0, Some(100.0))));
+        // Unwatched, the route is gone: later progress is kept as early, not passed on.
+        forward.unwatch_call("call-1");
+        assert!(forward.routes().requests.is_empty());
+        forward.route_progress("docs", &param);
+        assert!(received.try_recv().is_err());
+        // A request of a call nobody watches ends its route when it is answered.
+        let tracked = forward.track(
+            "docs",
+            ProgressToken(rmcp::model::NumberOrString::Number(6)),
+            "call-2",
+        );
+        assert_eq!(forward.routes().requests.len(), 1);
+        drop(tracked);
+        assert!(forward.routes().requests.is_empty());
     }
 
     #[test]
