@@ -2,6 +2,7 @@
 //! (docs/contract/lifecycle.md#s5-2 to #s5-6).
 
 mod events;
+mod inline;
 mod portable;
 mod stopping;
 
@@ -161,6 +162,13 @@ fn limits(env: &RunEnv) -> VmLimits {
 /// bound on the hard deadline); past it the result is `timeout` (docs/threat-model.md,
 /// "Deadlines": a 900 MB heap took 3 s past the deadline to compress).
 const SNAPSHOT_GRACE: Duration = Duration::from_millis(250);
+
+/// How close to its deadline the settle loop stops waiting for calls still running and parks
+/// (or, when everything settled, delivers with this long to run past the deadline,
+/// docs/contract/decisions.md#d16): 250 ms, or half the timeout when that is shorter.
+fn settle_floor(config: &codemode_config::CodeModeConfig) -> Duration {
+    Duration::from_millis(250.min((config.timeout_ms() / 2).max(1)))
+}
 
 /// UTF-8 length of `JSON.stringify(v)`.
 fn json_len<T: serde::Serialize>(v: &T) -> u64 {
@@ -391,7 +399,7 @@ impl Run {
                 Readiness::NotReady => return Outcome::Park,
                 Readiness::Ready => {}
             }
-            let floor = Duration::from_millis(250.min((config.timeout_ms() / 2).max(1)));
+            let floor = settle_floor(&config);
             if deadline.saturating_duration_since(Instant::now()) < floor {
                 if self.arrived.len() < self.pending.len() {
                     return Outcome::Park;
@@ -407,7 +415,8 @@ impl Run {
         }
     }
 
-    /// Delivers every settled request, in the order they settled, on a leg thread.
+    /// Delivers every settled request, in the order they settled, on a leg thread; there the
+    /// run goes on while its new requests settle at once ([`inline::Continuation`]).
     pub(crate) async fn deliver_arrived(&mut self, deadline: Instant, abort: &AbortHandle) {
         let Some(mut vm) = self.vm.take() else {
             self.error = Some((ErrorCode::InternalError, "code mode VM is missing".into()));
@@ -418,6 +427,7 @@ impl Run {
             soft_deadline: deadline,
             abort: abort.clone(),
         };
+        let continuation = self.continuation(abort);
         let leg = run_leg(move || {
             let mut reports = Vec::with_capacity(deliveries.len());
             for delivery in &deliveries {
@@ -428,13 +438,68 @@ impl Run {
                     break;
                 }
             }
-            (vm, reports)
+            let continued = match continuation {
+                Some(continuation) if reports.last().is_some_and(Result::is_ok) => {
+                    continuation.run(&mut vm, &mut reports, &budget)
+                }
+                _ => inline::Continued::default(),
+            };
+            (vm, reports, continued)
         })
         .await;
         match leg {
-            Ok((vm, reports)) => self.take_step(vm, reports),
+            Ok((vm, reports, continued)) => {
+                self.take_step(vm, reports);
+                self.refused.extend(continued.refused);
+                for (id, dispatched) in continued.dispatched {
+                    match dispatched {
+                        Dispatched::Settled(delivery) => self.arrived.push(delivery),
+                        Dispatched::Running(handle) => {
+                            self.tasks.insert(id, handle);
+                        }
+                    }
+                }
+            }
             Err(panic) => self.error = Some((ErrorCode::InternalError, panic.to_string())),
         }
+    }
+
+    /// What the leg thread needs to go on after a delivery leg; `None` where the settle loop
+    /// must see every step: a restart-safe run (it parks at every wait), a run whose main
+    /// promise settled (draining), one with no parking slot yet, or no deadline set.
+    fn continuation(&self, abort: &AbortHandle) -> Option<inline::Continuation> {
+        if self.restart_safe
+            || self.main.is_some()
+            || (self.run_id.is_none() && self.reservation.is_none())
+        {
+            return None;
+        }
+        let config = &self.env.config;
+        let until = self.deadline?.checked_sub(settle_floor(config))?;
+        let mut output = inline::OutputMeasure::default();
+        for item in &self.output {
+            output.add(json_len(item));
+        }
+        Some(inline::Continuation {
+            dispatcher: self.dispatcher.clone(),
+            run_id: self.run_id.clone(),
+            tx: self.tx.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok()?,
+            // Refused requests are settled by `dispatch_new`, never dispatched.
+            dispatched: self
+                .tasks
+                .keys()
+                .chain(self.refused.keys())
+                .cloned()
+                .collect(),
+            max_pending: config.max_pending_tool_calls(),
+            max_output_bytes: config.max_output_bytes(),
+            max_snapshot_bytes: config.max_snapshot_bytes(),
+            output,
+            until,
+            abort: abort.clone(),
+            park_now: self.park_now.clone(),
+        })
     }
 
     /// Starts host work for pending requests that have not started (creation order).
