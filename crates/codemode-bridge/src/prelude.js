@@ -55,6 +55,12 @@
   reserved.search = reserved.describe = reserved.call = reserved.callValue = true;
   const PRELUDE_FILE = "codemode:prelude.js";
   const hasOwn = Object.hasOwn;
+  // `Math` is one of QuickJS's lazily made globals: the first read of it makes the object and
+  // all its functions. Read here, at pre-initialisation, it is made once, in the image; read
+  // first in `setup` (seedRandom), every run made it again (7% of a trivial exec's samples,
+  // docs/benchmarks.md "Guest CPU").
+  const MathObj = Math;
+  const imul = MathObj.imul;
   const isExtensible = Object.isExtensible;
 
   // A data property descriptor for `defineProperty`. Null-prototype: the engine reads `get`,
@@ -545,7 +551,6 @@
   function seedRandom(seed) {
     let a = seed[0] | 0, b = seed[1] | 0, c = seed[2] | 0, d = seed[3] | 0;
     if ((a | b | c | d) === 0) a = 1;
-    const imul = Math.imul;
     function next() {
       const t = b << 9;
       let r = imul(b, 5);
@@ -563,7 +568,7 @@
         return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
       },
     }.random;
-    defineProperty(Math, "random", data(random, true, false, true));
+    defineProperty(MathObj, "random", data(random, true, false, true));
   }
 
   // The read-only `API` virtual files (docs/contract/mcp.md#s7-4): [{path, description, bytes, content}].
@@ -1031,12 +1036,7 @@
     const mcp = globals.mcp;
     define("ALL_TOOLS", globals.allTools);
     define("tools", globals.tools);
-    define("text", text);
-    define("json", json);
-    define("yield_control", yieldControl);
     define("API", globals.api);
-    define("console", CONSOLE);
-    define("nodes", NODES);
     const namespaces = create(null);
     if (mcp !== undefined) {
       namespaces.MCP = mcp;
@@ -1049,6 +1049,15 @@
   const LAZY_GLOBALS = [installLazy(makeToolsApi(), false), installLazy(makeToolsApi(), true)];
   const CONSOLE = makeConsole();
   const NODES = makeNodes();
+  // The globals that are the same in every run, defined once, in the image: defining a global
+  // costs a property descriptor read and a new shape of the global object, and these five were
+  // 4% of a trivial exec's samples when `setup` defined them per run (docs/benchmarks.md,
+  // "Guest CPU"). Non-writable and non-configurable as before; `setup` adds the run's own.
+  define("text", text);
+  define("json", json);
+  define("yield_control", yieldControl);
+  define("console", CONSOLE);
+  define("nodes", NODES);
 
   return freeze({
     setup,

@@ -427,7 +427,7 @@ impl Run {
             soft_deadline: deadline,
             abort: abort.clone(),
         };
-        let continuation = self.continuation(abort);
+        let continuation = self.continuation(deadline, abort);
         let leg = run_leg(move || {
             let mut reports = Vec::with_capacity(deliveries.len());
             for delivery in &deliveries {
@@ -466,8 +466,9 @@ impl Run {
 
     /// What the leg thread needs to go on after a delivery leg; `None` where the settle loop
     /// must see every step: a restart-safe run (it parks at every wait), a run whose main
-    /// promise settled (draining), one with no parking slot yet, or no deadline set.
-    fn continuation(&self, abort: &AbortHandle) -> Option<inline::Continuation> {
+    /// promise settled (draining), or one with no parking slot yet. It dispatches nothing
+    /// within the settle floor of `deadline`.
+    fn continuation(&self, deadline: Instant, abort: &AbortHandle) -> Option<inline::Continuation> {
         if self.restart_safe
             || self.main.is_some()
             || (self.run_id.is_none() && self.reservation.is_none())
@@ -475,7 +476,7 @@ impl Run {
             return None;
         }
         let config = &self.env.config;
-        let until = self.deadline?.checked_sub(settle_floor(config))?;
+        let until = deadline.checked_sub(settle_floor(config))?;
         let mut output = inline::OutputMeasure::default();
         for item in &self.output {
             output.add(json_len(item));
