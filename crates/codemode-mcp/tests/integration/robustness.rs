@@ -520,8 +520,10 @@ async fn a_server_that_was_down_is_retried() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("server.sh");
     let config = stdio_config(&script.to_string_lossy(), vec![], None);
+    // 1 s, not less: the check below that nothing is retried too early must not find the
+    // interval already over because a loaded machine took that long to fail the first attempt.
     let options = ClientOptions {
-        retry_failed_after: Duration::from_millis(100),
+        retry_failed_after: Duration::from_millis(1_000),
         ..options()
     };
     let hub = McpHub::connect(&config, options).await;
@@ -538,7 +540,7 @@ async fn a_server_that_was_down_is_retried() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(1_050)).await;
     hub.retry_failed();
     assert_eq!(
         hub.changed_since(seen, Duration::from_secs(10)).await,
