@@ -450,57 +450,10 @@ impl Run {
         match leg {
             Ok((vm, reports, continued)) => {
                 self.take_step(vm, reports);
-                self.refused.extend(continued.refused);
-                for (id, dispatched) in continued.dispatched {
-                    match dispatched {
-                        Dispatched::Settled(delivery) => self.arrived.push(delivery),
-                        Dispatched::Running(handle) => {
-                            self.tasks.insert(id, handle);
-                        }
-                    }
-                }
+                self.take_over(continued);
             }
             Err(panic) => self.error = Some((ErrorCode::InternalError, panic.to_string())),
         }
-    }
-
-    /// What the leg thread needs to go on after a delivery leg; `None` where the settle loop
-    /// must see every step: a restart-safe run (it parks at every wait), a run whose main
-    /// promise settled (draining), or one with no parking slot yet. It dispatches nothing
-    /// within the settle floor of `deadline`.
-    fn continuation(&self, deadline: Instant, abort: &AbortHandle) -> Option<inline::Continuation> {
-        if self.restart_safe
-            || self.main.is_some()
-            || (self.run_id.is_none() && self.reservation.is_none())
-        {
-            return None;
-        }
-        let config = &self.env.config;
-        let until = deadline.checked_sub(settle_floor(config))?;
-        let mut output = inline::OutputMeasure::default();
-        for item in &self.output {
-            output.add(json_len(item));
-        }
-        Some(inline::Continuation {
-            dispatcher: self.dispatcher.clone(),
-            run_id: self.run_id.clone(),
-            tx: self.tx.clone(),
-            runtime: tokio::runtime::Handle::try_current().ok()?,
-            // Refused requests are settled by `dispatch_new`, never dispatched.
-            dispatched: self
-                .tasks
-                .keys()
-                .chain(self.refused.keys())
-                .cloned()
-                .collect(),
-            max_pending: config.max_pending_tool_calls(),
-            max_output_bytes: config.max_output_bytes(),
-            max_snapshot_bytes: config.max_snapshot_bytes(),
-            output,
-            until,
-            abort: abort.clone(),
-            park_now: self.park_now.clone(),
-        })
     }
 
     /// Starts host work for pending requests that have not started (creation order).

@@ -15,6 +15,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::dispatch::{Dispatched, Dispatcher};
 
+use super::{json_len, settle_floor, Run};
+
 /// What the leg thread needs to go on after a leg: a copy of the run's dispatch state and the
 /// limits `Run::settle` checks before each dispatch.
 pub(super) struct Continuation {
@@ -95,7 +97,7 @@ impl Continuation {
         loop {
             for report in reports[measured..].iter().flatten() {
                 for item in &report.output {
-                    self.output.add(super::json_len(item));
+                    self.output.add(json_len(item));
                 }
             }
             measured = reports.len();
@@ -164,6 +166,65 @@ impl Continuation {
                 reports.push(report);
                 if stop {
                     return continued;
+                }
+            }
+        }
+    }
+}
+
+impl Run {
+    /// What the leg thread needs to go on after a delivery leg; `None` where the settle loop
+    /// must see every step: a restart-safe run (it parks at every wait), a run whose main
+    /// promise settled (draining), or one with no parking slot yet. It dispatches nothing
+    /// within the settle floor of `deadline`.
+    pub(super) fn continuation(
+        &self,
+        deadline: Instant,
+        abort: &AbortHandle,
+    ) -> Option<Continuation> {
+        if self.restart_safe
+            || self.main.is_some()
+            || (self.run_id.is_none() && self.reservation.is_none())
+        {
+            return None;
+        }
+        let config = &self.env.config;
+        let until = deadline.checked_sub(settle_floor(config))?;
+        let mut output = OutputMeasure::default();
+        for item in &self.output {
+            output.add(json_len(item));
+        }
+        Some(Continuation {
+            dispatcher: self.dispatcher.clone(),
+            run_id: self.run_id.clone(),
+            tx: self.tx.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok()?,
+            // Refused requests are settled by `dispatch_new`, never dispatched.
+            dispatched: self
+                .tasks
+                .keys()
+                .chain(self.refused.keys())
+                .cloned()
+                .collect(),
+            max_pending: config.max_pending_tool_calls(),
+            max_output_bytes: config.max_output_bytes(),
+            max_snapshot_bytes: config.max_snapshot_bytes(),
+            output,
+            until,
+            abort: abort.clone(),
+            park_now: self.park_now.clone(),
+        })
+    }
+
+    /// Takes over what the leg thread dispatched and did not deliver: settled requests to
+    /// deliver next, running ones as tasks, refused ones to settle with their message.
+    pub(super) fn take_over(&mut self, continued: Continued) {
+        self.refused.extend(continued.refused);
+        for (id, dispatched) in continued.dispatched {
+            match dispatched {
+                Dispatched::Settled(delivery) => self.arrived.push(delivery),
+                Dispatched::Running(handle) => {
+                    self.tasks.insert(id, handle);
                 }
             }
         }
