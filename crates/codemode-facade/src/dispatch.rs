@@ -63,7 +63,8 @@ pub(crate) struct Dispatcher {
 
 impl Dispatcher {
     /// Starts `request`. Work that settles without waiting (a search, a describe, a tool whose
-    /// executor answers at once) settles here, on the caller's thread: [`Dispatched::Settled`]
+    /// executor answers at once) settles here, on the caller's thread (the run's task, or the
+    /// leg thread that goes on with the run, `run/inline.rs`): [`Dispatched::Settled`]
     /// (not when the pipeline may ask a person, [`ToolPipeline::may_ask`]).
     /// Anything else becomes a task on the async runtime that sends its settlement to `tx` as a
     /// [`Delivery`] when it completes: [`Dispatched::Running`] (docs/architecture.md, "Calls
