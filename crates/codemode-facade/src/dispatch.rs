@@ -1,5 +1,5 @@
 //! Host side of bridge requests: `search`, `describe`, `call`, `callValue` against the run's
-//! catalog and the host's [`ToolExecutor`] (docs/contract/catalog.md#s3-3 to #s3-5).
+//! catalog and the host's [`ToolExecutor`](codemode_bridge::ToolExecutor) (docs/contract/catalog.md#s3-3 to #s3-5).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
