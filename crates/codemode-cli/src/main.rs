@@ -392,54 +392,60 @@ fn exec(args: ExecArgs) -> Result<ExitCode, Failure> {
     tracing::info!("exec: running a {}-byte {language} program", code.len());
     let status = progress::Status::start(format!("running the {language} program"));
     let max_output_bytes = host.config().max_output_bytes();
-    let result = runtime.block_on(async move {
-        let code_mode = CodeMode::with_global_runtime().map_err(|e| Failure::Run(e.to_string()))?;
-        let abort = AbortHandle::new();
-        let started = Instant::now();
-        let mut result = code_mode.exec(&env, &input, &abort).await;
-        let mut output = result.output().to_vec();
-        // The one printed result holds the output of every wait it followed, so it obeys
-        // maxOutputBytes as a whole (docs/contract/lifecycle.md#s5-5, docs/threat-model.md):
-        // past it, following stops and the run fails with output_limit_exceeded.
-        let mut output_bytes = json_bytes(&output);
-        let mut calls = 1;
-        while let Some(run_id) = result.run_id().map(str::to_string) {
-            if output_bytes > max_output_bytes {
-                result = CodeModeResult::Failed {
-                    error: codemode_facade::limits::LimitExceeded::output(
-                        Some(output_bytes),
-                        max_output_bytes,
-                    )
-                    .to_string(),
-                    code: Some(codemode_facade::ErrorCode::OutputLimitExceeded),
-                    output: Vec::new(),
-                    replay_safe: false,
-                    telemetry: result.telemetry().clone(),
-                };
-                output.clear();
-                break;
+    // One run, driven from one thread: its legs run in place there, with no hand-off to a leg
+    // worker (docs/architecture.md, "Legs in place").
+    let driven = codemode_runtime::with_legs_in_place("codemode-exec", || {
+        runtime.block_on(async move {
+            let code_mode =
+                CodeMode::with_global_runtime().map_err(|e| Failure::Run(e.to_string()))?;
+            let abort = AbortHandle::new();
+            let started = Instant::now();
+            let mut result = code_mode.exec(&env, &input, &abort).await;
+            let mut output = result.output().to_vec();
+            // The one printed result holds the output of every wait it followed, so it obeys
+            // maxOutputBytes as a whole (docs/contract/lifecycle.md#s5-5, docs/threat-model.md):
+            // past it, following stops and the run fails with output_limit_exceeded.
+            let mut output_bytes = json_bytes(&output);
+            let mut calls = 1;
+            while let Some(run_id) = result.run_id().map(str::to_string) {
+                if output_bytes > max_output_bytes {
+                    result = CodeModeResult::Failed {
+                        error: codemode_facade::limits::LimitExceeded::output(
+                            Some(output_bytes),
+                            max_output_bytes,
+                        )
+                        .to_string(),
+                        code: Some(codemode_facade::ErrorCode::OutputLimitExceeded),
+                        output: Vec::new(),
+                        replay_safe: false,
+                        telemetry: result.telemetry().clone(),
+                    };
+                    output.clear();
+                    break;
+                }
+                if started.elapsed() >= wall_clock {
+                    break;
+                }
+                calls += 1;
+                let wait = env.clone().with_tool_call_id(format!("call_{calls}"));
+                result = code_mode
+                    .wait_with(&wait, &json!({"runId": run_id}), &abort)
+                    .await;
+                output.extend(result.output().iter().cloned());
+                // At most one result past the limit is held: following stops at the next check.
+                output_bytes = json_bytes(&output);
             }
-            if started.elapsed() >= wall_clock {
-                break;
-            }
-            calls += 1;
-            let wait = env.clone().with_tool_call_id(format!("call_{calls}"));
-            result = code_mode
-                .wait_with(&wait, &json!({"runId": run_id}), &abort)
-                .await;
-            output.extend(result.output().iter().cloned());
-            // At most one result past the limit is held: following stops at the next check.
-            output_bytes = json_bytes(&output);
-        }
-        tracing::info!(
-            "exec: {} after {} ms ({} exec/wait call(s), {} nested tool call(s))",
-            result.to_json()["status"].as_str().unwrap_or("?"),
-            started.elapsed().as_millis(),
-            calls,
-            result.telemetry().call_count
-        );
-        Ok::<_, Failure>((result, output))
+            tracing::info!(
+                "exec: {} after {} ms ({} exec/wait call(s), {} nested tool call(s))",
+                result.to_json()["status"].as_str().unwrap_or("?"),
+                started.elapsed().as_millis(),
+                calls,
+                result.telemetry().call_count
+            );
+            Ok::<_, Failure>((result, output))
+        })
     });
+    let result = driven.unwrap_or_else(|panic| Err(Failure::Run(panic.to_string())));
     status.finish();
     approvals.deny_all(None);
     host.shutdown(&runtime);

@@ -347,62 +347,67 @@ fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCod
         .name("codemode-stdin".into())
         .spawn(move || read_lines(tx))
         .map_err(|e| Failure::Run(format!("cannot start the input thread: {e}")))?;
-    runtime.block_on(async {
-        let mut queued: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
-        let mut ended = false;
-        loop {
-            let line = match queued.pop_front() {
-                Some(line) => line,
-                None if ended => return Ok(ExitCode::SUCCESS),
-                None => match rx.recv().await {
-                    Some(Input::Line(line)) => line,
-                    Some(Input::End) | None => return Ok(ExitCode::SUCCESS),
-                    Some(Input::Failed(e)) => return Err(Failure::Run(e)),
-                },
-            };
-            let reply = match line_text(&line) {
-                Ok(None) => continue,
-                Err(reply) => reply,
-                Ok(Some(text)) => {
-                    let handling = session.handle(text);
-                    tokio::pin!(handling);
-                    loop {
-                        tokio::select! {
-                            reply = &mut handling => break reply,
-                            input = rx.recv(), if !ended => match input {
-                                Some(Input::Line(next)) => {
-                                    if let Ok(Some(text)) = line_text(&next) {
-                                        if let Ok(Request::Approve(_)) = parse_request(text) {
-                                            let reply = session.handle(text).await;
-                                            if !print_line(&reply.to_string())? {
-                                                return Ok(ExitCode::SUCCESS);
+    // Requests are answered one at a time from one thread, so a run's legs run in place there,
+    // with no hand-off to a leg worker (docs/architecture.md, "Legs in place").
+    let served = codemode_runtime::with_legs_in_place("codemode-session", || {
+        runtime.block_on(async {
+            let mut queued: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
+            let mut ended = false;
+            loop {
+                let line = match queued.pop_front() {
+                    Some(line) => line,
+                    None if ended => return Ok(ExitCode::SUCCESS),
+                    None => match rx.recv().await {
+                        Some(Input::Line(line)) => line,
+                        Some(Input::End) | None => return Ok(ExitCode::SUCCESS),
+                        Some(Input::Failed(e)) => return Err(Failure::Run(e)),
+                    },
+                };
+                let reply = match line_text(&line) {
+                    Ok(None) => continue,
+                    Err(reply) => reply,
+                    Ok(Some(text)) => {
+                        let handling = session.handle(text);
+                        tokio::pin!(handling);
+                        loop {
+                            tokio::select! {
+                                reply = &mut handling => break reply,
+                                input = rx.recv(), if !ended => match input {
+                                    Some(Input::Line(next)) => {
+                                        if let Ok(Some(text)) = line_text(&next) {
+                                            if let Ok(Request::Approve(_)) = parse_request(text) {
+                                                let reply = session.handle(text).await;
+                                                if !print_line(&reply.to_string())? {
+                                                    return Ok(ExitCode::SUCCESS);
+                                                }
+                                                continue;
                                             }
-                                            continue;
                                         }
+                                        queued.push_back(next);
                                     }
-                                    queued.push_back(next);
-                                }
-                                Some(Input::End) | None => {
-                                    ended = true;
-                                    session.approvals.deny_all(None);
-                                }
-                                Some(Input::Failed(e)) => return Err(Failure::Run(e)),
-                            },
+                                    Some(Input::End) | None => {
+                                        ended = true;
+                                        session.approvals.deny_all(None);
+                                    }
+                                    Some(Input::Failed(e)) => return Err(Failure::Run(e)),
+                                },
+                            }
                         }
                     }
+                };
+                let line_bytes = line.len();
+                drop(line);
+                // A host that closed our stdout ends the session like end of input (main exits quietly).
+                let printed = print_line(&reply.to_string())?;
+                drop(reply);
+                release_after(line_bytes);
+                if !printed {
+                    return Ok(ExitCode::SUCCESS);
                 }
-            };
-            let line_bytes = line.len();
-            drop(line);
-            // A host that closed our stdout ends the session like end of input (main exits quietly).
-            let printed = print_line(&reply.to_string())?;
-            drop(reply);
-            release_after(line_bytes);
-            if !printed {
-                return Ok(ExitCode::SUCCESS);
             }
-        }
-    })
+        })
+    });
+    served.unwrap_or_else(|panic| Err(Failure::Run(panic.to_string())))
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //!   [`Runtime::restore`] continues it in a fresh instance, as often as needed.
 //! - [`run_leg`]: runs guest work on a worker of the [`LegPool`] (threads with a stack large
 //!   enough for `max_wasm_stack`, reused across legs), so guest execution never blocks the async
-//!   runtime's workers.
+//!   runtime's workers; on a thread of [`with_legs_in_place`] (a host driving one run at a time
+//!   from that thread) it runs the leg in place instead.
 //! - [`ProcessGroup`]: kills a child process's group (command hooks, stdio MCP servers) without
 //!   ever signalling a group that is no longer the child's.
 //!
@@ -53,6 +54,7 @@ pub use process_group::ProcessGroup;
 pub use snapshot::{Snapshot, SnapshotFormat, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_PAGE_BYTES};
 pub use vm::Vm;
 pub use worker::{
-    in_leg, leg_threads, on_leg_stack, run_leg, run_leg_with, set_leg_threads, LegPanic, LegPool,
-    LegPoolConfig, LegThreads, LEG_STACK_KEEP_BYTES, LEG_THREAD_NAME, LEG_THREAD_STACK_BYTES,
+    in_leg, leg_threads, legs_in_place, on_leg_stack, run_leg, run_leg_with, set_leg_threads,
+    with_legs_in_place, LegPanic, LegPool, LegPoolConfig, LegThreads, LEG_STACK_KEEP_BYTES,
+    LEG_THREAD_NAME, LEG_THREAD_STACK_BYTES,
 };

@@ -70,11 +70,17 @@ pub fn leg_threads() -> LegThreads {
 /// carries: a [`crate::LegBudget`]'s deadline is an instant, fixed before the call). Dropping the
 /// future before a worker took the leg drops `work` unrun. Errors: [`LegPanic`] when `work`
 /// panicked or no thread could be started.
+///
+/// On a thread started by [`with_legs_in_place`] the leg runs in place, on the calling thread,
+/// inside this future's first poll: no hand-off, and that thread's executor waits for the leg.
 pub async fn run_leg<R, F>(work: F) -> Result<R, LegPanic>
 where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
 {
+    if legs_in_place() {
+        return run_in_place(work);
+    }
     run_leg_with(leg_threads(), work).await
 }
 
@@ -465,6 +471,52 @@ fn ended_without_result() -> LegPanic {
 
 thread_local! {
     static IN_LEG: Cell<bool> = const { Cell::new(false) };
+    /// Set on a thread of [`with_legs_in_place`]: [`run_leg`] runs its legs in place there. The
+    /// thread's stack, for returning a deep recursion's pages after each leg.
+    static LEGS_IN_PLACE: Cell<Option<Option<ThreadStack>>> = const { Cell::new(None) };
+}
+
+/// Whether [`run_leg`] runs its legs on the current thread (a [`with_legs_in_place`] thread).
+pub fn legs_in_place() -> bool {
+    LEGS_IN_PLACE.with(|f| f.get().is_some())
+}
+
+/// A leg on the current thread, a [`with_legs_in_place`] one: caught like a worker's leg, and
+/// the stack pages a deep recursion committed are returned after it as a worker returns them.
+fn run_in_place<R>(work: impl FnOnce() -> R) -> Result<R, LegPanic> {
+    let result = catch_unwind(AssertUnwindSafe(work)).map_err(panic_message);
+    if let Some(Some(stack)) = LEGS_IN_PLACE.with(|f| f.get()) {
+        stack.release_deep_pages();
+    }
+    result
+}
+
+/// Runs `work` on a new thread named `name` with a leg thread's stack
+/// ([`LEG_THREAD_STACK_BYTES`]), on which [`run_leg`] runs every leg in place instead of handing
+/// it to the [`LegPool`], and waits for it. For a host that drives one run at a time from one
+/// executor thread (`codemode session`, one-shot `codemode exec`): each leg then costs no thread
+/// hand-off (two wake-ups and two context switches per leg on the pool,
+/// docs/architecture.md "Legs in place"), and the executor thread waits while the leg runs —
+/// bounded by the leg's deadline (the epoch deadline, which needs no executor) — while other
+/// tasks go on on the runtime's worker threads. Futures polled elsewhere (spawned tasks on
+/// worker threads) still use the pool. The thread is also a leg thread for [`on_leg_stack`].
+/// Errors: [`LegPanic`] when `work` panics or the thread cannot be started.
+pub fn with_legs_in_place<R: Send>(
+    name: &str,
+    work: impl FnOnce() -> R + Send,
+) -> Result<R, LegPanic> {
+    std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(LEG_THREAD_STACK_BYTES)
+            .spawn_scoped(scope, || {
+                IN_LEG.with(|f| f.set(true));
+                LEGS_IN_PLACE.with(|f| f.set(Some(ThreadStack::current())));
+                work()
+            })
+            .map_err(|e| LegPanic(format!("cannot start a leg thread: {e}")))?;
+        handle.join().map_err(panic_message)
+    })
 }
 
 /// Whether the current thread is a leg thread (a pool worker, a fresh leg thread, or the helper
@@ -566,5 +618,48 @@ mod tests {
                 "{deep_after} bytes of deep stack still resident"
             );
         });
+    }
+
+    /// `with_legs_in_place`: `run_leg` polled on that thread runs the leg there (a panic caught,
+    /// the thread going on, a deep recursion's pages returned after the leg as a worker returns
+    /// them); a future polled on a runtime worker still hands its leg to the pool.
+    #[test]
+    fn legs_run_in_place_on_their_host_thread_and_only_there() {
+        assert!(!legs_in_place());
+        let names = with_legs_in_place("legs-in-place-test", || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                assert!(legs_in_place() && in_leg());
+                let name = || std::thread::current().name().map(str::to_string);
+                let here = run_leg(name).await.unwrap();
+                let panicked = run_leg(|| -> u8 { panic!("leg bug") }).await;
+                let deep = run_leg(|| {
+                    recurse_40_mib();
+                    ThreadStack::current().unwrap().resident_deep_bytes()
+                })
+                .await
+                .unwrap();
+                let after = run_leg(|| ThreadStack::current().unwrap().resident_deep_bytes())
+                    .await
+                    .unwrap();
+                let spawned = tokio::spawn(async move { run_leg(name).await.unwrap() })
+                    .await
+                    .unwrap();
+                (here, panicked, deep, after, spawned)
+            })
+        })
+        .unwrap();
+        let (here, panicked, deep, after, spawned) = names;
+        assert_eq!(here.as_deref(), Some("legs-in-place-test"));
+        assert_eq!(panicked, Err(LegPanic("leg bug".into())));
+        assert!(deep > 30 << 20, "the recursion committed {deep} bytes");
+        assert!(
+            after <= 64 * 1024,
+            "{after} bytes of deep stack still resident"
+        );
+        assert_eq!(spawned.as_deref(), Some(LEG_THREAD_NAME));
     }
 }
