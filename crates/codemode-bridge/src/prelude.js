@@ -965,10 +965,15 @@
     // Conveniences handed out before the fill, so the fill installs the very same functions.
     const made = create(null);
     const absent = create(null);
+    // A name asked before is answered from `made` first: a program's `tools.<name>` in a loop
+    // runs this on every iteration, and `isSafeName` costs a call per character
+    // (docs/benchmarks.md, "Per-call guest JavaScript"). `made` holds only names that passed
+    // every check below.
     function lookup(key) {
-      if (typeof key !== "string" || !isSafeName(key) || reserved[key] || absent[key]) return undefined;
+      if (typeof key !== "string") return undefined;
       let f = made[key];
       if (f !== undefined) return f;
+      if (!isSafeName(key) || reserved[key] || absent[key]) return undefined;
       const id = convenienceId(key);
       if (typeof id !== "string") {
         absent[key] = true;
