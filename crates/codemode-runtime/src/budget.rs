@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::VmError;
+use crate::ticker::EpochTicker;
 
 /// How long after the soft deadline the epoch deadline traps the guest (docs/contract/decisions.md#d6: ≤ 250 ms).
 /// 20 ms: a native operation that never polls the interrupt handler (a BigInt power, a huge
@@ -92,16 +93,44 @@ pub(crate) struct Deadline {
     abort: Option<AbortHandle>,
     /// The interrupt import answered "stop" during the current call.
     interrupted: bool,
+    /// The epoch ticker that enforces the hard deadline, held while armed (`None`: no ticker to
+    /// wake, e.g. in unit tests of this type).
+    ticker: Option<Arc<EpochTicker>>,
+    holding: bool,
+}
+
+/// A store dropped while a call was armed (a trap unwinding past `disarm`) lets the ticker go.
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        self.release_ticker();
+    }
 }
 
 impl Deadline {
+    /// A disarmed deadline whose arming keeps `ticker` ticking.
+    pub(crate) fn ticking(ticker: Arc<EpochTicker>) -> Self {
+        Deadline {
+            soft: None,
+            hard: None,
+            abort: None,
+            interrupted: false,
+            ticker: Some(ticker),
+            holding: false,
+        }
+    }
+
     /// Arms `budget` for the next call: soft deadline, hard deadline
-    /// ([`HARD_DEADLINE_GRACE`] later) and abort handle; clears the interrupt record.
+    /// ([`HARD_DEADLINE_GRACE`] later) and abort handle; clears the interrupt record; wakes the
+    /// epoch ticker if it sleeps (crate::ticker).
     pub(crate) fn arm(&mut self, budget: &LegBudget) {
         self.soft = Some(budget.soft_deadline);
         self.hard = Some(budget.soft_deadline + HARD_DEADLINE_GRACE);
         self.abort = Some(budget.abort.clone());
         self.interrupted = false;
+        if let (false, Some(ticker)) = (self.holding, &self.ticker) {
+            ticker.hold();
+            self.holding = true;
+        }
     }
 
     /// Disarms after a call. The interrupt record stays readable until the next [`Deadline::arm`].
@@ -109,6 +138,14 @@ impl Deadline {
         self.soft = None;
         self.hard = None;
         self.abort = None;
+        self.release_ticker();
+    }
+
+    fn release_ticker(&mut self) {
+        if let (true, Some(ticker)) = (self.holding, &self.ticker) {
+            ticker.release();
+            self.holding = false;
+        }
     }
 
     /// Whether the armed abort handle fired.

@@ -11,7 +11,6 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -27,6 +26,7 @@ use crate::error::{RuntimeError, VmError};
 use crate::imports::{self, HostState, WallClock};
 use crate::limits::{VmLimits, MAX_WASM_STACK};
 use crate::snapshot::{Image, Snapshot};
+use crate::ticker::EpochTicker;
 use crate::vm::{self, RawGuestSource, Vm, VmTemplate, WarmVms};
 
 /// The guest module (`codemode_guest.wasm`) embedded at build time.
@@ -34,9 +34,6 @@ pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/codemode
 
 /// Lowercase hex SHA-256 of [`GUEST_WASM`]; snapshots record it and refuse a different guest.
 pub const GUEST_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/codemode_guest.sha256"));
-
-/// Interval of the epoch ticker; the hard deadline is detected within one tick.
-const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// The wizer step's version, part of the pre-initialised module's cache key with the
 /// wasmtime-wizer version and the `cm_init` input: bump it when [`preinitialise`] changes what
@@ -118,7 +115,7 @@ impl Default for RuntimeOptions {
 pub struct Runtime {
     template: VmTemplate,
     fresh_vm: FreshVm,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: Arc<EpochTicker>,
     setup_time: Duration,
     guest_setup: GuestSetup,
 }
@@ -175,20 +172,8 @@ impl Runtime {
         imports::add_codemode_imports(&mut linker)
             .map_err(|e| RuntimeError::setup("cannot link the codemode imports", e))?;
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        {
-            let engine = engine.clone();
-            let stop = ticker_stop.clone();
-            std::thread::Builder::new()
-                .name("codemode-epoch".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(EPOCH_TICK);
-                        engine.increment_epoch();
-                    }
-                })
-                .map_err(|e| RuntimeError::setup("cannot start the epoch ticker", e))?;
-        }
+        let ticker = EpochTicker::start(engine.clone())
+            .map_err(|e| RuntimeError::setup("cannot start the epoch ticker", e))?;
 
         let mut guest_sha256 = [0u8; 32];
         let hex = GUEST_SHA256.trim();
@@ -198,7 +183,7 @@ impl Runtime {
         // Stop the ticker if the guest or its image cannot be had (the runtime is never built
         // then).
         let stop_ticker = |e: RuntimeError| {
-            ticker_stop.store(true, Ordering::Relaxed);
+            ticker.stop();
             e
         };
         let init_input = vm::init_input(&VmLimits::default())
@@ -213,7 +198,7 @@ impl Runtime {
                 // A first run in a new project is otherwise silent for as long as this takes
                 // (README, "Embedding in Rust": the first-run time and the profile lines).
                 tracing::info!("{FIRST_COMPILE_NOTICE}");
-                preinitialise(&engine, &linker, guest_sha256)
+                preinitialise(&engine, &linker, guest_sha256, &ticker)
             },
         )
         .map_err(|e| stop_ticker(RuntimeError::setup("cannot pre-initialise the guest", e)))?;
@@ -245,6 +230,7 @@ impl Runtime {
             image: Arc::new(Image::default()),
             wall_clock: options.wall_clock,
             deterministic_random: options.deterministic_random,
+            ticker: ticker.clone(),
             warm: Arc::new(WarmVms::new(
                 options.warm_vms as usize,
                 options.parked_vms as usize,
@@ -255,10 +241,17 @@ impl Runtime {
         Ok(Arc::new(Runtime {
             template,
             fresh_vm: options.fresh_vm,
-            ticker_stop,
+            ticker,
             setup_time: started.elapsed(),
             guest_setup,
         }))
+    }
+
+    /// Whether the epoch ticker thread sleeps: no guest call has had an armed deadline for 200 ms
+    /// (docs/architecture.md, "An epoch ticker that sleeps"). The next armed call wakes it before
+    /// the guest runs.
+    pub fn epoch_ticker_sleeping(&self) -> bool {
+        self.ticker.sleeping()
     }
 
     /// Whether [`Runtime::new`] loaded the pre-initialised guest from the module cache or made
@@ -352,7 +345,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+        self.ticker.stop();
     }
 }
 
@@ -389,6 +382,7 @@ fn preinitialise(
     engine: &Engine,
     linker: &Linker<HostState>,
     guest_sha256: [u8; 32],
+    ticker: &Arc<EpochTicker>,
 ) -> wasmtime::Result<Vec<u8>> {
     let started = Instant::now();
     let mut wizer = Wizer::new();
@@ -405,6 +399,7 @@ fn preinitialise(
         wall_clock: None,
         deterministic_random: None,
         warm: Arc::new(WarmVms::new(0, 0)),
+        ticker: ticker.clone(),
     };
     let mut vm = Vm::from_init(&template, &VmLimits::default()).map_err(wasmtime::Error::new)?;
     // The shadow stack is dead between calls; zeroed, it adds no data below the stack top, so

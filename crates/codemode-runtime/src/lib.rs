@@ -27,7 +27,8 @@
 //!
 //! Modules depend in one direction: `engine` → `vm` → `imports` (the guest's imports and the
 //! per-store host state), `snapshot`, `budget`, `worker` → `limits`, `error` (and `cache`, used
-//! by `engine` only); `process_group` stands alone.
+//! by `engine` only); `budget` → `ticker` (the epoch ticker, which `engine` starts);
+//! `process_group` stands alone.
 
 mod budget;
 mod cache;
@@ -37,6 +38,7 @@ mod imports;
 mod limits;
 mod process_group;
 mod snapshot;
+mod ticker;
 mod vm;
 mod worker;
 

@@ -27,6 +27,7 @@ use crate::error::{GuestTrap, Poison, ProtocolViolation, RuntimeError, VmError};
 use crate::imports::{native_stack_position, Clock, HostState, WallClock};
 use crate::limits::{VmLimits, JS_STACK_LIMIT_BYTES};
 use crate::snapshot::Image;
+use crate::ticker::EpochTicker;
 
 mod parked;
 mod state;
@@ -54,6 +55,8 @@ pub(crate) struct VmTemplate {
     pub(crate) deterministic_random: Option<Vec<u8>>,
     /// VMs of [`VmTemplate::pre`] kept between runs (docs/architecture.md, "Warm VMs").
     pub(crate) warm: Arc<WarmVms>,
+    /// The runtime's epoch ticker, held by every armed guest call.
+    pub(crate) ticker: Arc<EpochTicker>,
 }
 
 /// Where a [`VmTemplate`] gets the raw guest (not pre-initialised) from. The engine module
@@ -174,7 +177,7 @@ impl Vm {
                 .memories(1)
                 .tables(1)
                 .build(),
-            deadline: Deadline::default(),
+            deadline: Deadline::ticking(template.ticker.clone()),
             stderr,
             native_stack_entry: 0,
             context: None,

@@ -533,3 +533,37 @@ fn output_before_an_epoch_trap_is_kept() {
         }]
     );
 }
+
+/// The epoch ticker sleeps once no guest call has been armed for a while (an idle process makes
+/// no wake-ups), and a call armed after that still has its hard deadline: the native sort that
+/// never polls the interrupt handler is stopped by the epoch backstop, which only a ticking
+/// ticker can fire (it would otherwise run for seconds and complete). The runtime is this
+/// test's own, so no other test's calls keep its ticker awake.
+#[test]
+fn the_epoch_ticker_sleeps_while_idle_and_wakes_for_the_backstop() {
+    let rt = Runtime::new(codemode_runtime::RuntimeOptions::default()).expect("runtime");
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let r = vm
+        .start(
+            &format!("{UNSORTED_INTS} await tools.call('x', {{}}); a.sort(); return 1;"),
+            r#"{"tools":[]}"#,
+            &limits,
+            &budget(20000),
+        )
+        .unwrap();
+    assert_eq!(r.state, GuestState::Pending);
+    let idle_since = std::time::Instant::now();
+    while !rt.epoch_ticker_sleeping() {
+        assert!(
+            idle_since.elapsed() < Duration::from_secs(10),
+            "the ticker never went to sleep"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let delivery = Delivery {
+        id: "bridge:call:1".into(),
+        outcome: Ok(json!(1)),
+    };
+    assert_eq!(vm.deliver(&delivery, &budget(50)), Err(VmError::Timeout));
+}
