@@ -505,13 +505,25 @@ pub fn with_legs_in_place<R: Send>(
     name: &str,
     work: impl FnOnce() -> R + Send,
 ) -> Result<R, LegPanic> {
+    on_scoped_leg_thread(name, || {
+        LEGS_IN_PLACE.with(|f| f.set(Some(ThreadStack::current())));
+        work()
+    })
+}
+
+/// Runs `work` on a new scoped thread named `name` with a leg thread's stack, marked as a leg
+/// thread, and waits for it. Errors: [`LegPanic`] when `work` panics or the thread cannot be
+/// started.
+fn on_scoped_leg_thread<R: Send>(
+    name: &str,
+    work: impl FnOnce() -> R + Send,
+) -> Result<R, LegPanic> {
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name(name.into())
             .stack_size(LEG_THREAD_STACK_BYTES)
             .spawn_scoped(scope, || {
                 IN_LEG.with(|f| f.set(true));
-                LEGS_IN_PLACE.with(|f| f.set(Some(ThreadStack::current())));
                 work()
             })
             .map_err(|e| LegPanic(format!("cannot start a leg thread: {e}")))?;
@@ -538,17 +550,7 @@ pub fn on_leg_stack<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R, LegPa
     if in_leg() {
         return catch_unwind(AssertUnwindSafe(work)).map_err(panic_message);
     }
-    std::thread::scope(|scope| {
-        let handle = std::thread::Builder::new()
-            .name(LEG_THREAD_NAME.into())
-            .stack_size(LEG_THREAD_STACK_BYTES)
-            .spawn_scoped(scope, || {
-                IN_LEG.with(|f| f.set(true));
-                work()
-            })
-            .map_err(|e| LegPanic(format!("cannot start a leg thread: {e}")))?;
-        handle.join().map_err(panic_message)
-    })
+    on_scoped_leg_thread(LEG_THREAD_NAME, work)
 }
 
 #[cfg(all(test, target_os = "linux"))]
