@@ -85,17 +85,17 @@ impl LegBudget {
     }
 }
 
-/// The budget armed on one store while a guest call runs; empty between calls.
-#[derive(Debug, Default)]
+/// The budget armed on one store while a guest call runs; empty between calls. No `Default`:
+/// every store's deadline is made by [`Deadline::ticking`], so arming always wakes the ticker.
+#[derive(Debug)]
 pub(crate) struct Deadline {
     soft: Option<Instant>,
     hard: Option<Instant>,
     abort: Option<AbortHandle>,
     /// The interrupt import answered "stop" during the current call.
     interrupted: bool,
-    /// The epoch ticker that enforces the hard deadline, held while armed (`None`: no ticker to
-    /// wake, e.g. in unit tests of this type).
-    ticker: Option<Arc<EpochTicker>>,
+    /// The epoch ticker that enforces the hard deadline, held while armed.
+    ticker: Arc<EpochTicker>,
     holding: bool,
 }
 
@@ -114,7 +114,7 @@ impl Deadline {
             hard: None,
             abort: None,
             interrupted: false,
-            ticker: Some(ticker),
+            ticker,
             holding: false,
         }
     }
@@ -127,8 +127,8 @@ impl Deadline {
         self.hard = Some(budget.soft_deadline + HARD_DEADLINE_GRACE);
         self.abort = Some(budget.abort.clone());
         self.interrupted = false;
-        if let (false, Some(ticker)) = (self.holding, &self.ticker) {
-            ticker.hold();
+        if !self.holding {
+            self.ticker.hold();
             self.holding = true;
         }
     }
@@ -142,8 +142,8 @@ impl Deadline {
     }
 
     fn release_ticker(&mut self) {
-        if let (true, Some(ticker)) = (self.holding, &self.ticker) {
-            ticker.release();
+        if self.holding {
+            self.ticker.release();
             self.holding = false;
         }
     }

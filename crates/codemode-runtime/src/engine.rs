@@ -343,12 +343,6 @@ impl Runtime {
     }
 }
 
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        self.ticker.stop();
-    }
-}
-
 /// The cache variant naming the pre-initialised module: the wizer step and the SHA-256 of the
 /// `cm_init` input (the prelude is the host's, not part of [`GUEST_WASM`]), 16 hex digits.
 fn preinit_variant(init_input: &[u8]) -> String {

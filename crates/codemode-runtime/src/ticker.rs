@@ -23,7 +23,10 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// wait for it and an idle process stops ticking soon.
 pub(crate) const IDLE_TICKS: u32 = 40;
 
-/// Handle to a runtime's ticker thread; the thread stops when [`EpochTicker::stop`] is called.
+/// Handle to a runtime's ticker thread, shared by the runtime and every store's deadline; the
+/// thread stops when [`EpochTicker::stop`] is called (a runtime that failed to build) or when
+/// the last handle goes, so a VM that outlives its `Runtime` (a parked run an embedder still
+/// holds) keeps its hard deadline.
 #[derive(Debug)]
 pub(crate) struct EpochTicker {
     shared: Arc<Shared>,
@@ -81,6 +84,12 @@ impl EpochTicker {
     pub(crate) fn stop(&self) {
         self.shared.stop.store(true, SeqCst);
         self.thread.unpark();
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -567,3 +567,28 @@ fn the_epoch_ticker_sleeps_while_idle_and_wakes_for_the_backstop() {
     };
     assert_eq!(vm.deliver(&delivery, &budget(50)), Err(VmError::Timeout));
 }
+
+/// The ticker lives as long as any VM of its runtime: a parked VM an embedder still holds after
+/// dropping its `Runtime` keeps its hard deadline (the native sort below is stopped by the epoch
+/// backstop; with no ticker it would run for seconds and complete).
+#[test]
+fn a_vm_that_outlives_its_runtime_keeps_its_hard_deadline() {
+    let rt = Runtime::new(codemode_runtime::RuntimeOptions::default()).expect("runtime");
+    let limits = VmLimits::default();
+    let mut vm = rt.fresh_vm(&limits).unwrap();
+    let r = vm
+        .start(
+            &format!("{UNSORTED_INTS} await tools.call('x', {{}}); a.sort(); return 1;"),
+            r#"{"tools":[]}"#,
+            &limits,
+            &budget(20000),
+        )
+        .unwrap();
+    assert_eq!(r.state, GuestState::Pending);
+    drop(rt);
+    let delivery = Delivery {
+        id: "bridge:call:1".into(),
+        outcome: Ok(json!(1)),
+    };
+    assert_eq!(vm.deliver(&delivery, &budget(50)), Err(VmError::Timeout));
+}
