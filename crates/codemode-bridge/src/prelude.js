@@ -968,7 +968,8 @@
     // A name asked before is answered from `made` first: a program's `tools.<name>` in a loop
     // runs this on every iteration, and `isSafeName` costs a call per character
     // (docs/benchmarks.md, "Per-call guest JavaScript"). `made` holds only names that passed
-    // every check below.
+    // every check below, and the names `fillConveniences` takes from the host's list, which the
+    // host makes by the same rules (identifiers, no reserved name).
     function lookup(key) {
       if (typeof key !== "string") return undefined;
       let f = made[key];

@@ -11,7 +11,9 @@
 //! ([`codemode_facade::surface_tools`]: what to show the model); for `exec` and `wait` the spec's
 //! result object ([`codemode_facade::CodeModeResult::to_json`]); for `approve`
 //! `{"status": "ok"}`. Requests run one at a time in input order, except `approve` lines, which
-//! are answered as soon as they are read, even while an earlier request runs (so the `approve`
+//! are answered as soon as they are read, even while an earlier request waits (for a tool or a
+//! person; while its program computes, the line is read when that stretch of guest code ends,
+//! docs/architecture.md "Legs in place") (so the `approve`
 //! for an outer `exec` that a `beforeToolCall` hook sent to approval reaches it; the host learns
 //! its `approvalId` from the trajectory's `approval_requested` event); one [`CodeMode`] serves
 //! the whole session, so a `waiting` run from one line can be resumed by `wait` on a later one,
@@ -336,11 +338,13 @@ fn release_after(line_bytes: usize) {
 }
 
 /// The read–answer loop. Requests are answered one at a time in input order, except `approve`
-/// lines: while a request runs (an outer `exec` waiting for its own approval, say) the loop keeps
+/// lines: while a request waits (an outer `exec` waiting for its own approval, say) the loop keeps
 /// reading, answers each `approve` line at once (its reply comes before the running request's)
 /// and queues every other line behind the running request. At end of input every outstanding
 /// approval is denied (none can be answered any more); the running and queued requests are still
-/// answered.
+/// answered. The loop runs on a thread of [`codemode_runtime::with_legs_in_place`]: while a
+/// program computes (a leg, bounded by its deadline) the loop reads nothing, and lines read by the
+/// input thread meanwhile wait in the channel.
 fn serve(session: &Session, runtime: &tokio::runtime::Runtime) -> Result<ExitCode, Failure> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     std::thread::Builder::new()

@@ -498,7 +498,10 @@ fn run_in_place<R>(work: impl FnOnce() -> R) -> Result<R, LegPanic> {
 /// hand-off (two wake-ups and two context switches per leg on the pool,
 /// docs/architecture.md "Legs in place"), and the executor thread waits while the leg runs —
 /// bounded by the leg's deadline (the epoch deadline, which needs no executor) — while other
-/// tasks go on on the runtime's worker threads. Futures polled elsewhere (spawned tasks on
+/// tasks go on on the runtime's worker threads. Use it with tokio's multi-thread runtime: on a
+/// current-thread runtime the `block_on` thread is the only one, and spawned tasks (tool calls,
+/// MCP I/O, timers) would stall for the length of each leg (nothing deadlocks: a leg never waits
+/// on a task). Futures polled elsewhere (spawned tasks on
 /// worker threads) still use the pool. The thread is also a leg thread for [`on_leg_stack`].
 /// Errors: [`LegPanic`] when `work` panics or the thread cannot be started.
 pub fn with_legs_in_place<R: Send>(
