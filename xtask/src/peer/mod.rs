@@ -12,7 +12,9 @@
 //!    through `xtask/peer/driver.mjs` (its public plugin-SDK entry
 //!    `openclaw/plugin-sdk/agent-harness-tool-runtime`, timed inside Node), codemode through
 //!    `codemode session --tools FILE` over a pipe (timed here, from writing the request line to
-//!    reading its answer). Cold starts are timed here for both, from spawn to exit.
+//!    reading its answer). Cold starts are timed here for both, from spawn to exit. Rows of
+//!    codemode alone follow: the `wait` of a run parked just before, the 10,000-tool exec, and
+//!    the p50 and p99 of a trivial exec with 1, 4 and 16 sessions at once (issue 26 item 6).
 //! 4. Prints a Markdown table: medians of `--iterations N` (30) after `--warmup N` (5),
 //!    the peer ÷ codemode ratios, and each goal of the issue, met or missed.
 //!
@@ -136,9 +138,8 @@ pub(crate) fn task(args: &[String]) -> Result<(), String> {
     println!(
         "\nWhat bounds each missed goal (profiles of a release build, and what was tried): \
          docs/benchmarks.md, \"What bounds the missed goals\". Memory of idle parked runs \
-         (100 / 1,000 / 10,000): `cargo bench -p codemode-facade --bench parked`; p50/p99 under \
-         1, 4 and 16 sessions: `python3 xtask/bench/concurrency.py`; through `serve --http`: \
-         `cargo bench -p codemode-cli --bench serve_http`."
+         (100 / 1,000 / 10,000): `cargo bench -p codemode-facade --bench parked`; through \
+         `serve --http`: `cargo bench -p codemode-cli --bench serve_http`."
     );
     Ok(())
 }
@@ -534,7 +535,59 @@ fn measure(root: &Path, peer: &Peer, bin: &Path, options: &Options) -> Result<Ve
         unit: Unit::PerSec,
         goal: Goal::AtLeastPerSec(8_000.0),
     });
+    drop(sessions);
+
+    // Under concurrency (codemode only, issue 26 item 6): N sessions at once, each sending
+    // trivial execs back to back; p50 and p99 of every exec's latency.
+    for count in [1usize, 4, 16] {
+        let (p50, p99) = concurrency_codemode(&b, count)?;
+        for (which, value) in [("p50", p50), ("p99", p99)] {
+            let sessions = if count == 1 { "session" } else { "sessions" };
+            let label = format!("trivial exec {which}, {count} {sessions} at once");
+            rows.push(Row::time(&label, None, None, Some(value), Goal::None));
+        }
+    }
     Ok(rows)
+}
+
+/// Trivial execs each session of a concurrency round sends back to back.
+const CONCURRENT_EXECS: usize = 20;
+
+/// `count` sessions (10 tools) at once, each sending [`CONCURRENT_EXECS`] trivial execs back to
+/// back, in `warmup + iterations` rounds; the p50 and p99 (ms) of the latencies of the
+/// iterations' execs.
+fn concurrency_codemode(b: &Bench<'_>, count: usize) -> Result<(f64, f64), String> {
+    let mut sessions = (0..count)
+        .map(|_| Session::spawn(&mut b.session_cmd(10)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rounds = b.options.warmup + b.options.iterations;
+    eprintln!("bench --peer: trivial exec under {count} sessions at once ({rounds} rounds)");
+    let mut latencies = Vec::new();
+    for round in 0..rounds {
+        let results: Vec<Result<Vec<f64>, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sessions
+                .iter_mut()
+                .map(|s| {
+                    scope.spawn(move || {
+                        (0..CONCURRENT_EXECS)
+                            .map(|_| s.sample(TRIVIAL))
+                            .collect::<Result<Vec<f64>, String>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a session thread panicked"))
+                .collect()
+        });
+        for result in results {
+            let samples = result?;
+            if round >= b.options.warmup {
+                latencies.extend(samples);
+            }
+        }
+    }
+    Ok((percentile(&latencies, 50.0), percentile(&latencies, 99.0)))
 }
 
 /// `codemode session`: spawn, one trivial exec, end of input, exit; wall ms.
@@ -662,6 +715,16 @@ mod tests {
             parse_options(&args(&["--fast"])).unwrap_err(),
             "unknown option \"--fast\": bench --peer takes [--bin PATH] [--iterations N] [--warmup N]"
         );
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let samples: Vec<f64> = (1..=200).rev().map(f64::from).collect();
+        assert_eq!(percentile(&samples, 50.0), 100.0);
+        assert_eq!(percentile(&samples, 99.0), 198.0);
+        assert_eq!(percentile(&samples, 100.0), 200.0);
+        assert_eq!(percentile(&[7.0], 99.0), 7.0);
+        assert!(percentile(&[], 50.0).is_nan());
     }
 
     #[test]

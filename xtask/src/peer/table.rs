@@ -1,6 +1,17 @@
 //! The Markdown table `bench --peer` prints: medians, peer ÷ codemode ratios, goals met or
 //! missed.
 
+/// The nearest-rank `q`th percentile (0 < q ≤ 100) of `samples`; NaN when there are none.
+pub(crate) fn percentile(samples: &[f64], q: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
 /// The median of `samples` (the mean of the middle two for an even count); `samples` non-empty.
 pub(crate) fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
