@@ -2,6 +2,7 @@
 
 use crate::common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_bridge::{BridgeMethod, Delivery, GuestReport, GuestState, OutputItem};
@@ -534,14 +535,9 @@ fn output_before_an_epoch_trap_is_kept() {
     );
 }
 
-/// The epoch ticker sleeps once no guest call has been armed for a while (an idle process makes
-/// no wake-ups), and a call armed after that still has its hard deadline: the native sort that
-/// never polls the interrupt handler is stopped by the epoch backstop, which only a ticking
-/// ticker can fire (it would otherwise run for seconds and complete). The runtime is this
-/// test's own, so no other test's calls keep its ticker awake.
-#[test]
-fn the_epoch_ticker_sleeps_while_idle_and_wakes_for_the_backstop() {
-    let rt = Runtime::new(codemode_runtime::RuntimeOptions::default()).expect("runtime");
+/// A VM of `rt` parked on a tool call, whose next step sorts [`UNSORTED_INTS`] natively (no
+/// interrupt poll): only the epoch backstop can stop that step before it completes.
+fn parked_before_a_native_sort(rt: &Arc<Runtime>) -> Vm {
     let limits = VmLimits::default();
     let mut vm = rt.fresh_vm(&limits).unwrap();
     let r = vm
@@ -553,6 +549,27 @@ fn the_epoch_ticker_sleeps_while_idle_and_wakes_for_the_backstop() {
         )
         .unwrap();
     assert_eq!(r.state, GuestState::Pending);
+    vm
+}
+
+/// Delivers the call's answer with a 50 ms budget: the sort's step, which the backstop stops.
+fn deliver_into_the_sort(vm: &mut Vm) -> Result<GuestReport, VmError> {
+    let delivery = Delivery {
+        id: "bridge:call:1".into(),
+        outcome: Ok(json!(1)),
+    };
+    vm.deliver(&delivery, &budget(50))
+}
+
+/// The epoch ticker sleeps once no guest call has been armed for a while (an idle process makes
+/// no wake-ups), and a call armed after that still has its hard deadline: the native sort that
+/// never polls the interrupt handler is stopped by the epoch backstop, which only a ticking
+/// ticker can fire (without the wake-up the sort runs to completion). The runtime is this
+/// test's own, so no other test's calls keep its ticker awake.
+#[test]
+fn the_epoch_ticker_sleeps_while_idle_and_wakes_for_the_backstop() {
+    let rt = Runtime::new(codemode_runtime::RuntimeOptions::default()).expect("runtime");
+    let mut vm = parked_before_a_native_sort(&rt);
     let idle_since = std::time::Instant::now();
     while !rt.epoch_ticker_sleeping() {
         assert!(
@@ -561,34 +578,16 @@ fn the_epoch_ticker_sleeps_while_idle_and_wakes_for_the_backstop() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let delivery = Delivery {
-        id: "bridge:call:1".into(),
-        outcome: Ok(json!(1)),
-    };
-    assert_eq!(vm.deliver(&delivery, &budget(50)), Err(VmError::Timeout));
+    assert_eq!(deliver_into_the_sort(&mut vm), Err(VmError::Timeout));
 }
 
 /// The ticker lives as long as any VM of its runtime: a parked VM an embedder still holds after
-/// dropping its `Runtime` keeps its hard deadline (the native sort below is stopped by the epoch
-/// backstop; with no ticker it would run for seconds and complete).
+/// dropping its `Runtime` keeps its hard deadline (when dropping the runtime stopped the
+/// ticker, the sort below ran to completion).
 #[test]
 fn a_vm_that_outlives_its_runtime_keeps_its_hard_deadline() {
     let rt = Runtime::new(codemode_runtime::RuntimeOptions::default()).expect("runtime");
-    let limits = VmLimits::default();
-    let mut vm = rt.fresh_vm(&limits).unwrap();
-    let r = vm
-        .start(
-            &format!("{UNSORTED_INTS} await tools.call('x', {{}}); a.sort(); return 1;"),
-            r#"{"tools":[]}"#,
-            &limits,
-            &budget(20000),
-        )
-        .unwrap();
-    assert_eq!(r.state, GuestState::Pending);
+    let mut vm = parked_before_a_native_sort(&rt);
     drop(rt);
-    let delivery = Delivery {
-        id: "bridge:call:1".into(),
-        outcome: Ok(json!(1)),
-    };
-    assert_eq!(vm.deliver(&delivery, &budget(50)), Err(VmError::Timeout));
+    assert_eq!(deliver_into_the_sort(&mut vm), Err(VmError::Timeout));
 }
